@@ -1,0 +1,233 @@
+-- taskq database schema.
+--
+-- This file is compiled into the taskq binary at build time (tools/embed.py) and
+-- applied to a new database in one transaction. Its last statement sets
+-- PRAGMA user_version; the binary refuses a database whose user_version is
+-- newer than this file's. A later schema version adds migrations/NNN.sql files
+-- (each moving user_version from NNN-1 to NNN) and keeps this file the full,
+-- current schema for new databases.
+--
+-- Conventions, so that the file reads the same from the sqlite3 shell:
+--   * times are integer milliseconds since the Unix epoch (UTC); see the
+--     task_list view for human-readable columns;
+--   * argv and env are BLOBs of NUL-terminated byte strings (the layout of
+--     /proc/PID/cmdline and /proc/PID/environ), because a command line may hold
+--     any byte but NUL and JSON text cannot carry invalid UTF-8 exactly;
+--   * "grp" is the task's group: "group" is an SQL keyword.
+--   * no SQLite-only types; the statements in src/queue are the only writers.
+
+-- One row per distinct environment. Submitters from the same shell share one
+-- row, so a million queued tasks do not carry a million copies of $PATH.
+CREATE TABLE envs (
+    id        INTEGER PRIMARY KEY,
+    hash      INTEGER NOT NULL,            -- FNV-1a 64 of data, for lookup
+    data      BLOB    NOT NULL             -- "K=V\0K=V\0..."
+);
+CREATE INDEX envs_hash ON envs(hash);
+
+CREATE TABLE tasks (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT, -- never reused: logs and cursors key on it
+    -- queued:    runnable now (subject to its group's limits)
+    -- scheduled: waiting for run_after (a --delay/--at, or a retry's backoff)
+    -- blocked:   waiting for the tasks in deps (--after, sessions)
+    -- running:   claimed by a worker under a lease
+    -- the rest are final.
+    state         TEXT    NOT NULL DEFAULT 'queued' CHECK (state IN
+                    ('queued','scheduled','blocked','running',
+                     'succeeded','failed','timed_out','killed','canceled')),
+    name          TEXT    NOT NULL,
+    argv          BLOB    NOT NULL,          -- "arg0\0arg1\0...\0"
+    shell         INTEGER NOT NULL DEFAULT 0, -- 1: argv is /bin/sh -c STRING from --shell
+    cwd           TEXT    NOT NULL,
+    env_id        INTEGER REFERENCES envs(id),
+    batch         TEXT,
+    grp           TEXT    NOT NULL,          -- default: the program's name (claude, make, ...)
+    session       TEXT,                      -- --session KEY: one at a time, in order
+    unique_key    TEXT,                      -- --unique KEY: one unfinished task per key
+    priority      INTEGER NOT NULL DEFAULT 0, -- higher runs first; ties by id
+    run_after     INTEGER NOT NULL DEFAULT 0, -- ms; a scheduled task becomes queued then
+    created_at    INTEGER NOT NULL,
+
+    -- run policy
+    timeout_ms    INTEGER NOT NULL,          -- 0: none
+    kill_grace_ms INTEGER NOT NULL,          -- TERM, then KILL this much later
+    max_output    INTEGER NOT NULL,          -- bytes of log; 0: unlimited
+    max_retries   INTEGER NOT NULL DEFAULT 3, -- for transient categories
+    retry_lost    INTEGER NOT NULL DEFAULT 0,
+    backoff_ms    INTEGER NOT NULL DEFAULT 30000,
+    backoff_max_ms INTEGER NOT NULL DEFAULT 1800000,
+    stdin_mode    TEXT    NOT NULL DEFAULT 'null' CHECK (stdin_mode IN ('null','file','pipe')),
+    pty           INTEGER NOT NULL DEFAULT 0,
+    on_exit       TEXT,                      -- --on-exit CMD (run with /bin/sh -c)
+    kill_signal   INTEGER,                   -- taskq kill: the signal asked for
+    kill_requested_at INTEGER,               -- ms; the worker escalates to KILL after the grace
+
+    -- agent tasks (taskq ask); NULL for plain commands
+    agent         TEXT,
+    model         TEXT,
+    prompt        TEXT,
+    isolate       INTEGER NOT NULL DEFAULT 0,
+    sources       TEXT,                      -- JSON object {"name": "path", ...}
+
+    -- the current (or last) attempt; attempts holds every one
+    attempt       INTEGER NOT NULL DEFAULT 0, -- attempts started so far
+    worker_id     INTEGER,                   -- holder of the lease while running
+    lease_until   INTEGER,                   -- ms; past it the task is recovered as lost
+    started_at    INTEGER,
+    finished_at   INTEGER,
+    exit_code     INTEGER,
+    signal        INTEGER,
+    outcome       TEXT,                      -- succeeded|failed|signaled|timed_out|killed|
+                                             -- output_overflow|spawn_failed|lost|canceled
+    category      TEXT,                      -- rate_limit|overload|network|auth|unknown
+    reason        TEXT
+);
+
+-- The claim reads the head of this index for each group; it holds only
+-- runnable tasks, so claim cost does not grow with finished, scheduled or
+-- blocked tasks (docs: research/sqlite-limits.md, section 3).
+CREATE INDEX tasks_ready     ON tasks(grp, priority DESC, id) WHERE state = 'queued';
+CREATE INDEX tasks_due       ON tasks(run_after)              WHERE state = 'scheduled';
+CREATE INDEX tasks_running   ON tasks(grp)                    WHERE state = 'running';
+CREATE INDEX tasks_lease     ON tasks(lease_until)            WHERE state = 'running';
+CREATE INDEX tasks_state     ON tasks(state, id);
+CREATE INDEX tasks_batch     ON tasks(batch, id)              WHERE batch IS NOT NULL;
+CREATE INDEX tasks_name      ON tasks(name, id);
+CREATE INDEX tasks_session   ON tasks(session, id)            WHERE session IS NOT NULL;
+CREATE INDEX tasks_finished  ON tasks(finished_at)            WHERE finished_at IS NOT NULL;
+CREATE UNIQUE INDEX tasks_unique ON tasks(unique_key)
+    WHERE unique_key IS NOT NULL AND state IN ('queued','scheduled','blocked','running');
+
+-- One row per run of a task. (task_id, attempt) fences every worker write:
+-- a worker whose lease was taken over holds an older attempt number.
+CREATE TABLE attempts (
+    task_id       INTEGER NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,
+    attempt       INTEGER NOT NULL,
+    worker_id     INTEGER,
+    pid           INTEGER,
+    pgid          INTEGER,
+    proc_start    INTEGER,                   -- /proc/PID/stat starttime: pid identity
+    started_at    INTEGER NOT NULL,
+    ended_at      INTEGER,
+    exit_code     INTEGER,
+    signal        INTEGER,
+    outcome       TEXT,
+    category      TEXT,
+    reason        TEXT,
+    retry_at      INTEGER,                   -- when a retry was scheduled for
+    counted       INTEGER NOT NULL DEFAULT 1, -- 0: interrupted by a shutdown, not
+                                             -- counted against --retries
+    log_offset    INTEGER,                   -- byte offset in the task's log where this attempt began
+    log_line      INTEGER,                   -- line number (1-based) where it began
+    -- an agent's final result (stream-json/json), when there is one
+    result        TEXT,
+    is_error      INTEGER,
+    subtype       TEXT,
+    agent_session TEXT,
+    cost_usd      REAL,
+    duration_ms   INTEGER,
+    num_turns     INTEGER,
+    input_tokens  INTEGER,
+    output_tokens INTEGER,
+    cache_read_tokens     INTEGER,
+    cache_creation_tokens INTEGER,
+    model         TEXT,
+    PRIMARY KEY (task_id, attempt)
+);
+
+-- task_id waits for dep_id. kind 'success' (--after): dep_id must succeed, or
+-- task_id is canceled; kind 'any' (--after-any, and the previous task of a
+-- --session): dep_id must only have ended.
+CREATE TABLE deps (
+    task_id  INTEGER NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,
+    dep_id   INTEGER NOT NULL,               -- no FK: a removed dependency counts as ended
+    kind     TEXT    NOT NULL DEFAULT 'success' CHECK (kind IN ('success','any')),
+    PRIMARY KEY (task_id, dep_id)
+);
+CREATE INDEX deps_dep ON deps(dep_id);
+
+CREATE TABLE labels (
+    task_id  INTEGER NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,
+    key      TEXT    NOT NULL,
+    value    TEXT    NOT NULL,
+    PRIMARY KEY (task_id, key)
+);
+CREATE INDEX labels_kv ON labels(key, value);
+
+-- --stdin-file contents, stored at submit.
+CREATE TABLE stdin_files (
+    task_id  INTEGER PRIMARY KEY REFERENCES tasks(id) ON DELETE CASCADE,
+    data     BLOB NOT NULL
+);
+
+-- taskq write ID DATA: kept until the worker has delivered it.
+CREATE TABLE stdin_writes (
+    id        INTEGER PRIMARY KEY,
+    task_id   INTEGER NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,
+    data      BLOB    NOT NULL,
+    eof       INTEGER NOT NULL DEFAULT 0,
+    created_at INTEGER NOT NULL,
+    delivered_at INTEGER
+);
+CREATE INDEX stdin_writes_task ON stdin_writes(task_id, id) WHERE delivered_at IS NULL;
+
+-- Groups: parallelism limits and pauses. A row exists for every group any
+-- task names (inserted at submit), so the claim can walk groups, not tasks.
+CREATE TABLE groups (
+    name          TEXT PRIMARY KEY,
+    parallel      INTEGER NOT NULL DEFAULT 0, -- 0: unlimited within the worker count
+    paused        INTEGER NOT NULL DEFAULT 0, -- taskq pause GROUP
+    paused_until  INTEGER NOT NULL DEFAULT 0, -- ms; a rate limit's pause
+    pause_reason  TEXT
+);
+
+-- Agent sessions (--session KEY): the agent's own session id to resume.
+CREATE TABLE sessions (
+    key           TEXT PRIMARY KEY,
+    agent_session TEXT,
+    last_task_id  INTEGER,
+    updated_at    INTEGER NOT NULL
+);
+
+-- poll cursors: what each reader has already been shown of a task's log.
+CREATE TABLE cursors (
+    task_id  INTEGER NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,
+    reader   TEXT    NOT NULL,
+    line     INTEGER NOT NULL,                -- lines shown so far
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (task_id, reader)
+);
+
+-- Worker processes, with heartbeats; a new supervisor counts live ones here.
+CREATE TABLE workers (
+    id            INTEGER PRIMARY KEY,
+    pid           INTEGER NOT NULL,
+    proc_start    INTEGER,
+    host          TEXT    NOT NULL,
+    slot          INTEGER,
+    supervisor_pid INTEGER,
+    started_at    INTEGER NOT NULL,
+    heartbeat_at  INTEGER NOT NULL,
+    task_id       INTEGER,
+    stopped_at    INTEGER
+);
+
+-- Small settings and facts about this database (retention, who created it).
+CREATE TABLE meta (
+    key    TEXT PRIMARY KEY,
+    value  TEXT
+);
+
+-- For people reading the database with the sqlite3 shell.
+CREATE VIEW task_list AS
+SELECT id, state, name, grp, batch, priority, attempt,
+       replace(rtrim(CAST(argv AS TEXT), char(0)), char(0), ' ') AS command,
+       cwd,
+       datetime(created_at / 1000, 'unixepoch')  AS created,
+       datetime(started_at / 1000, 'unixepoch')  AS started,
+       datetime(finished_at / 1000, 'unixepoch') AS finished,
+       exit_code, signal, outcome, category, reason
+FROM tasks;
+
+PRAGMA application_id = 1953721201;  -- 'tskq'
+PRAGMA user_version = 1;

@@ -1,0 +1,573 @@
+/*
+ * claim.c - the worker side of the store: claim, lease renewal, process
+ * identity, finish (fenced by attempt), recovery of expired leases, and the
+ * dependency bookkeeping that runs when a task reaches a final state.
+ *
+ * Fencing: every write a worker makes names (task id, attempt[, worker]) and
+ * changes nothing unless the task is still running under that attempt, so a
+ * worker whose lease expired and was recovered cannot overwrite the newer
+ * attempt's result.
+ */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/sys.h"
+
+#define FINAL_STATES "('succeeded','failed','timed_out','killed','canceled')"
+
+/*
+ * The claim. Per group that may start a task now, the head of tasks_ready
+ * (grp, priority DESC, id) WHERE state='queued' is one index probe; the best
+ * head wins. So the cost is O(groups * log n), never a scan of the queue.
+ */
+static const char claim_sql[] =
+	"WITH heads(id) AS ("
+	"  SELECT (SELECT r.id FROM tasks r INDEXED BY tasks_ready"
+	"          WHERE r.state = 'queued' AND r.grp = g.name"
+	"          ORDER BY r.priority DESC, r.id LIMIT 1)"
+	"  FROM groups g"
+	"  WHERE g.paused = 0 AND g.paused_until <= ?3"
+	"    AND (g.parallel = 0 OR (SELECT count(*) FROM tasks u INDEXED BY tasks_running"
+	"         WHERE u.state = 'running' AND u.grp = g.name) < g.parallel))"
+	" UPDATE tasks SET state = 'running', attempt = attempt + 1, worker_id = ?1,"
+	"  lease_until = ?3 + ?2, started_at = ?3, finished_at = NULL, exit_code = NULL,"
+	"  signal = NULL, outcome = NULL, category = NULL, reason = NULL,"
+	"  kill_signal = NULL, kill_requested_at = NULL"
+	" WHERE id = (SELECT t.id FROM heads h JOIN tasks t ON t.id = h.id"
+	"             ORDER BY t.priority DESC, t.id LIMIT 1)"
+	" RETURNING id, attempt";
+
+static int promote_due(struct tq_queue *q, int64_t now, struct tq_err *err)
+{
+	sqlite3_stmt *st = tq_db_stmt(q, ST_PROMOTE_DUE,
+		"UPDATE tasks INDEXED BY tasks_due SET state = 'queued'"
+		" WHERE state = 'scheduled' AND run_after <= ?1",
+		err);
+
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	sqlite3_bind_int64(st, 1, now);
+	return tq_db_exec_st(q, st, err, "promote scheduled tasks");
+}
+
+static int add_attempt(struct tq_queue *q, int64_t id, int attempt, int64_t worker,
+		       int64_t now, struct tq_err *err)
+{
+	sqlite3_stmt *st = tq_db_stmt(q, ST_ATTEMPT_ADD,
+		"INSERT OR REPLACE INTO attempts(task_id, attempt, worker_id, started_at)"
+		" VALUES (?1, ?2, ?3, ?4)", err);
+
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	sqlite3_bind_int64(st, 1, id);
+	sqlite3_bind_int(st, 2, attempt);
+	sqlite3_bind_int64(st, 3, worker);
+	sqlite3_bind_int64(st, 4, now);
+	return tq_db_exec_st(q, st, err, "add attempt");
+}
+
+int tq_queue_claim(struct tq_queue *q, int64_t worker_id, int64_t lease_ms,
+		   struct tq_task *t, struct tq_err *err)
+{
+	int64_t now = tq_now_ms(), id = 0;
+	sqlite3_stmt *st;
+	int attempt = 0, rc;
+
+	memset(t, 0, sizeof(*t));
+	if ((rc = tq_db_begin(q, err)) < 0)
+		return rc;
+	if ((rc = promote_due(q, now, err)) < 0)
+		goto fail;
+	if ((st = tq_db_stmt(q, ST_CLAIM, claim_sql, err)) == NULL) {
+		rc = err ? err->code : TQ_EIO;
+		goto fail;
+	}
+	sqlite3_bind_int64(st, 1, worker_id);
+	sqlite3_bind_int64(st, 2, lease_ms);
+	sqlite3_bind_int64(st, 3, now);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		id = sqlite3_column_int64(st, 0);
+		attempt = sqlite3_column_int(st, 1);
+		rc = sqlite3_step(st);
+	}
+	tq_db_done(st);
+	if (rc != SQLITE_DONE) {
+		rc = tq_db_error(q, rc, err, "claim");
+		goto fail;
+	}
+	if (id == 0) {
+		/* Nothing runnable; keep the promotions of due tasks. */
+		if ((rc = tq_db_commit(q, err)) < 0)
+			goto fail;
+		return tq_err_set(err, TQ_ENOTFOUND, "no runnable task");
+	}
+	if ((rc = add_attempt(q, id, attempt, worker_id, now, err)) < 0 ||
+	    (rc = tq_task_load(q, id, TQ_GET_ENV, t, err)) < 0 ||
+	    (rc = tq_db_commit(q, err)) < 0) {
+		tq_task_release(t);
+		goto fail;
+	}
+	return 0;
+fail:
+	tq_db_rollback(q);
+	return rc;
+}
+
+static int min_of(struct tq_queue *q, enum tq_stmt slot, const char *sql, int64_t now,
+		  int64_t *out, struct tq_err *err)
+{
+	sqlite3_stmt *st = tq_db_stmt(q, slot, sql, err);
+	int rc;
+
+	*out = 0;
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	sqlite3_bind_int64(st, 1, now);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+		*out = sqlite3_column_int64(st, 0);
+	tq_db_done(st);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 :
+		tq_db_error(q, rc, err, "read next wakeup");
+}
+
+int tq_queue_next_wakeup(struct tq_queue *q, int64_t *at, struct tq_err *err)
+{
+	int64_t due = 0, pause = 0;
+	int rc;
+
+	*at = 0;
+	if ((rc = min_of(q, ST_NEXT_DUE, "SELECT min(run_after) FROM tasks INDEXED BY tasks_due"
+			 " WHERE state = 'scheduled' AND ?1 = ?1", 0, &due, err)) < 0 ||
+	    (rc = min_of(q, ST_NEXT_PAUSE, "SELECT min(paused_until) FROM groups"
+			 " WHERE paused_until > ?1", tq_now_ms(), &pause, err)) < 0)
+		return rc;
+	*at = due == 0 ? pause : pause == 0 ? due : (due < pause ? due : pause);
+	return 0;
+}
+
+int tq_queue_renew(struct tq_queue *q, int64_t id, int attempt, int64_t worker_id,
+		   int64_t lease_ms, int *kill_signal, struct tq_err *err)
+{
+	sqlite3_stmt *st = tq_db_stmt(q, ST_RENEW,
+		"UPDATE tasks SET lease_until = ?4 WHERE id = ?1 AND state = 'running'"
+		" AND attempt = ?2 AND worker_id = ?3 RETURNING kill_signal", err);
+	int rc, sig = 0;
+
+	if (kill_signal)
+		*kill_signal = 0;
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	sqlite3_bind_int64(st, 1, id);
+	sqlite3_bind_int(st, 2, attempt);
+	sqlite3_bind_int64(st, 3, worker_id);
+	sqlite3_bind_int64(st, 4, tq_now_ms() + lease_ms);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		sig = sqlite3_column_int(st, 0);
+		rc = sqlite3_step(st);
+		tq_db_done(st);
+		if (rc != SQLITE_DONE)
+			return tq_db_error(q, rc, err, "renew lease");
+		if (kill_signal)
+			*kill_signal = sig;
+		return 0;
+	}
+	tq_db_done(st);
+	if (rc != SQLITE_DONE)
+		return tq_db_error(q, rc, err, "renew lease");
+	return tq_err_set(err, TQ_ESTALE, "task %lld attempt %d: lease lost",
+			  (long long)id, attempt);
+}
+
+int tq_queue_set_process(struct tq_queue *q, int64_t id, int attempt, int pid,
+			 int pgid, int64_t proc_start, int64_t log_offset,
+			 int64_t log_line, struct tq_err *err)
+{
+	sqlite3_stmt *st = tq_db_stmt(q, ST_SET_PROCESS,
+		"UPDATE attempts SET pid = ?3, pgid = ?4, proc_start = ?5, log_offset = ?6,"
+		" log_line = ?7 WHERE task_id = ?1 AND attempt = ?2 AND ended_at IS NULL"
+		" AND EXISTS (SELECT 1 FROM tasks WHERE id = ?1 AND state = 'running'"
+		" AND attempt = ?2)", err);
+	int rc;
+
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	sqlite3_bind_int64(st, 1, id);
+	sqlite3_bind_int(st, 2, attempt);
+	sqlite3_bind_int(st, 3, pid);
+	sqlite3_bind_int(st, 4, pgid);
+	sqlite3_bind_int64(st, 5, proc_start);
+	sqlite3_bind_int64(st, 6, log_offset);
+	sqlite3_bind_int64(st, 7, log_line);
+	if ((rc = tq_db_exec_st(q, st, err, "record process")) < 0)
+		return rc;
+	if (sqlite3_changes(q->db) == 0)
+		return tq_err_set(err, TQ_ESTALE, "task %lld attempt %d: lease lost",
+				  (long long)id, attempt);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* finish                                                             */
+
+static enum tq_state final_state_of(enum tq_outcome o)
+{
+	switch (o) {
+	case TQ_OUT_SUCCEEDED: return TQ_SUCCEEDED;
+	case TQ_OUT_TIMED_OUT: return TQ_TIMED_OUT;
+	case TQ_OUT_KILLED: return TQ_KILLED;
+	case TQ_OUT_CANCELED: return TQ_CANCELED;
+	default: return TQ_FAILED;
+	}
+}
+
+/* Is (id, attempt[, worker]) still the running attempt? */
+static int fence(struct tq_queue *q, const struct tq_finish *f, struct tq_err *err)
+{
+	sqlite3_stmt *st = tq_db_stmt(q, ST_FENCE,
+		"SELECT 1 FROM tasks WHERE id = ?1 AND state = 'running' AND attempt = ?2"
+		" AND (?3 = 0 OR worker_id = ?3)", err);
+	int rc;
+
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	sqlite3_bind_int64(st, 1, f->task_id);
+	sqlite3_bind_int(st, 2, f->attempt);
+	sqlite3_bind_int64(st, 3, f->worker_id);
+	rc = sqlite3_step(st);
+	tq_db_done(st);
+	if (rc == SQLITE_ROW)
+		return 0;
+	if (rc != SQLITE_DONE)
+		return tq_db_error(q, rc, err, "finish");
+	return tq_err_set(err, TQ_ESTALE, "task %lld attempt %d: no longer running "
+			  "under this attempt", (long long)f->task_id, f->attempt);
+}
+
+static int end_attempt(struct tq_queue *q, const struct tq_finish *f, int64_t now,
+		       struct tq_err *err)
+{
+	sqlite3_stmt *st = tq_db_stmt(q, ST_ATTEMPT_END,
+		"UPDATE attempts SET ended_at = ?3, exit_code = ?4, signal = ?5, outcome = ?6,"
+		" category = ?7, reason = ?8, retry_at = ?9, counted = ?10"
+		" WHERE task_id = ?1 AND attempt = ?2", err);
+
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	sqlite3_bind_int64(st, 1, f->task_id);
+	sqlite3_bind_int(st, 2, f->attempt);
+	sqlite3_bind_int64(st, 3, now);
+	tq_bind_opt_i64(st, 4, f->exit_code, -1);
+	tq_bind_opt_i64(st, 5, f->signal, 0);
+	tq_bind_text(st, 6, tq_outcome_name(f->outcome));
+	tq_bind_text(st, 7, f->category != TQ_CAT_NONE ? tq_category_name(f->category) : NULL);
+	tq_bind_text(st, 8, f->reason);
+	tq_bind_opt_i64(st, 9, f->next == TQ_NEXT_RETRY ? f->retry_at : 0, 0);
+	sqlite3_bind_int(st, 10, f->next != TQ_NEXT_REQUEUE);
+	return tq_db_exec_st(q, st, err, "record attempt");
+}
+
+static int store_result(struct tq_queue *q, const struct tq_finish *f,
+			struct tq_err *err)
+{
+	const struct tq_result *r = f->result;
+	sqlite3_stmt *st;
+
+	if (r == NULL || !r->has_result)
+		return 0;
+	st = tq_db_stmt(q, ST_ATTEMPT_RESULT,
+		"UPDATE attempts SET result = ?3, is_error = ?4, subtype = ?5,"
+		" agent_session = ?6, cost_usd = ?7, duration_ms = ?8, num_turns = ?9,"
+		" input_tokens = ?10, output_tokens = ?11, cache_read_tokens = ?12,"
+		" cache_creation_tokens = ?13, model = ?14 WHERE task_id = ?1 AND attempt = ?2",
+		err);
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	sqlite3_bind_int64(st, 1, f->task_id);
+	sqlite3_bind_int(st, 2, f->attempt);
+	tq_bind_text(st, 3, r->result);
+	sqlite3_bind_int(st, 4, r->is_error != 0);
+	tq_bind_text(st, 5, r->subtype);
+	tq_bind_text(st, 6, r->agent_session);
+	sqlite3_bind_double(st, 7, r->cost_usd);
+	sqlite3_bind_int64(st, 8, r->duration_ms);
+	sqlite3_bind_int64(st, 9, r->num_turns);
+	sqlite3_bind_int64(st, 10, r->input_tokens);
+	sqlite3_bind_int64(st, 11, r->output_tokens);
+	sqlite3_bind_int64(st, 12, r->cache_read_tokens);
+	sqlite3_bind_int64(st, 13, r->cache_creation_tokens);
+	tq_bind_text(st, 14, r->model);
+	return tq_db_exec_st(q, st, err, "record result");
+}
+
+static int end_task(struct tq_queue *q, const struct tq_finish *f, enum tq_state state,
+		    int64_t now, struct tq_err *err)
+{
+	sqlite3_stmt *st = tq_db_stmt(q, ST_TASK_END,
+		"UPDATE tasks SET state = ?2, finished_at = ?3, exit_code = ?4, signal = ?5,"
+		" outcome = ?6, category = ?7, reason = ?8, worker_id = NULL,"
+		" lease_until = NULL, run_after = coalesce(?9, run_after),"
+		" kill_signal = NULL, kill_requested_at = NULL"
+		" WHERE id = ?1", err);
+
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	sqlite3_bind_int64(st, 1, f->task_id);
+	tq_bind_text(st, 2, tq_state_name(state));
+	tq_bind_opt_i64(st, 3, tq_state_final(state) ? now : 0, 0);
+	tq_bind_opt_i64(st, 4, f->exit_code, -1);
+	tq_bind_opt_i64(st, 5, f->signal, 0);
+	tq_bind_text(st, 6, tq_outcome_name(f->outcome));
+	tq_bind_text(st, 7, f->category != TQ_CAT_NONE ? tq_category_name(f->category) : NULL);
+	tq_bind_text(st, 8, f->reason);
+	tq_bind_opt_i64(st, 9, f->next == TQ_NEXT_RETRY ? f->retry_at : 0, 0);
+	return tq_db_exec_st(q, st, err, "record task");
+}
+
+static int pause_group(struct tq_queue *q, const struct tq_finish *f,
+		       struct tq_err *err)
+{
+	sqlite3_stmt *st;
+
+	if (f->pause_group == NULL || f->pause_until <= 0)
+		return 0;
+	st = tq_db_stmt(q, ST_GROUP_PAUSE,
+		"INSERT INTO groups(name, paused_until, pause_reason) VALUES (?1, ?2, ?3)"
+		" ON CONFLICT(name) DO UPDATE SET"
+		" paused_until = max(paused_until, excluded.paused_until),"
+		" pause_reason = excluded.pause_reason", err);
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	tq_bind_text(st, 1, f->pause_group);
+	sqlite3_bind_int64(st, 2, f->pause_until);
+	tq_bind_text(st, 3, f->reason);
+	return tq_db_exec_st(q, st, err, "pause group");
+}
+
+static enum tq_state next_state(const struct tq_finish *f, int64_t now)
+{
+	switch (f->next) {
+	case TQ_NEXT_RETRY:
+		return f->retry_at > now ? TQ_SCHEDULED : TQ_QUEUED;
+	case TQ_NEXT_REQUEUE:
+		return TQ_QUEUED;
+	default:
+		return final_state_of(f->outcome);
+	}
+}
+
+int tq_queue_finish(struct tq_queue *q, const struct tq_finish *f,
+		    enum tq_state *state, struct tq_err *err)
+{
+	int64_t now = tq_now_ms();
+	enum tq_state s = next_state(f, now);
+	int rc;
+
+	if ((rc = tq_db_begin(q, err)) < 0)
+		return rc;
+	if ((rc = fence(q, f, err)) < 0 ||
+	    (rc = end_attempt(q, f, now, err)) < 0 ||
+	    (rc = store_result(q, f, err)) < 0 ||
+	    (rc = end_task(q, f, s, now, err)) < 0 ||
+	    (rc = pause_group(q, f, err)) < 0 ||
+	    (tq_state_final(s) && (rc = tq_deps_resolve(q, f->task_id, s, now, err)) < 0) ||
+	    (rc = tq_db_commit(q, err)) < 0) {
+		tq_db_rollback(q);
+		return rc;
+	}
+	if (state)
+		*state = s;
+	return 0;
+}
+
+int tq_queue_expired(struct tq_queue *q, int64_t now_ms, size_t max,
+		     struct tq_expired **list, size_t *n, struct tq_err *err)
+{
+	sqlite3_stmt *st = tq_db_stmt(q, ST_EXPIRED,
+		"SELECT t.id, t.attempt, t.worker_id, a.pid, a.pgid, a.proc_start,"
+		" t.retry_lost, t.max_retries FROM tasks t LEFT JOIN attempts a"
+		" ON a.task_id = t.id AND a.attempt = t.attempt"
+		" WHERE t.state = 'running' AND t.lease_until < ?1 ORDER BY t.lease_until"
+		" LIMIT ?2", err);
+	struct tq_expired *out = NULL;
+	size_t count = 0;
+	int rc;
+
+	*list = NULL;
+	*n = 0;
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	if (max == 0)
+		return 0;
+	if ((out = calloc(max, sizeof(*out))) == NULL)
+		return tq_err_set(err, TQ_ENOMEM, "out of memory");
+	sqlite3_bind_int64(st, 1, now_ms);
+	sqlite3_bind_int64(st, 2, (int64_t)max);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW && count < max) {
+		struct tq_expired *e = &out[count++];
+		e->task_id = sqlite3_column_int64(st, 0);
+		e->attempt = sqlite3_column_int(st, 1);
+		e->worker_id = sqlite3_column_int64(st, 2);
+		e->pid = sqlite3_column_int(st, 3);
+		e->pgid = sqlite3_column_int(st, 4);
+		e->proc_start = sqlite3_column_int64(st, 5);
+		e->retry_lost = sqlite3_column_int(st, 6);
+		e->max_retries = sqlite3_column_int64(st, 7);
+	}
+	tq_db_done(st);
+	if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+		free(out);
+		return tq_db_error(q, rc, err, "read expired leases");
+	}
+	*list = out;
+	*n = count;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Dependencies                                                       */
+
+static int cancel_task(struct tq_queue *q, int64_t id, const char *reason, int64_t now,
+		       struct tq_err *err)
+{
+	sqlite3_stmt *st = tq_db_stmt(q, ST_CANCEL,
+		"UPDATE tasks SET state = 'canceled', outcome = 'canceled', reason = ?2,"
+		" finished_at = ?3 WHERE id = ?1 AND state IN ('queued','scheduled','blocked')",
+		err);
+
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	sqlite3_bind_int64(st, 1, id);
+	tq_bind_text(st, 2, reason);
+	sqlite3_bind_int64(st, 3, now);
+	return tq_db_exec_st(q, st, err, "cancel task");
+}
+
+/* Blocked task d: are all its dependencies final? Then queue it. */
+static int maybe_unblock(struct tq_queue *q, int64_t d, int64_t now, struct tq_err *err)
+{
+	sqlite3_stmt *st = tq_db_stmt(q, ST_DEPS_OPEN,
+		"SELECT count(*) FROM deps x JOIN tasks t ON t.id = x.dep_id"
+		" WHERE x.task_id = ?1 AND t.state NOT IN " FINAL_STATES, err);
+	int64_t open = 0;
+	int rc;
+
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	sqlite3_bind_int64(st, 1, d);
+	if ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		open = sqlite3_column_int64(st, 0);
+	tq_db_done(st);
+	if (rc != SQLITE_ROW)
+		return tq_db_error(q, rc, err, "read dependencies");
+	if (open > 0)
+		return 0;
+	st = tq_db_stmt(q, ST_UNBLOCK,
+		"UPDATE tasks SET state = CASE WHEN run_after > ?2 THEN 'scheduled'"
+		" ELSE 'queued' END WHERE id = ?1 AND state = 'blocked'", err);
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	sqlite3_bind_int64(st, 1, d);
+	sqlite3_bind_int64(st, 2, now);
+	return tq_db_exec_st(q, st, err, "unblock task");
+}
+
+struct worklist {
+	int64_t *ids;
+	enum tq_state *states;
+	size_t n, cap;
+};
+
+static int push(struct worklist *w, int64_t id, enum tq_state s)
+{
+	if (w->n == w->cap) {
+		size_t ncap = w->cap ? w->cap * 2 : 16;
+		int64_t *ni = reallocarray(w->ids, ncap, sizeof(*ni));
+		enum tq_state *ns;
+		if (ni == NULL)
+			return TQ_ENOMEM;
+		w->ids = ni;
+		if ((ns = reallocarray(w->states, ncap, sizeof(*ns))) == NULL)
+			return TQ_ENOMEM;
+		w->states = ns;
+		w->cap = ncap;
+	}
+	w->ids[w->n] = id;
+	w->states[w->n] = s;
+	w->n++;
+	return 0;
+}
+
+/* The dependents of one task that just ended in state s. */
+static int resolve_one(struct tq_queue *q, struct worklist *w, int64_t id,
+		       enum tq_state s, int64_t now, struct tq_err *err)
+{
+	sqlite3_stmt *st = tq_db_stmt(q, ST_DEPENDENTS,
+		"SELECT x.task_id, x.kind = 'any' FROM deps x JOIN tasks t ON t.id = x.task_id"
+		" WHERE x.dep_id = ?1 AND t.state = 'blocked'", err);
+	struct { int64_t id; int any; } *ds = NULL;
+	size_t n = 0, cap = 0;
+	char reason[128];
+	int rc;
+
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	sqlite3_bind_int64(st, 1, id);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 8;
+			void *nd = reallocarray(ds, ncap, sizeof(*ds));
+			if (nd == NULL) {
+				tq_db_done(st);
+				free(ds);
+				return tq_err_set(err, TQ_ENOMEM, "out of memory");
+			}
+			ds = nd;
+			cap = ncap;
+		}
+		ds[n].id = sqlite3_column_int64(st, 0);
+		ds[n].any = sqlite3_column_int(st, 1);
+		n++;
+	}
+	tq_db_done(st);
+	if (rc != SQLITE_DONE) {
+		free(ds);
+		return tq_db_error(q, rc, err, "read dependents");
+	}
+	snprintf(reason, sizeof(reason), "dependency %lld ended %s", (long long)id,
+		 tq_state_name(s));
+	rc = 0;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		if (!ds[i].any && s != TQ_SUCCEEDED) {
+			if ((rc = cancel_task(q, ds[i].id, reason, now, err)) == 0 &&
+			    push(w, ds[i].id, TQ_CANCELED) < 0)
+				rc = tq_err_set(err, TQ_ENOMEM, "out of memory");
+		} else {
+			rc = maybe_unblock(q, ds[i].id, now, err);
+		}
+	}
+	free(ds);
+	return rc;
+}
+
+int tq_deps_resolve(struct tq_queue *q, int64_t id, enum tq_state state, int64_t now,
+		    struct tq_err *err)
+{
+	struct worklist w = { 0 };
+	int rc = 0;
+
+	/* Cancellations cascade: a canceled dependent's own dependents are
+	 * resolved in turn, iteratively (no recursion depth limit). */
+	if (push(&w, id, state) < 0)
+		return tq_err_set(err, TQ_ENOMEM, "out of memory");
+	for (size_t i = 0; i < w.n && rc == 0; i++)
+		rc = resolve_one(q, &w, w.ids[i], w.states[i], now, err);
+	free(w.ids);
+	free(w.states);
+	return rc;
+}

@@ -1,0 +1,537 @@
+/*
+ * db.c - opening the database: the state directory's checks, the pragmas,
+ * creating and migrating the schema; and the plumbing every other file of
+ * src/queue uses (statement cache, error mapping, transactions).
+ *
+ * Invariants: one connection per struct tq_queue, opened in the process that
+ * uses it; every cached statement is reset and unbound after each use
+ * (tq_db_done); every multi-statement change runs inside BEGIN IMMEDIATE so
+ * it takes the write lock up front and never fails half-way on an upgrade.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../common/sys.h"
+#include "schema.h"
+
+#define TQ_JOURNAL_SIZE_LIMIT (16 * 1024 * 1024)
+
+/* ------------------------------------------------------------------ */
+/* Errors                                                             */
+
+static int code_of(struct tq_queue *q, int rc)
+{
+	switch (rc & 0xff) {
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		return TQ_EBUSY;
+	case SQLITE_FULL:
+		return TQ_ENOSPC;
+	case SQLITE_CORRUPT:
+		return TQ_ECORRUPT;
+	case SQLITE_NOTADB:
+		return TQ_ENOTDB;
+	case SQLITE_READONLY:
+		return TQ_EREADONLY;
+	case SQLITE_NOMEM:
+		return TQ_ENOMEM;
+	case SQLITE_PERM:
+	case SQLITE_AUTH:
+		return TQ_EPERM;
+	case SQLITE_CONSTRAINT:
+		return TQ_EINVAL;
+	case SQLITE_IOERR:
+	case SQLITE_CANTOPEN:
+		if (q != NULL && q->db != NULL && sqlite3_system_errno(q->db) != 0)
+			return tq_err_from_errno(sqlite3_system_errno(q->db));
+		return TQ_EIO;
+	default:
+		return TQ_EIO;
+	}
+}
+
+int tq_db_error(struct tq_queue *q, int rc, struct tq_err *err, const char *what)
+{
+	int code = code_of(q, rc);
+	const char *msg = q && q->db ? sqlite3_errmsg(q->db) : sqlite3_errstr(rc);
+	int sys = q && q->db ? sqlite3_system_errno(q->db) : 0;
+
+	if (code == TQ_EBUSY)
+		return tq_err_set(err, code, "%s: database %s is locked (waited %lld ms)",
+				  what, q ? q->path : "",
+				  (long long)(q ? q->busy_timeout : 0));
+	if (code == TQ_ECORRUPT)
+		return tq_err_set(err, code, "%s: database %s is corrupt (%s)", what,
+				  q ? q->path : "", msg);
+	if ((rc & 0xff) == SQLITE_IOERR || (rc & 0xff) == SQLITE_FULL) {
+		if (sys != 0)
+			return tq_err_set(err, code, "%s: database %s: %s (%s)", what,
+					  q ? q->path : "", strerror(sys), msg);
+	}
+	return tq_err_set(err, code, "%s: database %s: %s", what, q ? q->path : "", msg);
+}
+
+/* ------------------------------------------------------------------ */
+/* Statements and transactions                                        */
+
+sqlite3_stmt *tq_db_stmt(struct tq_queue *q, enum tq_stmt id, const char *sql,
+			 struct tq_err *err)
+{
+	int rc;
+
+	if (q->st[id] != NULL)
+		return q->st[id];
+	rc = sqlite3_prepare_v3(q->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &q->st[id],
+				NULL);
+	if (rc != SQLITE_OK) {
+		tq_db_error(q, rc, err, "prepare");
+		q->st[id] = NULL;
+		return NULL;
+	}
+	return q->st[id];
+}
+
+void tq_db_done(sqlite3_stmt *st)
+{
+	if (st == NULL)
+		return;
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+}
+
+int tq_db_exec_st(struct tq_queue *q, sqlite3_stmt *st, struct tq_err *err,
+		  const char *what)
+{
+	int rc;
+
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		;
+	if (rc != SQLITE_DONE) {
+		tq_db_error(q, rc, err, what);
+		tq_db_done(st);
+		return err ? err->code : code_of(q, rc);
+	}
+	tq_db_done(st);
+	return 0;
+}
+
+static int exec_cached(struct tq_queue *q, enum tq_stmt id, const char *sql,
+		       struct tq_err *err)
+{
+	sqlite3_stmt *st = tq_db_stmt(q, id, sql, err);
+
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	return tq_db_exec_st(q, st, err, sql);
+}
+
+int tq_db_begin(struct tq_queue *q, struct tq_err *err)
+{
+	return exec_cached(q, ST_BEGIN, "BEGIN IMMEDIATE", err);
+}
+
+int tq_db_commit(struct tq_queue *q, struct tq_err *err)
+{
+	return exec_cached(q, ST_COMMIT, "COMMIT", err);
+}
+
+void tq_db_rollback(struct tq_queue *q)
+{
+	int saved = errno;
+
+	if (!sqlite3_get_autocommit(q->db))
+		exec_cached(q, ST_ROLLBACK, "ROLLBACK", NULL);
+	errno = saved;
+}
+
+int tq_bind_text(sqlite3_stmt *st, int i, const char *s)
+{
+	if (s == NULL)
+		return sqlite3_bind_null(st, i);
+	return sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC);
+}
+
+int tq_bind_opt_i64(sqlite3_stmt *st, int i, int64_t v, int64_t none)
+{
+	if (v == none)
+		return sqlite3_bind_null(st, i);
+	return sqlite3_bind_int64(st, i, v);
+}
+
+int tq_col_strdup(sqlite3_stmt *st, int col, char **out)
+{
+	const unsigned char *s = sqlite3_column_text(st, col);
+	int n = sqlite3_column_bytes(st, col);
+
+	*out = NULL;
+	if (s == NULL)
+		return sqlite3_column_type(st, col) == SQLITE_NULL ? 0 : TQ_ENOMEM;
+	*out = malloc((size_t)n + 1);
+	if (*out == NULL)
+		return TQ_ENOMEM;
+	memcpy(*out, s, (size_t)n);
+	(*out)[n] = '\0';
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* The state directory                                                */
+
+int tq_home_resolve(const char *flag, char *buf, size_t n, struct tq_err *err)
+{
+	const char *env, *home;
+	char cwd[PATH_MAX];
+	int r;
+
+	if (flag != NULL && *flag != '\0')
+		r = snprintf(buf, n, "%s", flag);
+	else if ((env = getenv("TASKQ_HOME")) != NULL && *env != '\0')
+		r = snprintf(buf, n, "%s", env);
+	else if ((env = getenv("XDG_STATE_HOME")) != NULL && *env == '/')
+		r = snprintf(buf, n, "%s/taskq", env);
+	else if ((home = getenv("HOME")) != NULL && *home != '\0')
+		r = snprintf(buf, n, "%s/.local/state/taskq", home);
+	else
+		return tq_err_set(err, TQ_EINVAL,
+				  "no state directory: set --home, TASKQ_HOME or HOME");
+	if (r < 0 || (size_t)r >= n)
+		return tq_err_set(err, TQ_EINVAL, "state directory path is too long");
+	if (buf[0] == '/')
+		return 0;
+	if (getcwd(cwd, sizeof(cwd)) == NULL)
+		return tq_err_sys(err, "getcwd");
+	{
+		char rel[PATH_MAX];
+		memcpy(rel, buf, strlen(buf) + 1);
+		r = snprintf(buf, n, "%s/%s", cwd, rel);
+		if (r < 0 || (size_t)r >= n)
+			return tq_err_set(err, TQ_EINVAL, "state directory path is too long");
+	}
+	return 0;
+}
+
+/* Create (if allowed) and check the state directory: a directory owned by
+ * us, not writable by group or others (anyone who can write it can replace
+ * the database or a log). */
+static int check_home(const char *home, unsigned flags, struct tq_err *err)
+{
+	struct stat sb;
+	char logs[PATH_MAX];
+
+	if (stat(home, &sb) < 0) {
+		if (errno != ENOENT)
+			return tq_err_sys(err, "state directory %s", home);
+		if (flags & TQ_OPEN_NOCREATE)
+			return tq_err_set(err, TQ_ENOTFOUND,
+					  "state directory %s does not exist", home);
+		if (tq_mkdir_p(home, 0700) < 0)
+			return tq_err_sys(err, "create state directory %s", home);
+		if (stat(home, &sb) < 0)
+			return tq_err_sys(err, "state directory %s", home);
+	}
+	if (!S_ISDIR(sb.st_mode))
+		return tq_err_set(err, TQ_EINVAL, "state directory %s is not a directory",
+				  home);
+	if (sb.st_uid != geteuid())
+		return tq_err_set(err, TQ_EPERM,
+				  "state directory %s is owned by uid %u, not by you (uid %u)",
+				  home, (unsigned)sb.st_uid, (unsigned)geteuid());
+	if (sb.st_mode & (S_IWGRP | S_IWOTH))
+		return tq_err_set(err, TQ_EPERM,
+				  "state directory %s is writable by %s (mode %04o); "
+				  "run: chmod go-w %s", home,
+				  (sb.st_mode & S_IWOTH) ? "everyone" : "its group",
+				  (unsigned)(sb.st_mode & 07777), home);
+	if ((size_t)snprintf(logs, sizeof(logs), "%s/logs", home) >= sizeof(logs))
+		return tq_err_set(err, TQ_EINVAL, "state directory path is too long");
+	if (!(flags & TQ_OPEN_NOCREATE) && mkdir(logs, 0700) < 0 && errno != EEXIST)
+		return tq_err_sys(err, "create %s", logs);
+	return 0;
+}
+
+/* Check (or create, mode 0600) the database file itself. */
+static int check_dbfile(const char *path, unsigned flags, struct tq_err *err)
+{
+	struct stat sb;
+	int fd;
+
+	if (lstat(path, &sb) < 0) {
+		if (errno != ENOENT)
+			return tq_err_sys(err, "database %s", path);
+		if (flags & TQ_OPEN_NOCREATE)
+			return tq_err_set(err, TQ_ENOTFOUND, "database %s does not exist",
+					  path);
+		/* Create it ourselves so its mode is 0600 whatever SQLite's
+		 * default; SQLite gives -wal and -shm the database's mode. */
+		fd = tq_open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
+		if (fd < 0 && errno != EEXIST)
+			return tq_err_sys(err, "create database %s", path);
+		tq_close(fd);
+		return 0;
+	}
+	if (!S_ISREG(sb.st_mode))
+		return tq_err_set(err, TQ_ENOTDB, "database %s is not a regular file", path);
+	if (sb.st_uid != geteuid())
+		return tq_err_set(err, TQ_EPERM,
+				  "database %s is owned by uid %u, not by you (uid %u)",
+				  path, (unsigned)sb.st_uid, (unsigned)geteuid());
+	if (access(path, R_OK | W_OK) < 0)
+		return tq_err_set(err, errno == EROFS ? TQ_EREADONLY : TQ_EREADONLY,
+				  "database %s is not writable: %s", path, strerror(errno));
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Schema                                                             */
+
+static int busy_handler(void *arg, int count)
+{
+	struct tq_queue *q = arg;
+	int64_t now = tq_mono_ms();
+
+	/* SQLite's default handler sleeps up to 100 ms between polls, so a
+	 * waiter can starve behind a stream of short transactions (measured:
+	 * one of four workers did 733 of 736 claims). Short sleeps that grow
+	 * slowly keep waiters close to FIFO at a small CPU cost. */
+	if (count == 0)
+		q->busy_start = now;
+	if (now - q->busy_start >= q->busy_timeout)
+		return 0;
+	struct timespec ts = { 0, count < 20 ? 200000 : count < 200 ? 1000000 : 5000000 };
+	nanosleep(&ts, NULL);
+	return 1;
+}
+
+static int pragma_int(struct tq_queue *q, const char *sql, int64_t *out,
+		      struct tq_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(q->db, sql, -1, &st, NULL);
+
+	if (rc == SQLITE_OK) {
+		rc = sqlite3_step(st);
+		if (rc == SQLITE_ROW) {
+			*out = sqlite3_column_int64(st, 0);
+			rc = SQLITE_OK;
+		}
+	}
+	if (rc != SQLITE_OK)
+		tq_db_error(q, rc, err, "read schema version");
+	sqlite3_finalize(st);
+	return rc == SQLITE_OK ? 0 : (err ? err->code : TQ_EIO);
+}
+
+static int create_schema(struct tq_queue *q, struct tq_err *err)
+{
+	int64_t version = 0, objects = 0;
+	char *emsg = NULL;
+	int rc;
+
+	/* Two processes may create the same new database at once: the loser
+	 * waits on BEGIN IMMEDIATE, then sees the version already set. */
+	if ((rc = tq_db_begin(q, err)) < 0)
+		return rc;
+	if ((rc = pragma_int(q, "PRAGMA user_version", &version, err)) < 0)
+		goto fail;
+	if (version != 0) {
+		tq_db_rollback(q);
+		return 0;
+	}
+	if ((rc = pragma_int(q, "SELECT count(*) FROM sqlite_master", &objects, err)) < 0)
+		goto fail;
+	if (objects != 0) {
+		rc = tq_err_set(err, TQ_ENOTDB,
+				"database %s: not a taskq database (it has tables but "
+				"no taskq schema version)", q->path);
+		goto fail;
+	}
+	if (sqlite3_exec(q->db, tq_schema_sql, NULL, NULL, &emsg) != SQLITE_OK) {
+		rc = tq_err_set(err, code_of(q, sqlite3_errcode(q->db)),
+				"database %s: create schema: %s", q->path,
+				emsg ? emsg : "?");
+		sqlite3_free(emsg);
+		goto fail;
+	}
+	return tq_db_commit(q, err);
+fail:
+	tq_db_rollback(q);
+	return rc;
+}
+
+static int migrate(struct tq_queue *q, struct tq_err *err)
+{
+	int64_t version = 0;
+	int rc;
+
+	if ((rc = pragma_int(q, "PRAGMA user_version", &version, err)) < 0)
+		return rc;
+	if (version == TQ_SCHEMA_VERSION)
+		return 0;
+	if (version > TQ_SCHEMA_VERSION)
+		return tq_err_set(err, TQ_ENEWER,
+				  "database %s has schema version %lld, newer than this "
+				  "taskq (%d): upgrade taskq", q->path, (long long)version,
+				  TQ_SCHEMA_VERSION);
+	if (version == 0) {
+		if ((rc = create_schema(q, err)) < 0)
+			return rc;
+		return migrate(q, err);
+	}
+	/* Versions 1..TQ_SCHEMA_VERSION-1 would be migrated here, one
+	 * migrations/NNN.sql step at a time. Version 1 is the first. */
+	return tq_err_set(err, TQ_ENEWER, "database %s: no migration from schema "
+			  "version %lld to %d", q->path, (long long)version,
+			  TQ_SCHEMA_VERSION);
+}
+
+static int quick_check(struct tq_queue *q, struct tq_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(q->db, "PRAGMA quick_check(1)", -1, &st, NULL);
+
+	if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *r = (const char *)sqlite3_column_text(st, 0);
+		if (r != NULL && strcmp(r, "ok") == 0) {
+			sqlite3_finalize(st);
+			return 0;
+		}
+		rc = tq_err_set(err, TQ_ECORRUPT, "database %s is corrupt (quick_check: %s)",
+				q->path, r ? r : "?");
+		sqlite3_finalize(st);
+		return rc;
+	}
+	tq_db_error(q, rc, err, "quick_check");
+	sqlite3_finalize(st);
+	return err ? err->code : TQ_ECORRUPT;
+}
+
+static int set_pragmas(struct tq_queue *q, struct tq_err *err)
+{
+	char sql[256];
+	char *emsg = NULL;
+	int rc;
+
+	snprintf(sql, sizeof(sql),
+		 "PRAGMA foreign_keys=ON; PRAGMA synchronous=%s; "
+		 "PRAGMA journal_size_limit=%d;",
+		 (q->flags & TQ_OPEN_DURABLE) ? "FULL" : "NORMAL",
+		 TQ_JOURNAL_SIZE_LIMIT);
+	rc = sqlite3_exec(q->db, sql, NULL, NULL, &emsg);
+	if (rc != SQLITE_OK) {
+		rc = tq_err_set(err, code_of(q, rc), "database %s: %s", q->path,
+				emsg ? emsg : sqlite3_errstr(rc));
+		sqlite3_free(emsg);
+		return rc;
+	}
+	return 0;
+}
+
+/* WAL is a property of the file; set it once (a new database) and check
+ * it is still WAL when someone else may have changed it. */
+static int ensure_wal(struct tq_queue *q, struct tq_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(q->db, "PRAGMA journal_mode=WAL", -1, &st, NULL);
+
+	if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *m = (const char *)sqlite3_column_text(st, 0);
+		rc = (m && strcmp(m, "wal") == 0) ? SQLITE_OK : SQLITE_ERROR;
+		if (rc != SQLITE_OK)
+			tq_err_set(err, TQ_EIO, "database %s: cannot use WAL mode (%s)",
+				   q->path, m ? m : "?");
+	} else {
+		tq_db_error(q, rc, err, "set WAL mode");
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_OK ? 0 : (err ? err->code : TQ_EIO);
+}
+
+int tq_queue_open(struct tq_queue **qp, const char *home, unsigned flags,
+		  struct tq_err *err)
+{
+	struct tq_queue *q = NULL;
+	int64_t version = 0;
+	int rc;
+
+	*qp = NULL;
+	if ((q = calloc(1, sizeof(*q))) == NULL)
+		return tq_err_set(err, TQ_ENOMEM, "open: out of memory");
+	q->flags = flags;
+	q->busy_timeout = TQ_BUSY_TIMEOUT_MS;
+	if (strlen(home) >= sizeof(q->home) ||
+	    (size_t)snprintf(q->path, sizeof(q->path), "%s/taskq.db", home) >= sizeof(q->path)) {
+		rc = tq_err_set(err, TQ_EINVAL, "state directory path is too long");
+		goto fail;
+	}
+	memcpy(q->home, home, strlen(home) + 1);
+	if ((rc = check_home(home, flags, err)) < 0 ||
+	    (rc = check_dbfile(q->path, flags, err)) < 0)
+		goto fail;
+	rc = sqlite3_open_v2(q->path, &q->db,
+			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW, NULL);
+	if (rc != SQLITE_OK) {
+		rc = tq_db_error(q, rc, err, "open");
+		goto fail;
+	}
+	sqlite3_extended_result_codes(q->db, 1);
+	sqlite3_busy_handler(q->db, busy_handler, q);
+	/* A short-lived CLI must not pay for a checkpoint (an fsync and a WAL
+	 * rewrite) each time it closes; checkpoints run as the WAL grows. */
+	sqlite3_db_config(q->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
+	/* The first read: a file that is not a database fails here. */
+	if ((rc = pragma_int(q, "PRAGMA user_version", &version, err)) < 0)
+		goto fail;
+	if (version != TQ_SCHEMA_VERSION) {
+		if (version == 0 && (rc = ensure_wal(q, err)) < 0)
+			goto fail;
+		if ((rc = migrate(q, err)) < 0)
+			goto fail;
+	}
+	if ((rc = set_pragmas(q, err)) < 0)
+		goto fail;
+	if ((flags & TQ_OPEN_CHECK) &&
+	    ((rc = ensure_wal(q, err)) < 0 || (rc = quick_check(q, err)) < 0))
+		goto fail;
+	*qp = q;
+	return 0;
+fail:
+	tq_queue_close(q);
+	return rc;
+}
+
+void tq_queue_set_busy_timeout(struct tq_queue *q, int64_t ms)
+{
+	q->busy_timeout = ms > 0 ? ms : 0;
+}
+
+void tq_queue_close(struct tq_queue *q)
+{
+	if (q == NULL)
+		return;
+	for (int i = 0; i < ST_COUNT; i++)
+		sqlite3_finalize(q->st[i]);
+	for (int i = 0; i < TQ_LIST_VARIANTS; i++)
+		sqlite3_finalize(q->list_st[i]);
+	sqlite3_close(q->db);
+	free(q);
+}
+
+const char *tq_queue_home(const struct tq_queue *q)
+{
+	return q->home;
+}
+
+int tq_queue_log_path(const struct tq_queue *q, int64_t id, char *buf, size_t n)
+{
+	int r = snprintf(buf, n, "%s/logs/%lld.log", q->home, (long long)id);
+
+	return (r < 0 || (size_t)r >= n) ? TQ_EINVAL : 0;
+}

@@ -1,0 +1,545 @@
+/*
+ * queue.h - the store: taskq's whole contract with its database.
+ *
+ * Everything that reads or writes task state goes through these functions;
+ * no SQL exists outside src/queue, and no SQLite type appears here, so that a
+ * second backend (PostgreSQL, FOR UPDATE SKIP LOCKED) can sit behind this
+ * header unchanged.
+ *
+ * A struct tq_queue is one connection. It is not fork-safe: open it after
+ * fork, in the process that uses it, and never use it in a child.
+ *
+ * Errors: every function returns 0 or a negative TQ_E* code and fills err
+ * (optional). TQ_EBUSY means the database stayed locked past the busy timeout;
+ * TQ_ECORRUPT, TQ_ENOSPC, TQ_EREADONLY are what they say. Output structs
+ * are caller-owned and must be released with their _release function even
+ * after a failed call (they are left zeroed).
+ */
+#ifndef TQ_QUEUE_H
+#define TQ_QUEUE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/err.h"
+
+/* ------------------------------------------------------------------ */
+/* Enumerations                                                       */
+
+enum tq_state {
+	TQ_QUEUED,    /* runnable now, subject to its group's limits */
+	TQ_SCHEDULED, /* waiting for run_after (--delay, --at, retry backoff) */
+	TQ_BLOCKED,   /* waiting for dependencies (--after, --session) */
+	TQ_RUNNING,
+	TQ_SUCCEEDED,
+	TQ_FAILED,
+	TQ_TIMED_OUT,
+	TQ_KILLED,
+	TQ_CANCELED,
+	TQ_STATE_COUNT
+};
+
+enum tq_outcome {
+	TQ_OUT_NONE,
+	TQ_OUT_SUCCEEDED,
+	TQ_OUT_FAILED,          /* exit status != 0 */
+	TQ_OUT_SIGNALED,        /* died by a signal taskq did not send */
+	TQ_OUT_TIMED_OUT,
+	TQ_OUT_KILLED,          /* taskq kill / remove */
+	TQ_OUT_OUTPUT_OVERFLOW, /* past --max-output */
+	TQ_OUT_SPAWN_FAILED,    /* command not found, cwd gone, ... */
+	TQ_OUT_LOST,            /* its worker died; lease expired */
+	TQ_OUT_CANCELED,
+	TQ_OUTCOME_COUNT
+};
+
+enum tq_category {
+	TQ_CAT_NONE,
+	TQ_CAT_RATE_LIMIT,
+	TQ_CAT_OVERLOAD,
+	TQ_CAT_NETWORK,
+	TQ_CAT_AUTH,
+	TQ_CAT_UNKNOWN,
+	TQ_CATEGORY_COUNT
+};
+
+enum tq_stdin_mode {
+	TQ_STDIN_NULL, /* /dev/null (the default: agent CLIs hang on a pipe) */
+	TQ_STDIN_FILE, /* bytes stored at submit, written then closed */
+	TQ_STDIN_PIPE  /* kept open; taskq write delivers data */
+};
+
+/* Names as stored and shown ("queued", "timed_out", "rate_limit", "pipe"). */
+const char *tq_state_name(enum tq_state s);
+const char *tq_outcome_name(enum tq_outcome o);
+const char *tq_category_name(enum tq_category c);
+const char *tq_stdin_mode_name(enum tq_stdin_mode m);
+/* Parse a name; 0 or TQ_EINVAL. */
+int tq_state_parse(const char *s, enum tq_state *out);
+int tq_outcome_parse(const char *s, enum tq_outcome *out);
+int tq_category_parse(const char *s, enum tq_category *out);
+/* 1 for succeeded, failed, timed_out, killed, canceled. */
+int tq_state_final(enum tq_state s);
+
+/* ------------------------------------------------------------------ */
+/* Defaults and bounds                                                */
+
+#define TQ_DEFAULT_TIMEOUT_MS (30 * 60 * 1000)
+#define TQ_DEFAULT_KILL_GRACE_MS (5 * 1000)
+#define TQ_DEFAULT_MAX_OUTPUT ((int64_t)50 * 1024 * 1024)
+#define TQ_DEFAULT_RETRIES 3
+#define TQ_DEFAULT_BACKOFF_MS (30 * 1000)
+#define TQ_DEFAULT_BACKOFF_MAX_MS (30 * 60 * 1000)
+#define TQ_BUSY_TIMEOUT_MS 10000      /* how long a write waits for the lock */
+#define TQ_NAME_MAX 128               /* task, group, batch, session names */
+#define TQ_ARGV_MAX (16 * 1024 * 1024) /* bytes of argv; Linux allows 2 MiB per exec */
+#define TQ_ENV_MAX (16 * 1024 * 1024)
+#define TQ_STDIN_FILE_MAX ((int64_t)256 * 1024 * 1024)
+#define TQ_LIST_DEFAULT_LIMIT 50
+
+/* ------------------------------------------------------------------ */
+/* Opening                                                            */
+
+struct tq_queue; /* opaque: one connection */
+
+enum tq_open_flags {
+	/* synchronous=FULL: every commit is fsynced before it returns. The CLI
+	 * uses it so an acknowledged submit survives a power loss; workers use
+	 * NORMAL (see README, "What a power loss can cost"). */
+	TQ_OPEN_DURABLE = 1 << 0,
+	/* Run PRAGMA quick_check and refuse a damaged database (TQ_ECORRUPT).
+	 * Costs a full read of the database; the supervisor does it at start. */
+	TQ_OPEN_CHECK = 1 << 1,
+	/* Do not create the state directory or the database (TQ_ENOTFOUND). */
+	TQ_OPEN_NOCREATE = 1 << 2,
+};
+
+/*
+ * Resolve the state directory: flag (--home) if not NULL, else $TASKQ_HOME,
+ * else $XDG_STATE_HOME/taskq, else $HOME/.local/state/taskq. The result is
+ * made absolute. Returns 0 or TQ_EINVAL (no HOME, too long).
+ */
+int tq_home_resolve(const char *flag, char *buf, size_t n, struct tq_err *err);
+
+/*
+ * Open (and if needed create: directory 0700, database 0600, schema) the
+ * database in the state directory home. Sets WAL, the busy timeout, foreign
+ * keys, synchronous, journal_size_limit; migrates forward.
+ *
+ * Refuses with a one-line err: a state directory that is group- or
+ * world-writable or owned by another user (TQ_EPERM), a database owned by
+ * another user (TQ_EPERM) or not writable (TQ_EREADONLY), a file that is not
+ * a database (TQ_ENOTDB), a damaged one (TQ_ECORRUPT; always on a read error,
+ * and by quick_check with TQ_OPEN_CHECK), a schema newer than this binary
+ * (TQ_ENEWER). On success *qp owns the connection; on failure *qp is NULL.
+ */
+int tq_queue_open(struct tq_queue **qp, const char *home, unsigned flags,
+		  struct tq_err *err);
+
+/* How long a write waits for the database lock before TQ_EBUSY (default
+ * TQ_BUSY_TIMEOUT_MS). */
+void tq_queue_set_busy_timeout(struct tq_queue *q, int64_t ms);
+
+/* Close the connection (NULL is a no-op). Finalizes cached statements. */
+void tq_queue_close(struct tq_queue *q);
+
+/* The state directory this queue was opened in. */
+const char *tq_queue_home(const struct tq_queue *q);
+
+/* Path of a task's log: HOME/logs/ID.log. Returns 0 or TQ_EINVAL (too long). */
+int tq_queue_log_path(const struct tq_queue *q, int64_t id, char *buf, size_t n);
+
+/* ------------------------------------------------------------------ */
+/* Submitting                                                         */
+
+struct tq_label {
+	const char *key;
+	const char *value;
+};
+
+/*
+ * What to run and how. Pointers are borrowed for the call. argv holds argc
+ * strings (argc >= 1); env holds envc "K=V" strings (the environment the task
+ * runs with, already scrubbed by the caller). Strings are byte strings: any
+ * byte but NUL is stored exactly.
+ */
+struct tq_task_spec {
+	const char *name;           /* NULL: derived from argv (tq_derive_name) */
+	char *const *argv;
+	size_t argc;
+	int shell;                  /* argv is {"/bin/sh", "-c", STRING} from --shell */
+	const char *cwd;            /* absolute path */
+	char *const *env;
+	size_t envc;
+	const char *batch;          /* NULL: none */
+	const char *group;          /* NULL: the program's name */
+	const char *session;
+	const char *unique_key;
+	const struct tq_label *labels;
+	size_t nlabels;
+	int64_t priority;           /* higher first */
+	int64_t run_after;          /* ms since the epoch; 0: now */
+	int64_t timeout_ms;         /* 0: none */
+	int64_t kill_grace_ms;
+	int64_t max_output;         /* bytes; 0: unlimited */
+	int64_t max_retries;
+	int retry_lost;
+	int64_t backoff_ms;
+	int64_t backoff_max_ms;
+	enum tq_stdin_mode stdin_mode;
+	const void *stdin_data;     /* TQ_STDIN_FILE: the bytes */
+	size_t stdin_len;
+	int pty;
+	const char *on_exit;
+	const int64_t *after;       /* ids this task waits for */
+	size_t nafter;
+	int after_any;              /* run after they end however they end */
+	const char *agent;          /* agent tasks only */
+	const char *model;
+	const char *prompt;
+	int isolate;
+	const char *sources_json;
+};
+
+#define TQ_TASK_SPEC_INIT {                                           \
+	.timeout_ms = TQ_DEFAULT_TIMEOUT_MS,                          \
+	.kill_grace_ms = TQ_DEFAULT_KILL_GRACE_MS,                    \
+	.max_output = TQ_DEFAULT_MAX_OUTPUT,                          \
+	.max_retries = TQ_DEFAULT_RETRIES,                            \
+	.backoff_ms = TQ_DEFAULT_BACKOFF_MS,                          \
+	.backoff_max_ms = TQ_DEFAULT_BACKOFF_MAX_MS,                  \
+	.stdin_mode = TQ_STDIN_NULL,                                  \
+}
+
+/*
+ * Derive a task name from argv: the program's base name, plus the first
+ * argument when it is a plain word ("make all", "python3 train.py",
+ * "claude -p ..." -> "claude"). Writes at most n-1 bytes; always terminates.
+ */
+void tq_derive_name(char *const *argv, size_t argc, int shell, char *buf, size_t n);
+
+/*
+ * Derive the default group: the program's base name ("claude", "make"),
+ * or for a --shell task the first word of the script.
+ */
+void tq_derive_group(char *const *argv, size_t argc, int shell, char *buf, size_t n);
+
+/*
+ * Add one task. In one transaction: the task, its labels, dependencies,
+ * stdin file and group row. The commit is durable when the queue was opened
+ * with TQ_OPEN_DURABLE. *id receives the new id.
+ *
+ * With spec->unique_key, if an unfinished task (queued, scheduled, blocked or
+ * running) holds the key, nothing is added: *id is that task's id and
+ * *existed is set to 1 (existed may be NULL otherwise). Atomic under
+ * concurrent submitters.
+ *
+ * A dependency id that does not exist is TQ_ENOTFOUND; an invalid spec
+ * (empty argv, relative cwd, bad name) is TQ_EINVAL. Nothing is half-added.
+ */
+int tq_queue_submit(struct tq_queue *q, const struct tq_task_spec *spec,
+		    int64_t *id, int *existed, struct tq_err *err);
+
+/*
+ * Add n tasks in one transaction: all or nothing. ids[i] and existed[i]
+ * (existed may be NULL) as for tq_queue_submit. On failure err names the
+ * 0-based index of the spec that failed ("task 9998: ...") and nothing is
+ * added.
+ */
+int tq_queue_submit_many(struct tq_queue *q, const struct tq_task_spec *specs,
+			 size_t n, int64_t *ids, int *existed, struct tq_err *err);
+
+/* ------------------------------------------------------------------ */
+/* Reading                                                            */
+
+/*
+ * A task as stored. Every pointer is owned by the struct and freed by
+ * tq_task_release. Absent values: NULL strings, 0 times, exit_code -1,
+ * signal 0.
+ */
+struct tq_task {
+	int64_t id;
+	enum tq_state state;
+	char *name;
+	char **argv;        /* argc strings, NULL-terminated */
+	size_t argc;
+	int shell;
+	char *cwd;
+	char **env;         /* envc strings, NULL-terminated; only with TQ_GET_ENV */
+	size_t envc;
+	char *batch;
+	char *group;
+	char *session;
+	char *unique_key;
+	int64_t priority;
+	int64_t run_after;
+	int64_t created_at;
+	int64_t timeout_ms;
+	int64_t kill_grace_ms;
+	int64_t max_output;
+	int64_t max_retries;
+	int retry_lost;
+	int64_t backoff_ms;
+	int64_t backoff_max_ms;
+	enum tq_stdin_mode stdin_mode;
+	int pty;
+	char *on_exit;
+	char *agent;
+	char *model;
+	char *prompt;
+	int isolate;
+	char *sources_json;
+	int kill_signal;           /* 0: no kill asked for */
+	int64_t kill_requested_at;
+	int attempt;               /* attempts started so far */
+	int64_t worker_id;
+	int64_t lease_until;
+	int64_t started_at;
+	int64_t finished_at;
+	int exit_code;             /* -1: none */
+	int signal;                /* 0: none */
+	enum tq_outcome outcome;
+	enum tq_category category;
+	char *reason;
+	struct tq_label *labels;   /* only with TQ_GET_LABELS; strings owned */
+	size_t nlabels;
+	int64_t *after;            /* only with TQ_GET_DEPS: ids waited for */
+	int *after_any;            /* per dep: 1 if it needs only to end */
+	size_t nafter;
+};
+
+enum tq_get_flags {
+	TQ_GET_ENV = 1 << 0,
+	TQ_GET_LABELS = 1 << 1,
+	TQ_GET_DEPS = 1 << 2,
+	TQ_GET_ALL = TQ_GET_ENV | TQ_GET_LABELS | TQ_GET_DEPS,
+};
+
+/* Free what t owns and zero it. NULL or a zeroed struct is fine. */
+void tq_task_release(struct tq_task *t);
+
+/* Read one task. TQ_ENOTFOUND if there is no such id. */
+int tq_queue_get(struct tq_queue *q, int64_t id, unsigned get_flags,
+		 struct tq_task *t, struct tq_err *err);
+
+struct tq_filter {
+	unsigned states;           /* bit (1u << state); 0: every state */
+	const char *name;          /* exact name, or NULL */
+	const char *label_key;     /* with label_value: tasks with that label */
+	const char *label_value;
+	const char *batch;
+	const char *group;
+	enum tq_category category; /* TQ_CAT_NONE: any */
+	int64_t limit;             /* 0: TQ_LIST_DEFAULT_LIMIT; -1: no limit */
+	int64_t offset;
+};
+
+#define TQ_FILTER_INIT { .limit = 0 }
+
+/*
+ * Tasks matching f, newest first (highest id first). *tasks is an array of
+ * *n tasks, without env, labels or deps; free with tq_task_list_free.
+ */
+int tq_queue_list(struct tq_queue *q, const struct tq_filter *f,
+		  struct tq_task **tasks, size_t *n, struct tq_err *err);
+void tq_task_list_free(struct tq_task *tasks, size_t n);
+
+/* Number of tasks in each state (counts[TQ_STATE_COUNT]). */
+int tq_queue_counts(struct tq_queue *q, int64_t *counts, struct tq_err *err);
+
+/* One run of a task. Strings owned; free with tq_attempt_list_free. */
+struct tq_attempt {
+	int64_t task_id;
+	int attempt;
+	int64_t worker_id;
+	int pid;
+	int pgid;
+	int64_t proc_start;
+	int64_t started_at;
+	int64_t ended_at;
+	int exit_code;             /* -1: none */
+	int signal;                /* 0: none */
+	enum tq_outcome outcome;
+	enum tq_category category;
+	char *reason;
+	int64_t retry_at;
+	int counted;               /* 0: interrupted by a shutdown */
+	int64_t log_offset;
+	int64_t log_line;
+	/* an agent's final result; has_result says whether there was one */
+	int has_result;
+	char *result;
+	int is_error;
+	char *subtype;
+	char *agent_session;
+	double cost_usd;
+	int64_t duration_ms;
+	int64_t num_turns;
+	int64_t input_tokens;
+	int64_t output_tokens;
+	int64_t cache_read_tokens;
+	int64_t cache_creation_tokens;
+	char *model;
+};
+
+/* Every attempt of a task, oldest first. */
+int tq_queue_attempts(struct tq_queue *q, int64_t id, struct tq_attempt **list,
+		      size_t *n, struct tq_err *err);
+void tq_attempt_list_free(struct tq_attempt *list, size_t n);
+
+/* The bytes stored by --stdin-file. *data is malloc'd (caller frees). */
+int tq_queue_stdin_file(struct tq_queue *q, int64_t id, void **data, size_t *len,
+			struct tq_err *err);
+
+/* ------------------------------------------------------------------ */
+/* Changing state from the CLI                                        */
+
+/*
+ * Cancel a task that has not started (queued, scheduled, blocked): state
+ * canceled, outcome canceled, reason stored. TQ_ESTATE if it is running or
+ * finished (*was tells which; may be NULL); TQ_ENOTFOUND if no such id.
+ * Dependents that needed it to succeed are canceled too.
+ */
+int tq_queue_cancel(struct tq_queue *q, int64_t id, const char *reason,
+		    enum tq_state *was, struct tq_err *err);
+
+/*
+ * Remove a task that is not running, with its attempts, labels, deps rows,
+ * cursors and stdin (the caller removes its log file). TQ_ESTATE if running.
+ */
+int tq_queue_remove(struct tq_queue *q, int64_t id, struct tq_err *err);
+
+/*
+ * Ask for a running task to be killed with sig: records kill_signal and the
+ * time; the worker running it signals its process group and escalates to
+ * SIGKILL after the kill grace. TQ_ESTATE if not running.
+ */
+int tq_queue_request_kill(struct tq_queue *q, int64_t id, int sig,
+			  struct tq_err *err);
+
+/* ------------------------------------------------------------------ */
+/* Workers: claim, lease, finish                                      */
+
+/*
+ * Claim the next runnable task for worker_id, in one BEGIN IMMEDIATE
+ * transaction: scheduled tasks that are due become queued; then the head of
+ * each group that is not paused and below its parallel limit is considered,
+ * and the one with the highest priority (then lowest id) becomes running with
+ * attempt + 1 and a lease until now + lease_ms; an attempts row is added.
+ *
+ * Returns 0 with t filled (TQ_GET_ENV included), or TQ_ENOTFOUND when nothing
+ * is runnable. Cost does not grow with the number of queued or finished tasks.
+ */
+int tq_queue_claim(struct tq_queue *q, int64_t worker_id, int64_t lease_ms,
+		   struct tq_task *t, struct tq_err *err);
+
+/*
+ * When the next scheduled task becomes due or the next group pause ends
+ * (ms since the epoch), so an idle worker can sleep until then. 0: nothing
+ * is waiting on time.
+ */
+int tq_queue_next_wakeup(struct tq_queue *q, int64_t *at, struct tq_err *err);
+
+/*
+ * Extend the lease of (id, attempt) held by worker_id to now + lease_ms.
+ * TQ_ESTALE if the task is no longer running under that attempt and worker
+ * (the lease was taken over). *kill_signal (may be NULL) receives a pending
+ * kill request's signal, or 0.
+ */
+int tq_queue_renew(struct tq_queue *q, int64_t id, int attempt, int64_t worker_id,
+		   int64_t lease_ms, int *kill_signal, struct tq_err *err);
+
+/* Record the spawned process of (id, attempt): pid, process group, start
+ * time (from /proc, for pid identity), and where its output begins in the
+ * log. TQ_ESTALE if fenced out. */
+int tq_queue_set_process(struct tq_queue *q, int64_t id, int attempt, int pid,
+			 int pgid, int64_t proc_start, int64_t log_offset,
+			 int64_t log_line, struct tq_err *err);
+
+/* An agent's final result, stored on the attempt. */
+struct tq_result {
+	int has_result;
+	const char *result;
+	int is_error;
+	const char *subtype;
+	const char *agent_session;
+	double cost_usd;
+	int64_t duration_ms;
+	int64_t num_turns;
+	int64_t input_tokens;
+	int64_t output_tokens;
+	int64_t cache_read_tokens;
+	int64_t cache_creation_tokens;
+	const char *model;
+};
+
+enum tq_next {
+	TQ_NEXT_FINAL,   /* the task ends in the state the outcome implies */
+	TQ_NEXT_RETRY,   /* the attempt failed transiently: scheduled for retry_at */
+	TQ_NEXT_REQUEUE  /* interrupted by a shutdown: queued again, the attempt
+			  * not counted against its retries */
+};
+
+struct tq_finish {
+	int64_t task_id;
+	int attempt;
+	int64_t worker_id;          /* 0: any (recovery of a lost task) */
+	enum tq_outcome outcome;
+	int exit_code;              /* -1: none */
+	int signal;                 /* 0: none */
+	enum tq_category category;
+	const char *reason;
+	enum tq_next next;
+	int64_t retry_at;           /* TQ_NEXT_RETRY: ms since the epoch */
+	const char *pause_group;    /* with pause_until: pause this group (rate limit) */
+	int64_t pause_until;
+	const struct tq_result *result; /* may be NULL */
+};
+
+/*
+ * Record the end of (task_id, attempt), fenced: TQ_ESTALE if the task is not
+ * running under that attempt (and worker, if worker_id != 0). In one
+ * transaction: the attempt row, the task's state (succeeded for
+ * TQ_OUT_SUCCEEDED; timed_out, killed, canceled for theirs; failed for the
+ * rest; or scheduled/queued per next), the group pause, and dependents
+ * (unblocked, or canceled when they needed this task to succeed).
+ * *state (may be NULL) receives the task's new state.
+ */
+int tq_queue_finish(struct tq_queue *q, const struct tq_finish *f,
+		    enum tq_state *state, struct tq_err *err);
+
+/* A running task whose lease has expired, for recovery. */
+struct tq_expired {
+	int64_t task_id;
+	int attempt;
+	int64_t worker_id;
+	int pid;
+	int pgid;
+	int64_t proc_start;
+	int retry_lost;
+	int64_t max_retries;
+};
+
+/* Running tasks whose lease ended before now_ms (at most max). *list is
+ * malloc'd (caller frees). */
+int tq_queue_expired(struct tq_queue *q, int64_t now_ms, size_t max,
+		     struct tq_expired **list, size_t *n, struct tq_err *err);
+
+/* ------------------------------------------------------------------ */
+/* Groups                                                             */
+
+struct tq_group {
+	char *name;
+	int64_t parallel;      /* 0: unlimited */
+	int paused;
+	int64_t paused_until;  /* ms; 0: none */
+	char *pause_reason;
+	int64_t queued;
+	int64_t running;
+};
+
+int tq_queue_groups(struct tq_queue *q, struct tq_group **list, size_t *n,
+		    struct tq_err *err);
+void tq_group_list_free(struct tq_group *list, size_t n);
+
+#endif

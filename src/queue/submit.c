@@ -1,0 +1,452 @@
+/*
+ * submit.c - adding tasks. One BEGIN IMMEDIATE transaction per call (or per
+ * batch), so a --unique check and its insert are atomic under concurrent
+ * submitters, and a batch is all or nothing.
+ *
+ * A new task starts queued, or scheduled (run_after in the future), or
+ * blocked (a dependency has not ended), or canceled at once (a dependency it
+ * needs to succeed has already failed).
+ */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/sys.h"
+
+#define UNFINISHED "('queued','scheduled','blocked','running')"
+
+static uint64_t fnv1a(const void *data, size_t n)
+{
+	const unsigned char *p = data;
+	uint64_t h = 14695981039346656037ULL;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= p[i];
+		h *= 1099511628211ULL;
+	}
+	return h;
+}
+
+/* The id of an identical stored environment, or a new row's. */
+static int env_id(struct tq_queue *q, const struct tq_task_spec *s, int64_t *id,
+		  struct tq_err *err)
+{
+	sqlite3_stmt *st;
+	char *blob = NULL;
+	size_t len;
+	int64_t h;
+	int rc;
+
+	if ((rc = tq_strv_encode(s->env, s->envc, TQ_ENV_MAX, &blob, &len)) < 0)
+		return tq_err_set(err, rc, rc == TQ_ENOMEM ? "out of memory" :
+				  "environment is larger than %d bytes", TQ_ENV_MAX);
+	h = (int64_t)fnv1a(blob, len);
+	st = tq_db_stmt(q, ST_ENV_FIND,
+			"SELECT id FROM envs WHERE hash = ?1 AND data = ?2", err);
+	if (st == NULL)
+		goto fail;
+	sqlite3_bind_int64(st, 1, h);
+	sqlite3_bind_blob(st, 2, blob, (int)len, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*id = sqlite3_column_int64(st, 0);
+		tq_db_done(st);
+		free(blob);
+		return 0;
+	}
+	tq_db_done(st);
+	if (rc != SQLITE_DONE) {
+		tq_db_error(q, rc, err, "find environment");
+		goto fail;
+	}
+	st = tq_db_stmt(q, ST_ENV_ADD, "INSERT INTO envs(hash, data) VALUES (?1, ?2)", err);
+	if (st == NULL)
+		goto fail;
+	sqlite3_bind_int64(st, 1, h);
+	sqlite3_bind_blob(st, 2, blob, (int)len, SQLITE_STATIC);
+	if (tq_db_exec_st(q, st, err, "store environment") < 0)
+		goto fail;
+	*id = sqlite3_last_insert_rowid(q->db);
+	free(blob);
+	return 0;
+fail:
+	free(blob);
+	return err ? err->code : TQ_EIO;
+}
+
+static int check_name(const char *what, const char *s, int required,
+		      struct tq_err *err)
+{
+	if (s == NULL)
+		return required ? tq_err_set(err, TQ_EINVAL, "%s is required", what) : 0;
+	if (*s == '\0')
+		return tq_err_set(err, TQ_EINVAL, "%s is empty", what);
+	if (strlen(s) >= TQ_NAME_MAX)
+		return tq_err_set(err, TQ_EINVAL, "%s is longer than %d bytes", what,
+				  TQ_NAME_MAX - 1);
+	for (const char *p = s; *p; p++)
+		if ((unsigned char)*p < ' ' || *p == 0x7f)
+			return tq_err_set(err, TQ_EINVAL,
+					  "%s contains a control character", what);
+	return 0;
+}
+
+static int check_spec(const struct tq_task_spec *s, struct tq_err *err)
+{
+	int rc;
+
+	if (s->argc == 0 || s->argv == NULL || s->argv[0] == NULL || s->argv[0][0] == '\0')
+		return tq_err_set(err, TQ_EINVAL, "no command given");
+	if (s->cwd == NULL || s->cwd[0] != '/')
+		return tq_err_set(err, TQ_EINVAL, "working directory must be an absolute path");
+	if ((rc = check_name("name", s->name, 0, err)) < 0 ||
+	    (rc = check_name("batch", s->batch, 0, err)) < 0 ||
+	    (rc = check_name("group", s->group, 0, err)) < 0 ||
+	    (rc = check_name("session", s->session, 0, err)) < 0 ||
+	    (rc = check_name("unique key", s->unique_key, 0, err)) < 0)
+		return rc;
+	for (size_t i = 0; i < s->nlabels; i++) {
+		if ((rc = check_name("label key", s->labels[i].key, 1, err)) < 0)
+			return rc;
+		if (s->labels[i].value == NULL)
+			return tq_err_set(err, TQ_EINVAL, "label %s has no value",
+					  s->labels[i].key);
+	}
+	if (s->timeout_ms < 0 || s->kill_grace_ms < 0 || s->max_output < 0 ||
+	    s->max_retries < 0 || s->backoff_ms < 0 || s->backoff_max_ms < 0)
+		return tq_err_set(err, TQ_EINVAL, "negative limit");
+	if (s->stdin_mode == TQ_STDIN_FILE && (int64_t)s->stdin_len > TQ_STDIN_FILE_MAX)
+		return tq_err_set(err, TQ_EINVAL, "stdin file is larger than %lld bytes",
+				  (long long)TQ_STDIN_FILE_MAX);
+	return 0;
+}
+
+/* The unfinished task holding key, if any: *id > 0. */
+static int find_unique(struct tq_queue *q, const char *key, int64_t *id,
+		       struct tq_err *err)
+{
+	sqlite3_stmt *st = tq_db_stmt(q, ST_UNIQUE_FIND,
+		"SELECT id FROM tasks WHERE unique_key = ?1 AND state IN " UNFINISHED, err);
+	int rc;
+
+	*id = 0;
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	tq_bind_text(st, 1, key);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*id = sqlite3_column_int64(st, 0);
+	tq_db_done(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return tq_db_error(q, rc, err, "find unique key");
+	return 0;
+}
+
+struct dep {
+	int64_t id;
+	int any;
+};
+
+/* What the dependencies say about the new task's first state. */
+struct dep_verdict {
+	int open;             /* some dependency has not ended */
+	int64_t failed;       /* a 'success' dependency that did not succeed */
+	enum tq_state failed_state;
+};
+
+static int dep_check(struct tq_queue *q, const struct dep *d, struct dep_verdict *v,
+		     struct tq_err *err)
+{
+	sqlite3_stmt *st = tq_db_stmt(q, ST_DEP_STATE,
+				      "SELECT state FROM tasks WHERE id = ?1", err);
+	enum tq_state s = TQ_QUEUED;
+	int rc;
+
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	sqlite3_bind_int64(st, 1, d->id);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		tq_state_parse((const char *)sqlite3_column_text(st, 0), &s);
+	tq_db_done(st);
+	if (rc == SQLITE_DONE)
+		return tq_err_set(err, TQ_ENOTFOUND, "dependency %lld: no such task",
+				  (long long)d->id);
+	if (rc != SQLITE_ROW)
+		return tq_db_error(q, rc, err, "read dependency");
+	if (!tq_state_final(s))
+		v->open = 1;
+	else if (!d->any && s != TQ_SUCCEEDED && v->failed == 0) {
+		v->failed = d->id;
+		v->failed_state = s;
+	}
+	return 0;
+}
+
+/* The latest unfinished task of a session: the new one runs after it. */
+static int session_last(struct tq_queue *q, const char *session, int64_t *id,
+			struct tq_err *err)
+{
+	sqlite3_stmt *st = tq_db_stmt(q, ST_SESSION_LAST,
+		"SELECT id FROM tasks WHERE session = ?1 AND state IN " UNFINISHED
+		" ORDER BY id DESC LIMIT 1", err);
+	int rc;
+
+	*id = 0;
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	tq_bind_text(st, 1, session);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*id = sqlite3_column_int64(st, 0);
+	tq_db_done(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return tq_db_error(q, rc, err, "read session");
+	return 0;
+}
+
+static const char task_add_sql[] =
+	"INSERT INTO tasks(state, name, argv, shell, cwd, env_id, batch, grp, session,"
+	" unique_key, priority, run_after, created_at, timeout_ms, kill_grace_ms,"
+	" max_output, max_retries, retry_lost, backoff_ms, backoff_max_ms, stdin_mode,"
+	" pty, on_exit, agent, model, prompt, isolate, sources, finished_at, outcome,"
+	" reason) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,"
+	"?18,?19,?20,?21,?22,?23,?24,?25,?26,?27,?28,?29,?30,?31)";
+
+struct insert_ctx {
+	const struct tq_task_spec *s;
+	enum tq_state state;
+	int64_t env_id;
+	int64_t now;
+	const char *name;
+	const char *group;
+	const char *reason;
+	const char *argv_blob;
+	size_t argv_len;
+};
+
+static int insert_task(struct tq_queue *q, const struct insert_ctx *c, int64_t *id,
+		       struct tq_err *err)
+{
+	const struct tq_task_spec *s = c->s;
+	sqlite3_stmt *st = tq_db_stmt(q, ST_TASK_ADD, task_add_sql, err);
+
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	tq_bind_text(st, 1, tq_state_name(c->state));
+	tq_bind_text(st, 2, c->name);
+	sqlite3_bind_blob(st, 3, c->argv_blob, (int)c->argv_len, SQLITE_STATIC);
+	sqlite3_bind_int(st, 4, s->shell != 0);
+	tq_bind_text(st, 5, s->cwd);
+	sqlite3_bind_int64(st, 6, c->env_id);
+	tq_bind_text(st, 7, s->batch);
+	tq_bind_text(st, 8, c->group);
+	tq_bind_text(st, 9, s->session);
+	tq_bind_text(st, 10, s->unique_key);
+	sqlite3_bind_int64(st, 11, s->priority);
+	sqlite3_bind_int64(st, 12, s->run_after);
+	sqlite3_bind_int64(st, 13, c->now);
+	sqlite3_bind_int64(st, 14, s->timeout_ms);
+	sqlite3_bind_int64(st, 15, s->kill_grace_ms);
+	sqlite3_bind_int64(st, 16, s->max_output);
+	sqlite3_bind_int64(st, 17, s->max_retries);
+	sqlite3_bind_int(st, 18, s->retry_lost != 0);
+	sqlite3_bind_int64(st, 19, s->backoff_ms);
+	sqlite3_bind_int64(st, 20, s->backoff_max_ms);
+	tq_bind_text(st, 21, tq_stdin_mode_name(s->stdin_mode));
+	sqlite3_bind_int(st, 22, s->pty != 0);
+	tq_bind_text(st, 23, s->on_exit);
+	tq_bind_text(st, 24, s->agent);
+	tq_bind_text(st, 25, s->model);
+	tq_bind_text(st, 26, s->prompt);
+	sqlite3_bind_int(st, 27, s->isolate != 0);
+	tq_bind_text(st, 28, s->sources_json);
+	if (c->state == TQ_CANCELED) {
+		sqlite3_bind_int64(st, 29, c->now);
+		tq_bind_text(st, 30, tq_outcome_name(TQ_OUT_CANCELED));
+		tq_bind_text(st, 31, c->reason);
+	}
+	if (tq_db_exec_st(q, st, err, "add task") < 0)
+		return err ? err->code : TQ_EIO;
+	*id = sqlite3_last_insert_rowid(q->db);
+	return 0;
+}
+
+static int insert_extras(struct tq_queue *q, const struct tq_task_spec *s, int64_t id,
+			 const struct dep *deps, size_t ndeps, struct tq_err *err)
+{
+	sqlite3_stmt *st;
+
+	for (size_t i = 0; i < s->nlabels; i++) {
+		st = tq_db_stmt(q, ST_LABEL_ADD,
+				"INSERT OR REPLACE INTO labels(task_id, key, value) "
+				"VALUES (?1, ?2, ?3)", err);
+		if (st == NULL)
+			return err ? err->code : TQ_EIO;
+		sqlite3_bind_int64(st, 1, id);
+		tq_bind_text(st, 2, s->labels[i].key);
+		tq_bind_text(st, 3, s->labels[i].value);
+		if (tq_db_exec_st(q, st, err, "add label") < 0)
+			return err ? err->code : TQ_EIO;
+	}
+	for (size_t i = 0; i < ndeps; i++) {
+		st = tq_db_stmt(q, ST_DEP_ADD,
+				"INSERT INTO deps(task_id, dep_id, kind) VALUES (?1, ?2, ?3) "
+				"ON CONFLICT DO UPDATE SET kind = CASE WHEN kind = 'success' "
+				"OR excluded.kind = 'success' THEN 'success' ELSE 'any' END",
+				err);
+		if (st == NULL)
+			return err ? err->code : TQ_EIO;
+		sqlite3_bind_int64(st, 1, id);
+		sqlite3_bind_int64(st, 2, deps[i].id);
+		tq_bind_text(st, 3, deps[i].any ? "any" : "success");
+		if (tq_db_exec_st(q, st, err, "add dependency") < 0)
+			return err ? err->code : TQ_EIO;
+	}
+	if (s->stdin_mode == TQ_STDIN_FILE) {
+		st = tq_db_stmt(q, ST_STDIN_ADD,
+				"INSERT INTO stdin_files(task_id, data) VALUES (?1, ?2)", err);
+		if (st == NULL)
+			return err ? err->code : TQ_EIO;
+		sqlite3_bind_int64(st, 1, id);
+		sqlite3_bind_blob64(st, 2, s->stdin_data ? s->stdin_data : "",
+				    s->stdin_len, SQLITE_STATIC);
+		if (tq_db_exec_st(q, st, err, "store stdin file") < 0)
+			return err ? err->code : TQ_EIO;
+	}
+	return 0;
+}
+
+static int add_group(struct tq_queue *q, const char *group, struct tq_err *err)
+{
+	sqlite3_stmt *st = tq_db_stmt(q, ST_GROUP_ADD,
+				      "INSERT OR IGNORE INTO groups(name) VALUES (?1)", err);
+
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	tq_bind_text(st, 1, group);
+	return tq_db_exec_st(q, st, err, "add group");
+}
+
+/* Gather --after and the session's previous task into one dependency list. */
+static int collect_deps(struct tq_queue *q, const struct tq_task_spec *s,
+			struct dep **out, size_t *n, struct tq_err *err)
+{
+	int64_t prev = 0;
+	struct dep *d;
+	int rc;
+
+	*out = NULL;
+	*n = 0;
+	if (s->session != NULL && (rc = session_last(q, s->session, &prev, err)) < 0)
+		return rc;
+	if (s->nafter == 0 && prev == 0)
+		return 0;
+	if ((d = calloc(s->nafter + 1, sizeof(*d))) == NULL)
+		return tq_err_set(err, TQ_ENOMEM, "out of memory");
+	for (size_t i = 0; i < s->nafter; i++) {
+		d[i].id = s->after[i];
+		d[i].any = s->after_any != 0;
+	}
+	*n = s->nafter;
+	if (prev != 0) {
+		d[*n].id = prev;
+		d[*n].any = 1;
+		(*n)++;
+	}
+	*out = d;
+	return 0;
+}
+
+/* Add one task inside the caller's transaction. */
+static int submit_one(struct tq_queue *q, const struct tq_task_spec *s, int64_t now,
+		      int64_t *id, int *existed, struct tq_err *err)
+{
+	char name[TQ_NAME_MAX], group[TQ_NAME_MAX], reason[128];
+	struct insert_ctx c = { .s = s, .now = now, .state = TQ_QUEUED };
+	struct dep_verdict v = { 0, 0, TQ_QUEUED };
+	struct dep *deps = NULL;
+	char *argv_blob = NULL;
+	size_t ndeps = 0;
+	int rc;
+
+	if (existed)
+		*existed = 0;
+	if ((rc = check_spec(s, err)) < 0)
+		return rc;
+	if (s->unique_key != NULL) {
+		if ((rc = find_unique(q, s->unique_key, id, err)) < 0)
+			return rc;
+		if (*id > 0) {
+			if (existed)
+				*existed = 1;
+			return 0;
+		}
+	}
+	if ((rc = tq_strv_encode(s->argv, s->argc, TQ_ARGV_MAX, &argv_blob, &c.argv_len)) < 0)
+		return tq_err_set(err, rc, rc == TQ_ENOMEM ? "out of memory" :
+				  "command line is longer than %d bytes", TQ_ARGV_MAX);
+	c.argv_blob = argv_blob;
+	if ((rc = collect_deps(q, s, &deps, &ndeps, err)) < 0)
+		goto out;
+	for (size_t i = 0; i < ndeps; i++)
+		if ((rc = dep_check(q, &deps[i], &v, err)) < 0)
+			goto out;
+	if (v.failed) {
+		c.state = TQ_CANCELED;
+		snprintf(reason, sizeof(reason), "dependency %lld ended %s",
+			 (long long)v.failed, tq_state_name(v.failed_state));
+		c.reason = reason;
+	} else if (v.open) {
+		c.state = TQ_BLOCKED;
+	} else if (s->run_after > now) {
+		c.state = TQ_SCHEDULED;
+	}
+	if (s->name == NULL)
+		tq_derive_name(s->argv, s->argc, s->shell, name, sizeof(name));
+	if (s->group == NULL)
+		tq_derive_group(s->argv, s->argc, s->shell, group, sizeof(group));
+	c.name = s->name ? s->name : name;
+	c.group = s->group ? s->group : group;
+	if ((rc = env_id(q, s, &c.env_id, err)) < 0 ||
+	    (rc = add_group(q, c.group, err)) < 0 ||
+	    (rc = insert_task(q, &c, id, err)) < 0 ||
+	    (rc = insert_extras(q, s, *id, deps, ndeps, err)) < 0)
+		goto out;
+out:
+	free(deps);
+	free(argv_blob);
+	return rc;
+}
+
+int tq_queue_submit_many(struct tq_queue *q, const struct tq_task_spec *specs,
+			 size_t n, int64_t *ids, int *existed, struct tq_err *err)
+{
+	int64_t now = tq_now_ms();
+	int rc;
+
+	if ((rc = tq_db_begin(q, err)) < 0)
+		return rc;
+	for (size_t i = 0; i < n; i++) {
+		rc = submit_one(q, &specs[i], now, &ids[i], existed ? &existed[i] : NULL, err);
+		if (rc < 0) {
+			tq_db_rollback(q);
+			if (n > 1)
+				tq_err_prefix(err, "task %zu", i);
+			return rc;
+		}
+	}
+	if ((rc = tq_db_commit(q, err)) < 0) {
+		tq_db_rollback(q);
+		return rc;
+	}
+	return 0;
+}
+
+int tq_queue_submit(struct tq_queue *q, const struct tq_task_spec *spec,
+		    int64_t *id, int *existed, struct tq_err *err)
+{
+	return tq_queue_submit_many(q, spec, 1, id, existed, err);
+}

@@ -1,0 +1,879 @@
+/*
+ * test_queue.c - the store against a real SQLite file in a temporary state
+ * directory: creation and refused opens, submit/get round trips, claim order
+ * and concurrency across processes, fencing, retries, dependencies, unique
+ * keys, cancel and remove. Databases are inspected with SQLite directly too.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "common/sys.h"
+#include "queue/queue.h"
+
+struct fx {
+	char *home;
+	struct tq_queue *q;
+};
+
+static char *argv_true[] = { "true", NULL };
+static char *env_one[] = { "PATH=/usr/bin:/bin", NULL };
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	struct tq_err err = TQ_ERR_INIT;
+	char path[512];
+
+	assert_non_null(f);
+	f->home = th_tempdir();
+	assert_non_null(f->home);
+	snprintf(path, sizeof(path), "%s/state", f->home);
+	if (tq_queue_open(&f->q, path, 0, &err) != 0)
+		fail_msg("open: %s", err.msg);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+
+	tq_queue_close(f->q);
+	th_rmtree(f->home);
+	free(f);
+	return 0;
+}
+
+static struct tq_task_spec spec_of(char **argv)
+{
+	struct tq_task_spec s = TQ_TASK_SPEC_INIT;
+	size_t n = 0;
+
+	while (argv[n])
+		n++;
+	s.argv = argv;
+	s.argc = n;
+	s.cwd = "/";
+	s.env = env_one;
+	s.envc = 1;
+	return s;
+}
+
+static int64_t submit(struct tq_queue *q, struct tq_task_spec *s)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	int64_t id = 0;
+
+	if (tq_queue_submit(q, s, &id, NULL, &err) != 0)
+		fail_msg("submit: %s", err.msg);
+	return id;
+}
+
+static int64_t submit_simple(struct tq_queue *q, int64_t prio, const char *group)
+{
+	struct tq_task_spec s = spec_of(argv_true);
+
+	s.priority = prio;
+	s.group = group;
+	return submit(q, &s);
+}
+
+static int64_t claim_id(struct tq_queue *q, int *attempt)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_task t;
+	int64_t id;
+	int rc = tq_queue_claim(q, 1, 60000, &t, &err);
+
+	if (rc == TQ_ENOTFOUND)
+		return 0;
+	if (rc != 0)
+		fail_msg("claim: %s", err.msg);
+	id = t.id;
+	if (attempt)
+		*attempt = t.attempt;
+	tq_task_release(&t);
+	return id;
+}
+
+static void finish(struct tq_queue *q, int64_t id, int attempt, enum tq_outcome o,
+		   enum tq_next next, int64_t retry_at)
+{
+	struct tq_finish f = { .task_id = id, .attempt = attempt, .worker_id = 1,
+			       .outcome = o, .exit_code = o == TQ_OUT_SUCCEEDED ? 0 : 1,
+			       .next = next, .retry_at = retry_at };
+	struct tq_err err = TQ_ERR_INIT;
+
+	if (tq_queue_finish(q, &f, NULL, &err) != 0)
+		fail_msg("finish %lld: %s", (long long)id, err.msg);
+}
+
+static enum tq_state state_of(struct tq_queue *q, int64_t id)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_task t;
+	enum tq_state s;
+
+	if (tq_queue_get(q, id, 0, &t, &err) != 0)
+		fail_msg("get %lld: %s", (long long)id, err.msg);
+	s = t.state;
+	tq_task_release(&t);
+	return s;
+}
+
+/* Run one SQL statement on the database with SQLite itself; returns the
+ * first column of the first row as an integer (or 0). */
+static int64_t sql_int(const char *home, const char *sql)
+{
+	char path[512];
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+	int64_t v = 0;
+
+	snprintf(path, sizeof(path), "%s/taskq.db", home);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	sqlite3_busy_timeout(db, 5000);
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		fail_msg("%s: %s", sql, sqlite3_errmsg(db));
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return v;
+}
+
+/* ------------------------------------------------------------------ */
+
+static void test_open_creates(void **state)
+{
+	struct fx *f = *state;
+	const char *home = tq_queue_home(f->q);
+	char path[512];
+	struct stat sb;
+
+	assert_int_equal(stat(home, &sb), 0);
+	assert_int_equal(sb.st_mode & 0777, 0700);
+	snprintf(path, sizeof(path), "%s/taskq.db", home);
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal(sb.st_mode & 0777, 0600);
+	snprintf(path, sizeof(path), "%s/logs", home);
+	assert_int_equal(stat(path, &sb), 0);
+	assert_true(S_ISDIR(sb.st_mode));
+	assert_int_equal(sql_int(home, "PRAGMA user_version"), 1);
+	assert_int_equal(sql_int(home, "SELECT count(*) FROM pragma_journal_mode "
+				 "WHERE journal_mode = 'wal'"), 1);
+	assert_int_equal(sql_int(home, "PRAGMA application_id"), 1953721201);
+}
+
+static void test_reopen_and_newer(void **state)
+{
+	struct fx *f = *state;
+	struct tq_queue *q2 = NULL;
+	struct tq_err err = TQ_ERR_INIT;
+	char home[512];
+	int64_t id = submit_simple(f->q, 0, NULL);
+
+	snprintf(home, sizeof(home), "%s", tq_queue_home(f->q));
+	tq_queue_close(f->q);
+	f->q = NULL;
+	assert_int_equal(tq_queue_open(&q2, home, TQ_OPEN_CHECK, &err), 0);
+	assert_int_equal(state_of(q2, id), TQ_QUEUED);
+	tq_queue_close(q2);
+	sql_int(home, "PRAGMA user_version = 99");
+	assert_int_equal(tq_queue_open(&q2, home, 0, &err), TQ_ENEWER);
+	assert_null(q2);
+	assert_non_null(strstr(err.msg, "newer than this taskq"));
+	/* Nothing stored was lost: the row is still there. */
+	assert_int_equal(sql_int(home, "SELECT count(*) FROM tasks"), 1);
+}
+
+static void write_file(const char *path, const char *data, size_t n)
+{
+	int fd = tq_open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+	assert_true(fd >= 0);
+	assert_int_equal(tq_write_all(fd, data, n), 0);
+	tq_close(fd);
+}
+
+static void test_refuse_not_db(void **state)
+{
+	struct fx *f = *state;
+	struct tq_queue *q = NULL;
+	struct tq_err err = TQ_ERR_INIT;
+	char home[512], path[600];
+	char junk[8192];
+
+	(void)f;
+	snprintf(home, sizeof(home), "%s/junk", f->home);
+	assert_int_equal(mkdir(home, 0700), 0);
+	snprintf(path, sizeof(path), "%s/taskq.db", home);
+	memset(junk, 'x', sizeof(junk));
+	write_file(path, junk, sizeof(junk));
+	assert_int_equal(tq_queue_open(&q, home, 0, &err), TQ_ENOTDB);
+	assert_non_null(strstr(err.msg, "not a database"));
+
+	/* An SQLite database that is not taskq's. */
+	snprintf(home, sizeof(home), "%s/other", f->home);
+	assert_int_equal(mkdir(home, 0700), 0);
+	sql_int(home, "CREATE TABLE other(x)");
+	assert_int_equal(tq_queue_open(&q, home, 0, &err), TQ_ENOTDB);
+	assert_non_null(strstr(err.msg, "not a taskq database"));
+}
+
+static void test_refuse_corrupt(void **state)
+{
+	struct fx *f = *state;
+	struct tq_queue *q = NULL;
+	struct tq_err err = TQ_ERR_INIT;
+	char home[512], path[600];
+	char junk[4096];
+	int fd;
+
+	for (int i = 0; i < 300; i++)
+		submit_simple(f->q, i, NULL);
+	snprintf(home, sizeof(home), "%s", tq_queue_home(f->q));
+	tq_queue_close(f->q);
+	f->q = NULL;
+	sql_int(home, "PRAGMA wal_checkpoint(TRUNCATE)");
+	/* Garbage over pages 3..4 (inside the tasks table and its indexes). */
+	snprintf(path, sizeof(path), "%s/taskq.db", home);
+	fd = tq_open(path, O_WRONLY, 0);
+	assert_true(fd >= 0);
+	memset(junk, 0x5a, sizeof(junk));
+	assert_int_equal(pwrite(fd, junk, sizeof(junk), 2 * 4096), (ssize_t)sizeof(junk));
+	assert_int_equal(pwrite(fd, junk, sizeof(junk), 3 * 4096), (ssize_t)sizeof(junk));
+	tq_close(fd);
+	assert_int_equal(tq_queue_open(&q, home, TQ_OPEN_CHECK, &err), TQ_ECORRUPT);
+	assert_non_null(strstr(err.msg, "corrupt"));
+}
+
+static void test_refuse_modes(void **state)
+{
+	struct fx *f = *state;
+	struct tq_queue *q = NULL;
+	struct tq_err err = TQ_ERR_INIT;
+	char home[512], path[600];
+
+	snprintf(home, sizeof(home), "%s", tq_queue_home(f->q));
+	tq_queue_close(f->q);
+	f->q = NULL;
+	assert_int_equal(chmod(home, 0777), 0);
+	assert_int_equal(tq_queue_open(&q, home, 0, &err), TQ_EPERM);
+	assert_non_null(strstr(err.msg, "writable by everyone"));
+	assert_int_equal(chmod(home, 0770), 0);
+	assert_int_equal(tq_queue_open(&q, home, 0, &err), TQ_EPERM);
+	assert_non_null(strstr(err.msg, "writable by its group"));
+	assert_int_equal(chmod(home, 0700), 0);
+	assert_int_equal(tq_queue_open(&q, home, 0, &err), 0);
+	tq_queue_close(q);
+	q = NULL;
+
+	snprintf(path, sizeof(path), "%s/taskq.db", home);
+	if (geteuid() == 0) {
+		/* As root, ownership can be given away to test the check. */
+		assert_int_equal(chown(path, 65534, 65534), 0);
+		assert_int_equal(tq_queue_open(&q, home, 0, &err), TQ_EPERM);
+		assert_non_null(strstr(err.msg, "owned by uid 65534"));
+		assert_int_equal(chown(path, 0, 0), 0);
+		assert_int_equal(chown(home, 65534, 65534), 0);
+		assert_int_equal(tq_queue_open(&q, home, 0, &err), TQ_EPERM);
+		assert_non_null(strstr(err.msg, "state directory"));
+		assert_int_equal(chown(home, 0, 0), 0);
+		print_message("read-only database check skipped: running as root\n");
+	} else {
+		assert_int_equal(chmod(path, 0400), 0);
+		assert_int_equal(tq_queue_open(&q, home, 0, &err), TQ_EREADONLY);
+		assert_non_null(strstr(err.msg, "not writable"));
+		assert_int_equal(chmod(path, 0600), 0);
+		print_message("ownership checks skipped: not running as root\n");
+	}
+	assert_null(q);
+	assert_int_equal(tq_queue_open(&f->q, home, 0, &err), 0);
+}
+
+static void test_locked(void **state)
+{
+	struct fx *f = *state;
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_task_spec s = spec_of(argv_true);
+	char path[600];
+	sqlite3 *db;
+	int64_t id = 0, t0;
+
+	snprintf(path, sizeof(path), "%s/taskq.db", tq_queue_home(f->q));
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "BEGIN EXCLUSIVE", NULL, NULL, NULL), SQLITE_OK);
+	tq_queue_set_busy_timeout(f->q, 200);
+	t0 = tq_mono_ms();
+	assert_int_equal(tq_queue_submit(f->q, &s, &id, NULL, &err), TQ_EBUSY);
+	assert_true(tq_mono_ms() - t0 >= 150);
+	assert_non_null(strstr(err.msg, "locked"));
+	sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+	sqlite3_close(db);
+	assert_int_equal(tq_queue_submit(f->q, &s, &id, NULL, &err), 0);
+}
+
+static void test_roundtrip(void **state)
+{
+	struct fx *f = *state;
+	char big[100 * 1024 + 1];
+	char *argv[] = { "printf", "%s\\n", "two words", "", "quote\"s'", "\xff\xfe",
+			 "tab\there\nnewline", big, NULL };
+	char *env[] = { "A=1", "WEIRD=\x01\xff", "EMPTY=", NULL };
+	struct tq_label labels[] = { { "team", "core" }, { "k", "v=w" } };
+	struct tq_task_spec s = spec_of(argv);
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_task t;
+	int64_t id;
+
+	memset(big, 'b', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	s.env = env;
+	s.envc = 3;
+	s.cwd = "/tmp";
+	s.labels = labels;
+	s.nlabels = 2;
+	s.batch = "nightly";
+	s.priority = -3;
+	s.timeout_ms = 1234;
+	id = submit(f->q, &s);
+	assert_int_equal(tq_queue_get(f->q, id, TQ_GET_ALL, &t, &err), 0);
+	assert_int_equal(t.argc, 8);
+	for (size_t i = 0; i < 8; i++)
+		assert_string_equal(t.argv[i], argv[i]);
+	assert_null(t.argv[8]);
+	assert_int_equal(t.envc, 3);
+	assert_string_equal(t.env[1], "WEIRD=\x01\xff");
+	assert_string_equal(t.cwd, "/tmp");
+	assert_string_equal(t.batch, "nightly");
+	assert_string_equal(t.name, "printf");
+	assert_string_equal(t.group, "printf");
+	assert_int_equal(t.priority, -3);
+	assert_int_equal(t.timeout_ms, 1234);
+	assert_int_equal(t.nlabels, 2);
+	assert_string_equal(t.labels[0].key, "k");
+	assert_string_equal(t.labels[0].value, "v=w");
+	assert_int_equal(t.state, TQ_QUEUED);
+	assert_int_equal(t.exit_code, -1);
+	tq_task_release(&t);
+	/* The same environment is stored once. */
+	submit(f->q, &s);
+	assert_int_equal(sql_int(tq_queue_home(f->q), "SELECT count(*) FROM envs"), 1);
+	assert_int_equal(tq_queue_get(f->q, 999, 0, &t, &err), TQ_ENOTFOUND);
+	assert_non_null(strstr(err.msg, "no such task"));
+}
+
+static void test_derive_name(void **state)
+{
+	char *a1[] = { "/usr/bin/make", "all", NULL };
+	char *a2[] = { "claude", "-p", "review src/", NULL };
+	char *a3[] = { "/bin/sh", "-c", "make -j4 && ./run", NULL };
+	char *a4[] = { "python3", "/home/x/train.py", "--epochs", "3", NULL };
+	char buf[TQ_NAME_MAX];
+
+	(void)state;
+	tq_derive_name(a1, 2, 0, buf, sizeof(buf));
+	assert_string_equal(buf, "make all");
+	tq_derive_name(a2, 3, 0, buf, sizeof(buf));
+	assert_string_equal(buf, "claude");
+	tq_derive_name(a3, 3, 1, buf, sizeof(buf));
+	assert_string_equal(buf, "make");
+	tq_derive_group(a3, 3, 1, buf, sizeof(buf));
+	assert_string_equal(buf, "make");
+	tq_derive_name(a4, 4, 0, buf, sizeof(buf));
+	assert_string_equal(buf, "python3 train.py");
+}
+
+static void test_claim_order(void **state)
+{
+	struct fx *f = *state;
+	int64_t a = submit_simple(f->q, 0, NULL);
+	int64_t b = submit_simple(f->q, 5, NULL);
+	int64_t c = submit_simple(f->q, 0, "other");
+	int64_t d = submit_simple(f->q, 5, "other");
+	int64_t e = submit_simple(f->q, -1, NULL);
+	int attempt = 0;
+
+	/* Higher priority first, ties by id, across groups. */
+	assert_int_equal(claim_id(f->q, &attempt), b);
+	assert_int_equal(attempt, 1);
+	assert_int_equal(claim_id(f->q, NULL), d);
+	assert_int_equal(claim_id(f->q, NULL), a);
+	assert_int_equal(claim_id(f->q, NULL), c);
+	assert_int_equal(claim_id(f->q, NULL), e);
+	assert_int_equal(claim_id(f->q, NULL), 0);
+	assert_int_equal(state_of(f->q, a), TQ_RUNNING);
+}
+
+static void test_claim_scheduled(void **state)
+{
+	struct fx *f = *state;
+	struct tq_task_spec s = spec_of(argv_true);
+	struct tq_err err = TQ_ERR_INIT;
+	int64_t id, at = 0, t;
+
+	s.run_after = tq_now_ms() + 300;
+	id = submit(f->q, &s);
+	assert_int_equal(state_of(f->q, id), TQ_SCHEDULED);
+	assert_int_equal(claim_id(f->q, NULL), 0);
+	assert_int_equal(tq_queue_next_wakeup(f->q, &at, &err), 0);
+	assert_int_equal(at, s.run_after);
+	/* Poll until it becomes claimable; it must not be early. */
+	for (t = 0; (t = claim_id(f->q, NULL)) == 0 && tq_now_ms() < s.run_after + 5000;)
+		tq_sleep_ms(5);
+	assert_int_equal(t, id);
+	assert_true(tq_now_ms() >= s.run_after);
+}
+
+/* Several processes claim from one queue at once: every task is claimed
+ * exactly once. Each child reports its ids over a pipe. */
+static void test_claim_concurrent(void **state)
+{
+	struct fx *f = *state;
+	enum { TASKS = 400, PROCS = 4 };
+	struct tq_task_spec specs[TASKS];
+	int64_t ids[TASKS];
+	int seen[TASKS + 1] = { 0 };
+	struct tq_err err = TQ_ERR_INIT;
+	char home[512];
+	pid_t pids[PROCS];
+	int fds[2];
+	int64_t got;
+
+	for (int i = 0; i < TASKS; i++)
+		specs[i] = spec_of(argv_true);
+	assert_int_equal(tq_queue_submit_many(f->q, specs, TASKS, ids, NULL, &err), 0);
+	snprintf(home, sizeof(home), "%s", tq_queue_home(f->q));
+	assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
+	for (int p = 0; p < PROCS; p++) {
+		pids[p] = fork();
+		assert_true(pids[p] >= 0);
+		if (pids[p] == 0) {
+			/* A connection is never used across fork: open a new one. */
+			struct tq_queue *q = NULL;
+			struct tq_task t;
+			if (tq_queue_open(&q, home, 0, &err) != 0)
+				_exit(3);
+			while (tq_queue_claim(q, p + 1, 60000, &t, &err) == 0) {
+				struct tq_finish fin = { .task_id = t.id, .attempt = t.attempt,
+					.worker_id = p + 1, .outcome = TQ_OUT_SUCCEEDED,
+					.exit_code = 0 };
+				if (tq_write_all(fds[1], &t.id, sizeof(t.id)) < 0 ||
+				    tq_queue_finish(q, &fin, NULL, &err) != 0)
+					_exit(4);
+				tq_task_release(&t);
+			}
+			tq_queue_close(q);
+			_exit(err.code == TQ_ENOTFOUND ? 0 : 5);
+		}
+	}
+	tq_close(fds[1]);
+	while (tq_read_full(fds[0], &got, sizeof(got)) == (ssize_t)sizeof(got)) {
+		assert_true(got >= ids[0] && got <= ids[TASKS - 1]);
+		seen[got - ids[0]]++;
+	}
+	tq_close(fds[0]);
+	for (int p = 0; p < PROCS; p++) {
+		int st;
+		assert_int_equal(tq_waitpid(pids[p], &st, 0), pids[p]);
+		assert_true(WIFEXITED(st));
+		assert_int_equal(WEXITSTATUS(st), 0);
+	}
+	for (int i = 0; i < TASKS; i++)
+		assert_int_equal(seen[i], 1);
+	assert_int_equal(sql_int(home, "SELECT count(*) FROM tasks WHERE state = 'succeeded'"),
+			 TASKS);
+	assert_int_equal(sql_int(home, "SELECT count(*) FROM attempts"), TASKS);
+}
+
+static void test_fencing(void **state)
+{
+	struct fx *f = *state;
+	struct tq_err err = TQ_ERR_INIT;
+	int64_t id = submit_simple(f->q, 0, NULL);
+	int attempt = 0, sig = -1;
+	struct tq_finish fin = { .task_id = id, .worker_id = 1,
+				 .outcome = TQ_OUT_SUCCEEDED, .exit_code = 0 };
+
+	assert_int_equal(claim_id(f->q, &attempt), id);
+	assert_int_equal(tq_queue_renew(f->q, id, attempt, 1, 1000, &sig, &err), 0);
+	assert_int_equal(sig, 0);
+	assert_int_equal(tq_queue_renew(f->q, id, attempt, 2, 1000, NULL, &err), TQ_ESTALE);
+	assert_int_equal(tq_queue_renew(f->q, id, attempt + 1, 1, 1000, NULL, &err), TQ_ESTALE);
+	assert_int_equal(tq_queue_set_process(f->q, id, attempt, 77, 77, 123, 0, 1, &err), 0);
+	assert_int_equal(tq_queue_request_kill(f->q, id, SIGTERM, &err), 0);
+	assert_int_equal(tq_queue_renew(f->q, id, attempt, 1, 1000, &sig, &err), 0);
+	assert_int_equal(sig, SIGTERM);
+	fin.attempt = attempt + 1;
+	assert_int_equal(tq_queue_finish(f->q, &fin, NULL, &err), TQ_ESTALE);
+	fin.attempt = attempt;
+	fin.worker_id = 9;
+	assert_int_equal(tq_queue_finish(f->q, &fin, NULL, &err), TQ_ESTALE);
+	fin.worker_id = 1;
+	assert_int_equal(tq_queue_finish(f->q, &fin, NULL, &err), 0);
+	assert_int_equal(state_of(f->q, id), TQ_SUCCEEDED);
+	/* A second finish of the same attempt is fenced out too. */
+	assert_int_equal(tq_queue_finish(f->q, &fin, NULL, &err), TQ_ESTALE);
+	assert_int_equal(tq_queue_request_kill(f->q, id, SIGTERM, &err), TQ_ESTATE);
+}
+
+static void test_retry_and_requeue(void **state)
+{
+	struct fx *f = *state;
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_attempt *att = NULL;
+	size_t n = 0;
+	int64_t id = submit_simple(f->q, 0, NULL);
+	int attempt = 0;
+
+	assert_int_equal(claim_id(f->q, &attempt), id);
+	finish(f->q, id, attempt, TQ_OUT_FAILED, TQ_NEXT_RETRY, tq_now_ms() + 60000);
+	assert_int_equal(state_of(f->q, id), TQ_SCHEDULED);
+	assert_int_equal(claim_id(f->q, NULL), 0);
+	sql_int(tq_queue_home(f->q), "UPDATE tasks SET run_after = 1 WHERE state = 'scheduled'");
+	assert_int_equal(claim_id(f->q, &attempt), id);
+	assert_int_equal(attempt, 2);
+	finish(f->q, id, attempt, TQ_OUT_KILLED, TQ_NEXT_REQUEUE, 0);
+	assert_int_equal(state_of(f->q, id), TQ_QUEUED);
+	assert_int_equal(claim_id(f->q, &attempt), id);
+	assert_int_equal(attempt, 3);
+	finish(f->q, id, attempt, TQ_OUT_SUCCEEDED, TQ_NEXT_FINAL, 0);
+	assert_int_equal(tq_queue_attempts(f->q, id, &att, &n, &err), 0);
+	assert_int_equal(n, 3);
+	assert_int_equal(att[0].outcome, TQ_OUT_FAILED);
+	assert_true(att[0].retry_at > 0);
+	assert_int_equal(att[0].counted, 1);
+	assert_int_equal(att[1].counted, 0);
+	assert_int_equal(att[2].outcome, TQ_OUT_SUCCEEDED);
+	assert_int_equal(att[2].exit_code, 0);
+	tq_attempt_list_free(att, n);
+}
+
+static void test_group_pause(void **state)
+{
+	struct fx *f = *state;
+	int64_t a = submit_simple(f->q, 0, "api");
+	int64_t b = submit_simple(f->q, 0, "api");
+	int64_t c = submit_simple(f->q, 0, "local");
+	struct tq_finish fin = { .task_id = a, .attempt = 1, .worker_id = 1,
+				 .outcome = TQ_OUT_FAILED, .exit_code = 1,
+				 .category = TQ_CAT_RATE_LIMIT, .reason = "429",
+				 .next = TQ_NEXT_RETRY, .pause_group = "api" };
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_group *g = NULL;
+	size_t n = 0;
+
+	assert_int_equal(claim_id(f->q, NULL), a);
+	fin.retry_at = fin.pause_until = tq_now_ms() + 60000;
+	assert_int_equal(tq_queue_finish(f->q, &fin, NULL, &err), 0);
+	/* The paused group's other task waits; another group's runs. */
+	assert_int_equal(claim_id(f->q, NULL), c);
+	assert_int_equal(claim_id(f->q, NULL), 0);
+	assert_int_equal(state_of(f->q, b), TQ_QUEUED);
+	assert_int_equal(tq_queue_groups(f->q, &g, &n, &err), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(g[0].name, "api");
+	assert_int_equal(g[0].paused_until, fin.pause_until);
+	assert_string_equal(g[0].pause_reason, "429");
+	tq_group_list_free(g, n);
+	sql_int(tq_queue_home(f->q), "UPDATE groups SET paused_until = 0");
+	assert_int_equal(claim_id(f->q, NULL), b);
+}
+
+static void test_group_parallel(void **state)
+{
+	struct fx *f = *state;
+	int64_t a = submit_simple(f->q, 0, "one");
+	int64_t b = submit_simple(f->q, 0, "one");
+	int64_t c = submit_simple(f->q, 0, "many");
+	int attempt = 0;
+
+	sql_int(tq_queue_home(f->q), "UPDATE groups SET parallel = 1 WHERE name = 'one'");
+	assert_int_equal(claim_id(f->q, &attempt), a);
+	assert_int_equal(claim_id(f->q, NULL), c);
+	assert_int_equal(claim_id(f->q, NULL), 0);
+	finish(f->q, a, attempt, TQ_OUT_SUCCEEDED, TQ_NEXT_FINAL, 0);
+	assert_int_equal(claim_id(f->q, NULL), b);
+}
+
+static void test_cancel_remove(void **state)
+{
+	struct fx *f = *state;
+	struct tq_err err = TQ_ERR_INIT;
+	enum tq_state was;
+	int64_t a = submit_simple(f->q, 0, NULL);
+	int64_t b = submit_simple(f->q, 0, NULL);
+	struct tq_task t;
+
+	assert_int_equal(tq_queue_cancel(f->q, b, NULL, &was, &err), 0);
+	assert_int_equal(was, TQ_QUEUED);
+	assert_int_equal(tq_queue_get(f->q, b, 0, &t, &err), 0);
+	assert_int_equal(t.state, TQ_CANCELED);
+	assert_int_equal(t.outcome, TQ_OUT_CANCELED);
+	assert_string_equal(t.reason, "canceled by user");
+	assert_true(t.finished_at > 0);
+	tq_task_release(&t);
+	assert_int_equal(tq_queue_cancel(f->q, b, NULL, &was, &err), TQ_ESTATE);
+	assert_int_equal(was, TQ_CANCELED);
+	assert_int_equal(claim_id(f->q, NULL), a);
+	assert_int_equal(tq_queue_cancel(f->q, a, NULL, &was, &err), TQ_ESTATE);
+	assert_int_equal(was, TQ_RUNNING);
+	assert_int_equal(tq_queue_remove(f->q, a, &err), TQ_ESTATE);
+	assert_non_null(strstr(err.msg, "running"));
+	assert_int_equal(tq_queue_cancel(f->q, 4242, NULL, NULL, &err), TQ_ENOTFOUND);
+	assert_int_equal(tq_queue_remove(f->q, 4242, &err), TQ_ENOTFOUND);
+	finish(f->q, a, 1, TQ_OUT_SUCCEEDED, TQ_NEXT_FINAL, 0);
+	assert_int_equal(tq_queue_remove(f->q, a, &err), 0);
+	assert_int_equal(tq_queue_get(f->q, a, 0, &t, &err), TQ_ENOTFOUND);
+	assert_int_equal(sql_int(tq_queue_home(f->q),
+				 "SELECT count(*) FROM attempts"), 0);
+	/* Ids are never reused after a remove. */
+	assert_true(submit_simple(f->q, 0, NULL) > b);
+}
+
+static void test_dependencies(void **state)
+{
+	struct fx *f = *state;
+	struct tq_task_spec s = spec_of(argv_true);
+	struct tq_err err = TQ_ERR_INIT;
+	int64_t a = submit_simple(f->q, 0, NULL), b, c, d, e, g, id;
+	int64_t after_a[1] = { a }, after_c[1], after_b[1];
+	struct tq_task t;
+	int attempt = 0;
+
+	s.after = after_a;
+	s.nafter = 1;
+	b = submit(f->q, &s);                       /* needs a to succeed */
+	c = submit(f->q, &s);
+	after_c[0] = c;
+	s.after = after_c;
+	d = submit(f->q, &s);                       /* needs c */
+	s.after = after_a;
+	s.after_any = 1;
+	e = submit(f->q, &s);                       /* runs after a, however a ends */
+	assert_int_equal(state_of(f->q, b), TQ_BLOCKED);
+	assert_int_equal(state_of(f->q, d), TQ_BLOCKED);
+	assert_int_equal(claim_id(f->q, &attempt), a);
+	assert_int_equal(claim_id(f->q, NULL), 0);
+	finish(f->q, a, attempt, TQ_OUT_FAILED, TQ_NEXT_FINAL, 0);
+	assert_int_equal(state_of(f->q, b), TQ_CANCELED);
+	assert_int_equal(state_of(f->q, c), TQ_CANCELED);
+	assert_int_equal(state_of(f->q, d), TQ_CANCELED);  /* the cascade */
+	assert_int_equal(state_of(f->q, e), TQ_QUEUED);
+	assert_int_equal(tq_queue_get(f->q, d, TQ_GET_DEPS, &t, &err), 0);
+	assert_string_equal(t.reason, "dependency " "3" " ended canceled");
+	assert_int_equal(t.nafter, 1);
+	assert_int_equal(t.after[0], c);
+	tq_task_release(&t);
+	/* A task submitted after a dependency already failed is canceled at once. */
+	s.after_any = 0;
+	g = submit(f->q, &s);
+	assert_int_equal(state_of(f->q, g), TQ_CANCELED);
+	/* Success unblocks. */
+	assert_int_equal(claim_id(f->q, &attempt), e);
+	after_b[0] = e;
+	s.after = after_b;
+	id = submit(f->q, &s);
+	assert_int_equal(state_of(f->q, id), TQ_BLOCKED);
+	finish(f->q, e, attempt, TQ_OUT_SUCCEEDED, TQ_NEXT_FINAL, 0);
+	assert_int_equal(state_of(f->q, id), TQ_QUEUED);
+	/* An unknown dependency is refused and nothing is added. */
+	after_b[0] = 9999;
+	assert_int_equal(tq_queue_submit(f->q, &s, &id, NULL, &err), TQ_ENOTFOUND);
+	assert_non_null(strstr(err.msg, "9999"));
+}
+
+static void test_sessions_in_order(void **state)
+{
+	struct fx *f = *state;
+	struct tq_task_spec s = spec_of(argv_true);
+	int64_t a, b, c;
+	int attempt = 0;
+
+	s.session = "chat";
+	a = submit(f->q, &s);
+	b = submit(f->q, &s);
+	c = submit(f->q, &s);
+	assert_int_equal(state_of(f->q, b), TQ_BLOCKED);
+	assert_int_equal(claim_id(f->q, &attempt), a);
+	assert_int_equal(claim_id(f->q, NULL), 0);
+	/* A failed link still lets the next one run. */
+	finish(f->q, a, attempt, TQ_OUT_FAILED, TQ_NEXT_FINAL, 0);
+	assert_int_equal(claim_id(f->q, &attempt), b);
+	assert_int_equal(state_of(f->q, c), TQ_BLOCKED);
+	finish(f->q, b, attempt, TQ_OUT_SUCCEEDED, TQ_NEXT_FINAL, 0);
+	assert_int_equal(claim_id(f->q, NULL), c);
+}
+
+static void test_unique(void **state)
+{
+	struct fx *f = *state;
+	struct tq_task_spec s = spec_of(argv_true);
+	struct tq_err err = TQ_ERR_INIT;
+	int64_t a = 0, b = 0;
+	int existed = -1, attempt = 0;
+
+	s.unique_key = "nightly-report";
+	assert_int_equal(tq_queue_submit(f->q, &s, &a, &existed, &err), 0);
+	assert_int_equal(existed, 0);
+	assert_int_equal(tq_queue_submit(f->q, &s, &b, &existed, &err), 0);
+	assert_int_equal(existed, 1);
+	assert_int_equal(b, a);
+	assert_int_equal(claim_id(f->q, &attempt), a);
+	assert_int_equal(tq_queue_submit(f->q, &s, &b, &existed, &err), 0);
+	assert_int_equal(existed, 1);
+	finish(f->q, a, attempt, TQ_OUT_SUCCEEDED, TQ_NEXT_FINAL, 0);
+	assert_int_equal(tq_queue_submit(f->q, &s, &b, &existed, &err), 0);
+	assert_int_equal(existed, 0);
+	assert_true(b > a);
+}
+
+static void test_submit_many_atomic(void **state)
+{
+	struct fx *f = *state;
+	struct tq_task_spec specs[5];
+	int64_t ids[5];
+	struct tq_err err = TQ_ERR_INIT;
+	char *empty[] = { "", NULL };
+
+	for (int i = 0; i < 5; i++)
+		specs[i] = spec_of(argv_true);
+	specs[3] = spec_of(empty);
+	assert_int_equal(tq_queue_submit_many(f->q, specs, 5, ids, NULL, &err), TQ_EINVAL);
+	assert_non_null(strstr(err.msg, "task 3"));
+	assert_int_equal(sql_int(tq_queue_home(f->q), "SELECT count(*) FROM tasks"), 0);
+	specs[3] = spec_of(argv_true);
+	specs[2].cwd = "relative/dir";
+	assert_int_equal(tq_queue_submit_many(f->q, specs, 5, ids, NULL, &err), TQ_EINVAL);
+	assert_int_equal(sql_int(tq_queue_home(f->q), "SELECT count(*) FROM tasks"), 0);
+	specs[2].cwd = "/";
+	assert_int_equal(tq_queue_submit_many(f->q, specs, 5, ids, NULL, &err), 0);
+	assert_int_equal(ids[4], ids[0] + 4);
+}
+
+static void test_list_filters(void **state)
+{
+	struct fx *f = *state;
+	struct tq_task_spec s = spec_of(argv_true);
+	struct tq_label lab = { "team", "x" };
+	struct tq_filter flt = TQ_FILTER_INIT;
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_task *ts = NULL;
+	int64_t counts[TQ_STATE_COUNT];
+	int64_t ids[6];
+	size_t n = 0;
+
+	for (int i = 0; i < 6; i++) {
+		s.batch = i % 2 ? "odd" : NULL;
+		s.name = i == 5 ? "special" : NULL;
+		s.labels = i == 4 ? &lab : NULL;
+		s.nlabels = i == 4;
+		ids[i] = submit(f->q, &s);
+	}
+	assert_int_equal(claim_id(f->q, NULL), ids[0]);
+	assert_int_equal(tq_queue_list(f->q, &flt, &ts, &n, &err), 0);
+	assert_int_equal(n, 6);
+	assert_int_equal(ts[0].id, ids[5]);             /* newest first */
+	tq_task_list_free(ts, n);
+	flt.states = 1u << TQ_RUNNING;
+	assert_int_equal(tq_queue_list(f->q, &flt, &ts, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(ts[0].id, ids[0]);
+	tq_task_list_free(ts, n);
+	flt.states = (1u << TQ_RUNNING) | (1u << TQ_QUEUED);
+	flt.batch = "odd";
+	assert_int_equal(tq_queue_list(f->q, &flt, &ts, &n, &err), 0);
+	assert_int_equal(n, 3);
+	tq_task_list_free(ts, n);
+	flt = (struct tq_filter)TQ_FILTER_INIT;
+	flt.name = "special";
+	assert_int_equal(tq_queue_list(f->q, &flt, &ts, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(ts[0].id, ids[5]);
+	tq_task_list_free(ts, n);
+	flt = (struct tq_filter)TQ_FILTER_INIT;
+	flt.label_key = "team";
+	flt.label_value = "x";
+	assert_int_equal(tq_queue_list(f->q, &flt, &ts, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(ts[0].id, ids[4]);
+	tq_task_list_free(ts, n);
+	flt = (struct tq_filter)TQ_FILTER_INIT;
+	flt.limit = 2;
+	flt.offset = 1;
+	assert_int_equal(tq_queue_list(f->q, &flt, &ts, &n, &err), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(ts[0].id, ids[4]);
+	assert_int_equal(ts[1].id, ids[3]);
+	tq_task_list_free(ts, n);
+	assert_int_equal(tq_queue_counts(f->q, counts, &err), 0);
+	assert_int_equal(counts[TQ_QUEUED], 5);
+	assert_int_equal(counts[TQ_RUNNING], 1);
+}
+
+static void test_expired(void **state)
+{
+	struct fx *f = *state;
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_expired *ex = NULL;
+	size_t n = 0;
+	int64_t id = submit_simple(f->q, 0, NULL);
+	int attempt = 0;
+
+	assert_int_equal(claim_id(f->q, &attempt), id);
+	assert_int_equal(tq_queue_set_process(f->q, id, attempt, 4242, 4242, 99, 0, 1, &err), 0);
+	assert_int_equal(tq_queue_expired(f->q, tq_now_ms(), 10, &ex, &n, &err), 0);
+	assert_int_equal(n, 0);
+	free(ex);
+	assert_int_equal(tq_queue_expired(f->q, tq_now_ms() + 120000, 10, &ex, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(ex[0].task_id, id);
+	assert_int_equal(ex[0].pid, 4242);
+	assert_int_equal(ex[0].proc_start, 99);
+	free(ex);
+	/* Recovery finishes it as lost with worker 0 (any). */
+	struct tq_finish fin = { .task_id = id, .attempt = attempt, .worker_id = 0,
+				 .outcome = TQ_OUT_LOST, .exit_code = -1 };
+	assert_int_equal(tq_queue_finish(f->q, &fin, NULL, &err), 0);
+	assert_int_equal(state_of(f->q, id), TQ_FAILED);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_open_creates, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reopen_and_newer, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_refuse_not_db, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_refuse_corrupt, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_refuse_modes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_locked, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),
+		cmocka_unit_test(test_derive_name),
+		cmocka_unit_test_setup_teardown(test_claim_order, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_claim_scheduled, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_claim_concurrent, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fencing, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_retry_and_requeue, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_group_pause, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_group_parallel, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cancel_remove, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dependencies, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sessions_in_order, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unique, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_submit_many_atomic, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_list_filters, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_expired, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
