@@ -1,0 +1,592 @@
+/*
+ * proc.c - process control (see proc.h for the contract).
+ *
+ * Identity: a pid alone is not a process (pids are reused), (pid, start
+ * time) is. Whenever we signal a process we did not just reap-check as our
+ * own child, we hold a pidfd first and verify through /proc after opening
+ * it, so a pid that is recycled in between gets ESRCH, not the signal.
+ *
+ * Not here: spawning (spawn.c), the event loop and its clock (the caller),
+ * anything that touches the database.
+ */
+#include "proc.h"
+
+#include <bsd/stdlib.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/pidfd.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../common/sys.h"
+
+/* Longest decimal field we parse out of /proc/PID/stat. */
+#define STAT_FIELD_MAX 32
+/* The stat fields we want, numbered as in proc(5). */
+#define STAT_PPID 4
+#define STAT_PGRP 5
+#define STAT_SESSION 6
+#define STAT_STARTTIME 22
+
+int tq_proc_set_subreaper(struct tq_err *err)
+{
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
+		return tq_err_sys(err, "prctl PR_SET_CHILD_SUBREAPER");
+	return 0;
+}
+
+/* Parse the decimal token at *p (ending in ' ', '\n' or NUL); advance *p
+ * past the token and one separator. 0 or -1. */
+static int stat_number(const char **p, int64_t *v)
+{
+	char tok[STAT_FIELD_MAX];
+	const char *errstr = NULL;
+	size_t len = strcspn(*p, " \n");
+
+	if (len == 0 || len >= sizeof(tok))
+		return -1;
+	memcpy(tok, *p, len);
+	tok[len] = '\0';
+	*v = strtonum(tok, LLONG_MIN, LLONG_MAX, &errstr);
+	if (errstr != NULL)
+		return -1;
+	*p += len + ((*p)[len] != '\0');
+	return 0;
+}
+
+/* Fields 3..22 of a stat line; buf is NUL-terminated. 0 or -1. */
+static int parse_stat(const char *buf, struct tq_proc_stat *st)
+{
+	const char *p = strrchr(buf, ')');
+	int64_t v;
+
+	if (p == NULL || p[1] != ' ' || p[2] == '\0' || p[3] != ' ')
+		return -1;
+	st->state = p[2];
+	p += 4; /* now at field 4 */
+	for (int field = STAT_PPID; field <= STAT_STARTTIME; field++) {
+		if (stat_number(&p, &v) < 0)
+			return -1;
+		if (field == STAT_PPID)
+			st->ppid = (pid_t)v;
+		else if (field == STAT_PGRP)
+			st->pgid = (pid_t)v;
+		else if (field == STAT_SESSION)
+			st->sid = (pid_t)v;
+	}
+	st->start_time = v;
+	return 0;
+}
+
+/* ESRCH (the process went between open and read) is "not found" too. */
+static int stat_err(struct tq_err *err, const char *what, pid_t pid)
+{
+	if (errno == ESRCH)
+		errno = ENOENT;
+	return tq_err_sys(err, "%s /proc/%ld/stat", what, (long)pid);
+}
+
+int tq_proc_stat(pid_t pid, struct tq_proc_stat *st, struct tq_err *err)
+{
+	char path[64], buf[TQ_PROC_STAT_MAX];
+	ssize_t n;
+	int fd;
+
+	if (pid <= 0)
+		return tq_err_set(err, TQ_EINVAL, "stat: bad pid %ld", (long)pid);
+	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+	fd = tq_open(path, O_RDONLY, 0);
+	if (fd < 0)
+		return stat_err(err, "open", pid);
+	n = tq_read_full(fd, buf, sizeof(buf) - 1);
+	if (n < 0) {
+		int rc = stat_err(err, "read", pid);
+		tq_close(fd);
+		return rc;
+	}
+	tq_close(fd);
+	buf[n] = '\0';
+	st->pid = pid;
+	if (n == 0 || n == (ssize_t)sizeof(buf) - 1 || parse_stat(buf, st) < 0)
+		return tq_err_set(err, TQ_ECORRUPT, "parse /proc/%ld/stat",
+			(long)pid);
+	return 0;
+}
+
+int tq_proc_start_time(pid_t pid, int64_t *ticks, struct tq_err *err)
+{
+	struct tq_proc_stat st;
+	int rc = tq_proc_stat(pid, &st, err);
+
+	if (rc == 0)
+		*ticks = st.start_time;
+	return rc;
+}
+
+int tq_proc_same(pid_t pid, int64_t start_time)
+{
+	struct tq_proc_stat st;
+
+	return tq_proc_stat(pid, &st, NULL) == 0 && st.start_time == start_time;
+}
+
+/*
+ * pidfd_open failed because no process has the pid: ESRCH, or EINVAL when
+ * the pid number is still referenced (say as a pgid) but names no process.
+ */
+static int pidfd_gone(int e)
+{
+	return e == ESRCH || e == EINVAL;
+}
+
+int tq_proc_signal(pid_t pid, int64_t start_time, int sig, struct tq_err *err)
+{
+	int fd, rc = 0;
+
+	if (pid <= 0)
+		return tq_err_set(err, TQ_EINVAL, "signal: bad pid %ld", (long)pid);
+	fd = pidfd_open(pid, 0);
+	if (fd < 0) {
+		if (pidfd_gone(errno))
+			return tq_err_set(err, TQ_ENOTFOUND, "pid %ld: gone",
+				(long)pid);
+		return tq_err_sys(err, "pidfd_open %ld", (long)pid);
+	}
+	/* Checked after the pidfd exists: if pid was the right process now,
+	 * the pidfd refers to it (or to an older holder, now dead: ESRCH). */
+	if (!tq_proc_same(pid, start_time))
+		rc = tq_err_set(err, TQ_ENOTFOUND,
+			"pid %ld: gone or reused", (long)pid);
+	else if (pidfd_send_signal(fd, sig, NULL, 0) < 0)
+		rc = errno == ESRCH ? tq_err_set(err, TQ_ENOTFOUND,
+			"pid %ld: gone", (long)pid)
+			: tq_err_sys(err, "pidfd_send_signal %ld", (long)pid);
+	tq_close(fd);
+	return rc;
+}
+
+int tq_proc_kill_group(pid_t pgid, int sig, struct tq_err *err)
+{
+	if (pgid <= 1 || pgid == getpgrp())
+		return tq_err_set(err, TQ_EINVAL,
+			"kill group %ld: refusing (not a task's group)", (long)pgid);
+	if (kill(-pgid, sig) < 0 && errno != ESRCH)
+		return tq_err_sys(err, "kill group %ld with signal %d",
+			(long)pgid, sig);
+	return 0;
+}
+
+/* ---- TERM -> grace -> KILL ------------------------------------------- */
+
+void tq_term_init(struct tq_term *t, pid_t pgid, int64_t now,
+	int64_t timeout_ms, int64_t grace_ms)
+{
+	memset(t, 0, sizeof(*t));
+	t->pgid = pgid;
+	t->sig = SIGTERM;
+	t->grace_ms = grace_ms;
+	t->state = TQ_TERM_RUNNING;
+	t->deadline = timeout_ms > 0 ? now + timeout_ms : TQ_TERM_NEVER;
+}
+
+static int term_kill(struct tq_term *t, struct tq_err *err)
+{
+	t->state = TQ_TERM_KILLING;
+	t->deadline = TQ_TERM_NEVER;
+	t->killed = 1;
+	return tq_proc_kill_group(t->pgid, SIGKILL, err);
+}
+
+static int term_stop(struct tq_term *t, int64_t now, struct tq_err *err)
+{
+	if (t->sig == SIGKILL)
+		return term_kill(t, err);
+	t->state = TQ_TERM_STOPPING;
+	t->deadline = now + t->grace_ms;
+	return tq_proc_kill_group(t->pgid, t->sig, err);
+}
+
+int tq_term_step(struct tq_term *t, enum tq_term_event ev, int64_t now,
+	struct tq_err *err)
+{
+	if (t->state == TQ_TERM_DONE)
+		return 0;
+	if (ev == TQ_TERM_EXITED) {
+		t->state = TQ_TERM_DONE;
+		t->deadline = TQ_TERM_NEVER;
+		return 0;
+	}
+	if (ev == TQ_TERM_STOP)
+		return t->state == TQ_TERM_RUNNING ? term_stop(t, now, err) : 0;
+	if (now < t->deadline)
+		return 0;
+	if (t->state == TQ_TERM_RUNNING) {
+		t->timed_out = 1;
+		return term_stop(t, now, err);
+	}
+	if (t->state == TQ_TERM_STOPPING)
+		return term_kill(t, err);
+	return 0;
+}
+
+int tq_term_poll_timeout(const struct tq_term *t, int64_t now)
+{
+	if (t->deadline == TQ_TERM_NEVER)
+		return -1;
+	if (t->deadline <= now)
+		return 0;
+	if (t->deadline - now > INT_MAX)
+		return INT_MAX;
+	return (int)(t->deadline - now);
+}
+
+/* ---- the sweep ------------------------------------------------------- */
+
+struct pidlist {
+	pid_t *v;
+	size_t n, cap;
+};
+
+static int pidlist_add(struct pidlist *l, pid_t pid)
+{
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 64;
+		pid_t *v = reallocarray(l->v, cap, sizeof(*v));
+		if (v == NULL)
+			return -1;
+		l->v = v;
+		l->cap = cap;
+	}
+	l->v[l->n++] = pid;
+	return 0;
+}
+
+static int pidlist_has(const pid_t *v, size_t n, pid_t pid)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i] == pid)
+			return 1;
+	return 0;
+}
+
+/* A decimal directory name as a pid, or 0. */
+static pid_t dirent_pid(const struct dirent *de)
+{
+	const char *errstr = NULL;
+	long long v = strtonum(de->d_name, 1, INT_MAX, &errstr);
+
+	return errstr == NULL ? (pid_t)v : 0;
+}
+
+/*
+ * Add the pids in one children file ("12 345 6789 "): read in pieces,
+ * carrying a pid cut by the end of a read over to the next one. ENOENT (the
+ * thread has just exited) adds nothing.
+ */
+static int read_children_file(int dirfd, const char *tid, struct pidlist *l)
+{
+	char path[64], buf[8192];
+	size_t have = 0;
+	int fd, rc = 0;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s/children", tid);
+	fd = tq_openat(dirfd, path, O_RDONLY, 0);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -1;
+	while ((n = tq_read(fd, buf + have, sizeof(buf) - 1 - have)) > 0) {
+		char *p = buf, *end;
+
+		buf[have + (size_t)n] = '\0';
+		for (;;) {
+			long v = strtol(p, &end, 10);
+			if (end == p || *end == '\0')
+				break; /* done, or a pid cut short */
+			if (v > 0 && l->n < TQ_PROC_SWEEP_BATCH &&
+			    pidlist_add(l, (pid_t)v) < 0) {
+				errno = ENOMEM;
+				rc = -1;
+				goto out;
+			}
+			p = end + strspn(end, " \n");
+		}
+		have = strlen(p);
+		memmove(buf, p, have + 1);
+	}
+	if (n < 0)
+		rc = -1;
+out:
+	tq_close(fd);
+	return rc;
+}
+
+/* Does this kernel have /proc/TID/children (CONFIG_PROC_CHILDREN)? */
+static int have_children_files(void)
+{
+	static int known = -1;
+
+	if (known < 0)
+		known = access("/proc/thread-self/children", R_OK) == 0;
+	return known;
+}
+
+/* Children via /proc/self/task/TID/children, for every thread of ours. */
+static int children_from_task_files(struct pidlist *l)
+{
+	int fd = tq_open("/proc/self/task", O_RDONLY | O_DIRECTORY, 0);
+	struct dirent *de;
+	DIR *d;
+	int rc = 0;
+
+	if (fd < 0 || (d = fdopendir(fd)) == NULL) {
+		tq_close(fd);
+		return -1;
+	}
+	while (rc == 0 && (de = readdir(d)) != NULL)
+		if (dirent_pid(de) > 0)
+			rc = read_children_file(dirfd(d), de->d_name, l);
+	closedir(d);
+	return rc;
+}
+
+/* Children by scanning every /proc/PID/stat for ppid == us. */
+static int children_from_stat_scan(struct pidlist *l)
+{
+	int fd = tq_open("/proc", O_RDONLY | O_DIRECTORY, 0);
+	pid_t self = getpid(), pid;
+	struct tq_proc_stat st;
+	struct dirent *de;
+	DIR *d;
+	int rc = 0;
+
+	if (fd < 0 || (d = fdopendir(fd)) == NULL) {
+		tq_close(fd);
+		return -1;
+	}
+	while (rc == 0 && l->n < TQ_PROC_SWEEP_BATCH &&
+	       (de = readdir(d)) != NULL) {
+		if ((pid = dirent_pid(de)) <= 0 || pid == self)
+			continue;
+		if (tq_proc_stat(pid, &st, NULL) == 0 && st.ppid == self &&
+		    pidlist_add(l, pid) < 0) {
+			errno = ENOMEM;
+			rc = -1;
+		}
+	}
+	closedir(d);
+	return rc;
+}
+
+/* Our children now (a snapshot: new ones may appear, hence the rounds). */
+static int list_children(struct pidlist *l, struct tq_err *err)
+{
+	l->n = 0;
+	if (have_children_files()) {
+		if (children_from_task_files(l) < 0)
+			return tq_err_sys(err,
+				"sweep: read /proc/self/task/*/children");
+		return 0;
+	}
+	if (children_from_stat_scan(l) < 0)
+		return tq_err_sys(err, "sweep: scan /proc");
+	return 0;
+}
+
+/* What a sweep spares, and what it must never group-kill. */
+struct sweep_scope {
+	const pid_t *keep;
+	size_t nkeep;
+	pid_t self;
+	pid_t own_sid;
+	pid_t own_pgid;
+};
+
+static int spared(const struct sweep_scope *s, const struct tq_proc_stat *st)
+{
+	return pidlist_has(s->keep, s->nkeep, st->pid) ||
+	       pidlist_has(s->keep, s->nkeep, st->sid);
+}
+
+/*
+ * SIGKILL one child, and its whole group when that group lies in a session
+ * other than ours (such a group holds only strays: its session was made by
+ * a descendant that called setsid, and sessions are closed to outsiders).
+ * Returns a pidfd to wait on; -1 if the child was spared or is no longer
+ * ours; -2 with errno set on failure.
+ */
+static int kill_child(const struct sweep_scope *s, pid_t pid)
+{
+	struct tq_proc_stat st;
+	int fd = pidfd_open(pid, 0);
+
+	if (fd < 0)
+		return pidfd_gone(errno) ? -1 : -2;
+	/* Verify after opening: if pid is our child now, fd refers to it. */
+	if (tq_proc_stat(pid, &st, NULL) < 0 || st.ppid != s->self ||
+	    spared(s, &st)) {
+		tq_close(fd);
+		return -1;
+	}
+	if (st.sid != s->own_sid && st.pgid > 1 && st.pgid != s->own_pgid)
+		kill(-st.pgid, SIGKILL); /* ESRCH: already empty */
+	if (pidfd_send_signal(fd, SIGKILL, NULL, 0) < 0 && errno != ESRCH) {
+		int e = errno;
+		tq_close(fd);
+		errno = e;
+		return -2;
+	}
+	return fd;
+}
+
+/* Wait (until deadline) for the process behind pidfd to exit; reap it. */
+static int reap_victim(pid_t pid, int fd, int64_t deadline, struct tq_err *err)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	int st;
+
+	for (;;) {
+		int64_t left = deadline - tq_mono_ms();
+		int r = poll(&pfd, 1, left > 0 ? (int)left : 0);
+		if (r > 0)
+			break;
+		if (r == 0)
+			return tq_err_set(err, TQ_EBUSY, "sweep: pid %ld still "
+				"alive %d ms after SIGKILL", (long)pid,
+				TQ_PROC_SWEEP_WAIT_MS);
+		if (errno != EINTR)
+			return tq_err_sys(err, "sweep: poll pidfd of %ld",
+				(long)pid);
+	}
+	/* ECHILD: someone else (a tq_proc_reap in the caller) reaped it. */
+	if (tq_waitpid(pid, &st, WNOHANG) < 0 && errno != ECHILD)
+		return tq_err_sys(err, "sweep: waitpid %ld", (long)pid);
+	return 0;
+}
+
+struct victim {
+	pid_t pid;
+	int pidfd;
+};
+
+/*
+ * One round: SIGKILL every unspared child first (so they die in parallel),
+ * then wait for and reap each. *found gets the number killed.
+ */
+static int sweep_round(const struct sweep_scope *s, const struct pidlist *kids,
+	struct victim *vic, size_t *found, struct tq_err *err)
+{
+	int64_t deadline;
+	size_t nv = 0;
+	int rc = 0;
+
+	for (size_t i = 0; i < kids->n; i++) {
+		int fd = kill_child(s, kids->v[i]);
+		if (fd == -2) {
+			rc = tq_err_sys(err, "sweep: kill %ld", (long)kids->v[i]);
+			break;
+		}
+		if (fd >= 0)
+			vic[nv++] = (struct victim){ kids->v[i], fd };
+	}
+	deadline = tq_mono_ms() + TQ_PROC_SWEEP_WAIT_MS;
+	for (size_t j = 0; j < nv; j++) {
+		if (rc == 0)
+			rc = reap_victim(vic[j].pid, vic[j].pidfd, deadline, err);
+		tq_close(vic[j].pidfd);
+	}
+	*found = nv;
+	return rc;
+}
+
+int tq_proc_sweep(const pid_t *keep, size_t nkeep, size_t *killed,
+	struct tq_err *err)
+{
+	struct sweep_scope s = { keep, nkeep, getpid(), getsid(0), getpgrp() };
+	struct pidlist kids = { NULL, 0, 0 };
+	struct victim *vic = NULL;
+	size_t total = 0, found = 0;
+	int rc = TQ_EBUSY;
+
+	for (int round = 0; round < TQ_PROC_SWEEP_ROUNDS; round++) {
+		int r = list_children(&kids, err);
+		struct victim *grown;
+
+		if (r == 0 && kids.n > 0) {
+			grown = reallocarray(vic, kids.cap, sizeof(*vic));
+			if (grown == NULL)
+				r = tq_err_set(err, TQ_ENOMEM,
+					"sweep: out of memory");
+			else
+				vic = grown;
+		}
+		if (r == 0)
+			r = sweep_round(&s, &kids, vic, &found, err);
+		if (r < 0) {
+			rc = r;
+			goto out;
+		}
+		total += found;
+		if (found == 0) {
+			rc = 0;
+			goto out;
+		}
+	}
+	tq_err_set(err, TQ_EBUSY, "sweep: children still appearing after "
+		"%d rounds", TQ_PROC_SWEEP_ROUNDS);
+out:
+	if (killed != NULL)
+		*killed = total;
+	free(kids.v);
+	free(vic);
+	return rc;
+}
+
+/* ---- reaping and statuses -------------------------------------------- */
+
+int tq_proc_reap(void (*cb)(pid_t pid, int status, void *arg), void *arg,
+	struct tq_err *err)
+{
+	int n = 0, status;
+	pid_t pid;
+
+	while ((pid = tq_waitpid(-1, &status, WNOHANG)) > 0) {
+		n++;
+		if (cb != NULL)
+			cb(pid, status, arg);
+	}
+	if (pid < 0 && errno != ECHILD)
+		return tq_err_sys(err, "waitpid -1");
+	return n;
+}
+
+int tq_proc_exit_code(int status)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return -1;
+}
+
+char *tq_proc_status_str(int status, char *buf, size_t n)
+{
+	if (WIFEXITED(status)) {
+		snprintf(buf, n, "exit %d", WEXITSTATUS(status));
+	} else if (WIFSIGNALED(status)) {
+		const char *abbrev = sigabbrev_np(WTERMSIG(status));
+		snprintf(buf, n, "signal %d (SIG%s%s)", WTERMSIG(status),
+			abbrev ? abbrev : "?",
+			WCOREDUMP(status) ? ", core dumped" : "");
+	} else {
+		snprintf(buf, n, "status 0x%x", (unsigned)status);
+	}
+	return buf;
+}

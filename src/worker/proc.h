@@ -1,0 +1,205 @@
+/*
+ * proc.h - process control for the runner and the supervisor: subreaper,
+ * pid identity from /proc, group signals, the TERM -> grace -> KILL state
+ * machine, the sweep of leftover descendants, reaping, and exit statuses.
+ *
+ * Nothing here sleeps to wait for an event: the caller's one ppoll loop owns
+ * time (style rule 7), and these functions say what to do and when. The one
+ * bounded wait is tq_proc_sweep's wait for SIGKILLed processes to die, which
+ * the kernel finishes promptly for anything not stuck in the kernel.
+ *
+ * Preconditions for the caller (a worker or the supervisor):
+ *   - it is a child subreaper (tq_proc_set_subreaper), so that orphans of its
+ *     tasks are reparented to it and a sweep can find them;
+ *   - SIGCHLD is not SIG_IGN and SA_NOCLDWAIT is not set: a child's pid then
+ *     stays reserved until the caller reaps it, which is what makes signalling
+ *     a child by pid safe;
+ *   - it starts no children from another thread during a sweep.
+ *
+ * None of these functions is async-signal-safe (they format error messages)
+ * except tq_proc_exit_code.
+ */
+#ifndef TQ_PROC_H
+#define TQ_PROC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "../common/err.h"
+
+/* Largest /proc/PID/stat we accept (the real one is a few hundred bytes). */
+#define TQ_PROC_STAT_MAX 4096
+/* A sweep gives up after this many rounds of finding new children... */
+#define TQ_PROC_SWEEP_ROUNDS 64
+/* ...or when a SIGKILLed child has not died after this long. */
+#define TQ_PROC_SWEEP_WAIT_MS 5000
+/* At most this many children are handled per round; the rest next round. */
+#define TQ_PROC_SWEEP_BATCH 4096
+
+/*
+ * Make the calling process a child subreaper (PR_SET_CHILD_SUBREAPER): an
+ * orphaned descendant is reparented to it rather than to init. Inherited by
+ * neither fork nor exec. Returns 0 or TQ_EIO/TQ_EPERM with err set.
+ */
+int tq_proc_set_subreaper(struct tq_err *err);
+
+/* The fields of /proc/PID/stat taskq uses. */
+struct tq_proc_stat {
+	pid_t pid;
+	char state;          /* R S D Z T ... */
+	pid_t ppid;
+	pid_t pgid;
+	pid_t sid;
+	int64_t start_time;  /* field 22: clock ticks after boot */
+};
+
+/*
+ * Read /proc/PID/stat into *st. The comm field (2) may hold spaces and ')',
+ * so fields are counted from the LAST ')'. A zombie still has a stat (and
+ * its pid is still taken). Returns 0; TQ_ENOTFOUND when there is no such
+ * process; TQ_ECORRUPT if the file does not parse; TQ_EIO otherwise.
+ */
+int tq_proc_stat(pid_t pid, struct tq_proc_stat *st, struct tq_err *err);
+
+/*
+ * The start time of pid (field 22 of /proc/PID/stat, in clock ticks after
+ * boot). With the pid it names one process for the life of the system:
+ * record both, and check them with tq_proc_same before signalling a pid read
+ * back from the database. Returns as tq_proc_stat.
+ */
+int tq_proc_start_time(pid_t pid, int64_t *ticks, struct tq_err *err);
+
+/*
+ * 1 if pid is the process that had start_time (alive or a zombie), else 0:
+ * it is gone, its pid was reused, or it could not be verified. A pid that
+ * is not verified must never be signalled.
+ */
+int tq_proc_same(pid_t pid, int64_t start_time);
+
+/*
+ * Send sig to pid only if it is the process that had start_time, without a
+ * window for pid reuse: a pidfd is opened first and the signal goes through
+ * it. Returns 0 if sent; TQ_ENOTFOUND if the process is gone or the pid now
+ * names another process (nothing sent); TQ_EPERM / TQ_EIO with err set.
+ */
+int tq_proc_signal(pid_t pid, int64_t start_time, int sig, struct tq_err *err);
+
+/*
+ * kill(-pgid, sig). An empty group (ESRCH) is success: the goal is that no
+ * member is left. Refuses (TQ_EINVAL) pgid <= 1 and the caller's own group,
+ * which kill(2) would turn into "everything" or "ourselves". The caller
+ * vouches for pgid: a task the caller has not reaped yet (its pgid cannot be
+ * reused), or one checked with tq_proc_same. Returns 0 or a TQ_E* code.
+ */
+int tq_proc_kill_group(pid_t pgid, int sig, struct tq_err *err);
+
+/*
+ * Stopping a task: sig (SIGTERM unless the caller sets another) to its
+ * group, then SIGKILL to the group if the task has not exited by the end of
+ * the grace period. "Exited" is only ever learnt from waitpid: the caller
+ * feeds TQ_TERM_EXITED when it reaps the task's main process.
+ *
+ *   state \ event   TICK (now >= deadline)    STOP              EXITED
+ *   RUNNING         timed_out, as STOP         sig to group,     DONE
+ *                   (only with a timeout)      -> STOPPING
+ *   STOPPING        SIGKILL to group,          -                 DONE
+ *                   -> KILLING
+ *   KILLING         -                          -                 DONE
+ *   DONE            -                          -                 -
+ *
+ * STOP with sig == SIGKILL goes straight to KILLING. A TICK before the
+ * deadline does nothing. deadline is absolute CLOCK_MONOTONIC milliseconds
+ * (tq_mono_ms), TQ_TERM_NEVER when nothing is due; tq_term_poll_timeout
+ * turns it into a poll(2) timeout. After DONE the caller sweeps
+ * (tq_proc_sweep) what remains of the task.
+ */
+enum tq_term_state {
+	TQ_TERM_RUNNING = 0,
+	TQ_TERM_STOPPING,
+	TQ_TERM_KILLING,
+	TQ_TERM_DONE,
+};
+
+enum tq_term_event {
+	TQ_TERM_TICK = 0,  /* time has passed; acts only at the deadline */
+	TQ_TERM_STOP,      /* timeout, `taskq kill`, shutdown: stop the task */
+	TQ_TERM_EXITED,    /* waitpid returned the task's main process */
+};
+
+#define TQ_TERM_NEVER INT64_MAX
+
+struct tq_term {
+	pid_t pgid;              /* the task's group (== its pid) */
+	int sig;                 /* first signal, SIGTERM by default */
+	int64_t grace_ms;        /* from sig to SIGKILL */
+	enum tq_term_state state;
+	int64_t deadline;        /* next TICK that acts, or TQ_TERM_NEVER */
+	unsigned timed_out : 1;  /* the stop came from the timeout */
+	unsigned killed : 1;     /* SIGKILL was sent */
+};
+
+/*
+ * Start tracking a task in group pgid at monotonic time now: RUNNING, with
+ * its timeout (ms, 0 for none) as the first deadline. Never fails.
+ */
+void tq_term_init(struct tq_term *t, pid_t pgid, int64_t now,
+	int64_t timeout_ms, int64_t grace_ms);
+
+/*
+ * Feed one event at monotonic time now (the table above); sends the signals
+ * itself. Returns 0, or a TQ_E* code with err set when a signal could not be
+ * sent (the state has still moved, so the caller can carry on).
+ */
+int tq_term_step(struct tq_term *t, enum tq_term_event ev, int64_t now,
+	struct tq_err *err);
+
+/* Milliseconds from now to t's deadline, for poll(2): 0 if due, -1 if never,
+ * capped at INT_MAX. */
+int tq_term_poll_timeout(const struct tq_term *t, int64_t now);
+
+/*
+ * Kill and reap every child of the calling process, except the pids in
+ * keep[] and every process in a session one of them leads (a task leads its
+ * own session, so keeping a running task's pid also spares its orphans that
+ * stayed in its session). Repeats: a killed child's own children are then
+ * reparented to us (we are a subreaper) and are found in the next round, so
+ * that in the end no descendant is left. Each child is signalled through a
+ * pidfd after checking it is still our child, and if it is in a session
+ * other than ours, its whole process group is SIGKILLed too.
+ *
+ * Call it after reaping the task's main process (a main process not yet
+ * reaped is killed and reaped here, and its status is lost). keep may be
+ * NULL when nkeep is 0. *killed (if not NULL) gets the number of processes
+ * SIGKILLed by pid. Returns 0 when no unkept child remains; TQ_EBUSY if
+ * children kept appearing for TQ_PROC_SWEEP_ROUNDS rounds or one did not die
+ * within TQ_PROC_SWEEP_WAIT_MS; TQ_ENOMEM, TQ_EIO with err set.
+ *
+ * Children are listed from /proc/self/task/TID/children when the kernel has
+ * CONFIG_PROC_CHILDREN, else by scanning /proc/PID/stat for our pid as ppid.
+ */
+int tq_proc_sweep(const pid_t *keep, size_t nkeep, size_t *killed,
+	struct tq_err *err);
+
+/*
+ * Reap every child that has exited, without blocking: waitpid(-1, WNOHANG)
+ * until it returns 0 or ECHILD, calling cb(pid, status, arg) for each. Call
+ * it when SIGCHLD arrives. Returns the number reaped, or TQ_EIO with err set.
+ */
+int tq_proc_reap(void (*cb)(pid_t pid, int status, void *arg), void *arg,
+	struct tq_err *err);
+
+/*
+ * A waitpid status the shell's way: the exit code, or 128 + N when killed
+ * by signal N (137 for SIGKILL, 143 for SIGTERM); -1 for anything else.
+ * Async-signal-safe.
+ */
+int tq_proc_exit_code(int status);
+
+/*
+ * A waitpid status for people: "exit 7", "signal 9 (SIGKILL)", "signal 11
+ * (SIGSEGV, core dumped)". Truncated to n bytes (n >= 1). Returns buf.
+ */
+char *tq_proc_status_str(int status, char *buf, size_t n);
+
+#endif

@@ -1,0 +1,118 @@
+/*
+ * spawn.h - start one task process: the only place taskq execs anything.
+ *
+ * A struct tq_child describes the child (argv, environment, cwd, how stdin is
+ * wired); tq_spawn_start() starts it in a new session and fills in its pid and
+ * the caller's ends of its standard streams. In the manner of git's
+ * run-command.h this header is the manual: read the ownership rules below.
+ *
+ * What the child gets, always:
+ *   - a new session and process group: pid == pgid == sid, so a group kill
+ *     (tq_proc_kill_group) reaches it and whatever stays in its group;
+ *   - exactly fds 0, 1 and 2 (every other descriptor is closed, CLOEXEC or not);
+ *   - an empty signal mask and every signal at its default disposition, so a
+ *     worker's blocked or ignored signals (SIGPIPE, SIGCHLD, ...) never leak;
+ *     except that glibc 2.36's posix_spawn leaves its two internal signals
+ *     (32 and 33, below SIGRTMIN) ignored, which no glibc program can use;
+ *   - exactly the environment in envp, nothing of the caller's;
+ *   - cwd as its working directory (when set).
+ *
+ * Caller's preconditions:
+ *   - fds 0-2 are open in the caller (tq_sanitize_stdfds), so no pipe created
+ *     here can land on them; tq_spawn_start refuses with TQ_EINVAL otherwise;
+ *   - SIGPIPE is ignored in the caller (the worker does this at start): a child
+ *     that exits before reading its stdin makes a write to in_fd fail with
+ *     EPIPE, which must be an error to record, not the worker's death;
+ *   - SIGCHLD is not SIG_IGN (that would auto-reap children and let their pids
+ *     be reused behind the caller's back; see proc.h).
+ *
+ * Exec failure is a spawn error, not an exit status: a command that does not
+ * exist or is not executable, or a cwd that is gone, makes tq_spawn_start
+ * return an error and start nothing. Nothing here reaps; the caller owns the
+ * child and waits for it (tq_spawn_wait, or tq_proc_reap in an event loop).
+ */
+#ifndef TQ_SPAWN_H
+#define TQ_SPAWN_H
+
+#include <sys/types.h>
+
+#include "../common/err.h"
+
+/* PATH used to find argv[0] when the task's own environment has none. */
+#define TQ_SPAWN_DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
+
+/* Window size a --pty child sees (a 0x0 terminal confuses many programs). */
+#define TQ_SPAWN_PTY_ROWS 24
+#define TQ_SPAWN_PTY_COLS 80
+
+/* How the child's standard streams are wired. */
+enum tq_spawn_stdin {
+	/* stdin is /dev/null; stdout and stderr are two pipes (the default). */
+	TQ_SPAWN_STDIN_NULL = 0,
+	/* stdin is a pipe whose write end the caller gets as in_fd; stdout and
+	 * stderr are two pipes. Close in_fd to give the child EOF. */
+	TQ_SPAWN_STDIN_PIPE,
+	/* stdin, stdout and stderr are all the slave of a new pseudo-terminal,
+	 * which is the child's controlling terminal; the caller gets the master
+	 * as out_fd and both reads output from and writes input to it. */
+	TQ_SPAWN_STDIN_PTY,
+};
+
+struct tq_child {
+	/* Inputs, borrowed: they must stay valid during tq_spawn_start only. */
+	char *const *argv;         /* argv[0] is looked up as execvp does */
+	char *const *envp;         /* the whole environment; NULL means empty */
+	const char *cwd;           /* NULL: the caller's working directory */
+	enum tq_spawn_stdin in;
+
+	/* Outputs, set by tq_spawn_start; -1 when not started or not used. */
+	pid_t pid;                 /* also the child's pgid and sid */
+	int in_fd;                 /* STDIN_PIPE: write end of the stdin pipe */
+	int out_fd;                /* stdout's read end, or the pty master */
+	int err_fd;                /* stderr's read end; -1 with a pty */
+};
+
+#define TQ_CHILD_INIT { NULL, NULL, NULL, TQ_SPAWN_STDIN_NULL, -1, -1, -1, -1 }
+
+/*
+ * Start the child described by c. argv[0] without a '/' is searched in the
+ * PATH of envp (TQ_SPAWN_DEFAULT_PATH when envp has none), never in the
+ * caller's PATH; relative PATH entries and a relative argv[0] are taken
+ * relative to c->cwd, as the child itself would see them.
+ *
+ * On success returns 0 with c->pid set and the child running (exec has
+ * happened). The caller owns c->in_fd, c->out_fd and c->err_fd (whichever are
+ * not -1): all are O_CLOEXEC | O_NONBLOCK; read out_fd and err_fd until EOF
+ * (for a pty master, read(2) fails with EIO once the child side is closed:
+ * treat EIO as EOF). Close them with tq_spawn_release. The caller must reap
+ * c->pid.
+ *
+ * On failure returns a negative TQ_E* code with err naming the step and the
+ * object, nothing is running, every descriptor made here is closed and the
+ * outputs stay -1:
+ *   TQ_ENOTFOUND  exec "nosuchcmd": No such file or directory
+ *                 chdir "/gone": No such file or directory
+ *   TQ_EPERM      exec "./notes.txt": Permission denied
+ *   TQ_EINVAL     empty argv, or fds 0-2 closed in the caller
+ *   TQ_EIO        anything else (exec "x": Exec format error, pipe2: ...)
+ *
+ * Thread-safe (posix_spawn, or for a pty a fork whose child makes only
+ * async-signal-safe calls); not async-signal-safe itself.
+ */
+int tq_spawn_start(struct tq_child *c, struct tq_err *err);
+
+/*
+ * Block until c->pid exits and reap it; *status gets the waitpid status (see
+ * tq_proc_exit_code). For tests and simple callers; an event loop uses
+ * tq_proc_reap instead. Returns 0, or TQ_EINVAL when there is no child, or
+ * TQ_EIO with err set when waitpid fails. Sets c->pid to -1 once reaped.
+ */
+int tq_spawn_wait(struct tq_child *c, int *status, struct tq_err *err);
+
+/*
+ * Close every descriptor c still owns and set it to -1. Does not signal or
+ * reap the child. Safe to call twice, and on a struct that never started.
+ */
+void tq_spawn_release(struct tq_child *c);
+
+#endif

@@ -1,0 +1,588 @@
+/*
+ * test_spawn.c - tq_spawn_start on real processes: exit statuses, exec and
+ * chdir failures as errors, PATH from the task's environment, the exact
+ * environment, fds 0-2 only, reset signals, a new session, stdin through a
+ * pipe with backpressure (and EPIPE), and a pty.
+ *
+ * The test process is a subreaper and every test ends with a sweep, so no
+ * process a test starts outlives it. Every wait is a poll with a deadline.
+ */
+#include "harness.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/sys.h"
+#include "worker/proc.h"
+#include "worker/spawn.h"
+
+/* How long any one event may take before a test fails. */
+#define WAIT_MS 10000
+#define OUT_MAX 65536
+
+static char *test_env[] = { "PATH=/usr/bin:/bin", NULL };
+
+/* Start argv with stdin mode in; asserts success. */
+static void start(struct tq_child *c, char **argv, char **envp,
+	const char *cwd, enum tq_spawn_stdin in)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	int rc;
+
+	c->argv = argv;
+	c->envp = envp;
+	c->cwd = cwd;
+	c->in = in;
+	rc = tq_spawn_start(c, &err);
+	if (rc != 0)
+		fail_msg("spawn %s: %s", argv[0], err.msg);
+	assert_true(c->pid > 0);
+}
+
+/*
+ * Read fd (non-blocking) into buf until EOF (EIO from a pty master counts as
+ * EOF) or, if want is not NULL, until want has been read. NUL-terminates;
+ * returns the length. Fails the test at the deadline.
+ */
+static size_t read_until(int fd, char *buf, size_t cap, const char *want)
+{
+	int64_t deadline = tq_mono_ms() + WAIT_MS;
+	size_t len = 0;
+
+	buf[0] = '\0';
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		int64_t left = deadline - tq_mono_ms();
+		ssize_t n;
+
+		if (want != NULL && strstr(buf, want) != NULL)
+			return len;
+		if (left <= 0)
+			fail_msg("timed out reading; got \"%s\"", buf);
+		poll(&p, 1, (int)left);
+		n = tq_read(fd, buf + len, cap - 1 - len);
+		if (n == 0 || (n < 0 && errno == EIO))
+			return len;
+		if (n < 0) {
+			assert_int_equal(errno, EAGAIN);
+			continue;
+		}
+		len += (size_t)n;
+		buf[len] = '\0';
+		assert_true(len < cap - 1);
+	}
+}
+
+static int wait_status(struct tq_child *c)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	int status;
+
+	if (tq_spawn_wait(c, &status, &err) != 0)
+		fail_msg("%s", err.msg);
+	return status;
+}
+
+/* Run argv to the end with output ignored; its waitpid status. */
+static int run(char **argv)
+{
+	struct tq_child c = TQ_CHILD_INIT;
+	char buf[OUT_MAX];
+	int status;
+
+	start(&c, argv, test_env, NULL, TQ_SPAWN_STDIN_NULL);
+	read_until(c.out_fd, buf, sizeof(buf), NULL);
+	status = wait_status(&c);
+	tq_spawn_release(&c);
+	return status;
+}
+
+static void kill_and_wait(struct tq_child *c)
+{
+	kill(c->pid, SIGKILL);
+	wait_status(c);
+	tq_spawn_release(c);
+}
+
+/* Expect argv to fail to start with code and exactly msg. */
+static void expect_fail(char **argv, char **envp, const char *cwd,
+	enum tq_spawn_stdin in, int code, const char *msg)
+{
+	struct tq_child c = TQ_CHILD_INIT;
+	struct tq_err err = TQ_ERR_INIT;
+
+	c.argv = argv;
+	c.envp = envp;
+	c.cwd = cwd;
+	c.in = in;
+	assert_int_equal(tq_spawn_start(&c, &err), code);
+	assert_int_equal(err.code, code);
+	assert_string_equal(err.msg, msg);
+	assert_int_equal(c.pid, -1);
+	assert_int_equal(c.in_fd, -1);
+	assert_int_equal(c.out_fd, -1);
+	assert_int_equal(c.err_fd, -1);
+}
+
+static void write_file(const char *dir, const char *name, const char *text,
+	mode_t mode)
+{
+	char path[4096];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = tq_open(path, O_WRONLY | O_CREAT | O_TRUNC, mode);
+	assert_true(fd >= 0);
+	assert_int_equal(tq_write_all(fd, text, strlen(text)), 0);
+	tq_close(fd);
+	assert_int_equal(chmod(path, mode), 0);
+}
+
+/* ---- tests ----------------------------------------------------------- */
+
+static void test_exit_statuses(void **state)
+{
+	(void)state;
+	int st;
+
+	st = run((char *[]){ "true", NULL });
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	st = run((char *[]){ "false", NULL });
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 1);
+	st = run((char *[]){ "sh", "-c", "exit 7", NULL });
+	assert_int_equal(tq_proc_exit_code(st), 7);
+	st = run((char *[]){ "sh", "-c", "kill -KILL $$", NULL });
+	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	assert_int_equal(tq_proc_exit_code(st), 137);
+}
+
+static void test_missing_command(void **state)
+{
+	(void)state;
+	for (int in = TQ_SPAWN_STDIN_NULL; in <= TQ_SPAWN_STDIN_PTY; in++) {
+		expect_fail((char *[]){ "nosuchcmd-taskq", NULL }, test_env,
+			NULL, in, TQ_ENOTFOUND,
+			"exec \"nosuchcmd-taskq\": No such file or directory");
+		expect_fail((char *[]){ "/no/such/dir/cmd", NULL }, test_env,
+			NULL, in, TQ_ENOTFOUND,
+			"exec \"/no/such/dir/cmd\": No such file or directory");
+	}
+	expect_fail((char *[]){ "", NULL }, test_env, NULL, 0, TQ_ENOTFOUND,
+		"exec \"\": No such file or directory");
+	expect_fail((char *[]){ NULL }, test_env, NULL, 0, TQ_EINVAL,
+		"spawn: empty argv");
+}
+
+static void test_missing_cwd(void **state)
+{
+	char *dir = th_tempdir(), gone[4096], msg[4200];
+
+	(void)state;
+	snprintf(gone, sizeof(gone), "%s/gone", dir);
+	snprintf(msg, sizeof(msg),
+		"chdir \"%s\": No such file or directory", gone);
+	for (int in = TQ_SPAWN_STDIN_NULL; in <= TQ_SPAWN_STDIN_PTY; in++)
+		expect_fail((char *[]){ "true", NULL }, test_env, gone, in,
+			TQ_ENOTFOUND, msg);
+	/* A cwd that is a file. */
+	write_file(dir, "file", "x", 0644);
+	snprintf(gone, sizeof(gone), "%s/file", dir);
+	snprintf(msg, sizeof(msg), "chdir \"%s\": Not a directory", gone);
+	expect_fail((char *[]){ "true", NULL }, test_env, gone, 0, TQ_EIO, msg);
+	th_rmtree(dir);
+}
+
+/*
+ * Commands that exist but cannot run. "Exec format error" is found by the
+ * spawn itself (the pre-checks cannot see it), so it tests that path.
+ */
+static void test_not_executable(void **state)
+{
+	char *dir = th_tempdir();
+
+	(void)state;
+	write_file(dir, "notes.txt", "hello\n", 0644);
+	write_file(dir, "garbage", "\x7f" "ELF garbage\n", 0755);
+	for (int in = TQ_SPAWN_STDIN_NULL; in <= TQ_SPAWN_STDIN_PTY; in++) {
+		expect_fail((char *[]){ "./notes.txt", NULL }, test_env, dir,
+			in, TQ_EPERM, "exec \"./notes.txt\": Permission denied");
+		expect_fail((char *[]){ "./garbage", NULL }, test_env, dir, in,
+			TQ_EIO, "exec \"./garbage\": Exec format error");
+		expect_fail((char *[]){ "/tmp", NULL }, test_env, NULL, in,
+			TQ_EPERM, "exec \"/tmp\": Permission denied");
+	}
+	th_rmtree(dir);
+}
+
+/* argv[0] is looked up in the task's PATH, relative to the task's cwd. */
+static void test_path_is_the_tasks(void **state)
+{
+	char *dir = th_tempdir(), buf[OUT_MAX];
+	struct tq_child c = TQ_CHILD_INIT;
+
+	(void)state;
+	write_file(dir, "mytool", "#!/bin/sh\necho mytool ran in $PWD\n", 0755);
+	/* Found through a relative PATH entry, from the task's cwd. */
+	start(&c, (char *[]){ "mytool", NULL },
+		(char *[]){ "PATH=/nonexistent:bin-missing::/bin", NULL }, dir,
+		TQ_SPAWN_STDIN_NULL);
+	read_until(c.out_fd, buf, sizeof(buf), NULL);
+	assert_true(strncmp(buf, "mytool ran in ", 14) == 0);
+	assert_int_equal(tq_proc_exit_code(wait_status(&c)), 0);
+	tq_spawn_release(&c);
+	/* The worker's PATH finds `true`; the task's must not. */
+	expect_fail((char *[]){ "true", NULL },
+		(char *[]){ "PATH=/nonexistent", NULL }, NULL, 0, TQ_ENOTFOUND,
+		"exec \"true\": No such file or directory");
+	/* No PATH at all: the default one. */
+	start(&c, (char *[]){ "true", NULL }, NULL, NULL, TQ_SPAWN_STDIN_NULL);
+	assert_int_equal(tq_proc_exit_code(wait_status(&c)), 0);
+	tq_spawn_release(&c);
+	/* A relative argv[0] is relative to the cwd, not ours. */
+	start(&c, (char *[]){ "./mytool", NULL }, test_env, dir,
+		TQ_SPAWN_STDIN_NULL);
+	assert_int_equal(tq_proc_exit_code(wait_status(&c)), 0);
+	tq_spawn_release(&c);
+	th_rmtree(dir);
+}
+
+static void test_stdout_and_stderr_pipes(void **state)
+{
+	struct tq_child c = TQ_CHILD_INIT;
+	char out[OUT_MAX], err[OUT_MAX];
+
+	(void)state;
+	start(&c, (char *[]){ "sh", "-c", "echo to-out; echo to-err >&2; "
+		"echo more-out", NULL }, test_env, NULL, TQ_SPAWN_STDIN_NULL);
+	assert_int_equal(c.in_fd, -1);
+	assert_true(fcntl(c.out_fd, F_GETFL) & O_NONBLOCK);
+	assert_true(fcntl(c.err_fd, F_GETFL) & O_NONBLOCK);
+	assert_true(fcntl(c.out_fd, F_GETFD) & FD_CLOEXEC);
+	assert_true(fcntl(c.err_fd, F_GETFD) & FD_CLOEXEC);
+	read_until(c.out_fd, out, sizeof(out), NULL);
+	read_until(c.err_fd, err, sizeof(err), NULL);
+	assert_string_equal(out, "to-out\nmore-out\n");
+	assert_string_equal(err, "to-err\n");
+	assert_int_equal(tq_proc_exit_code(wait_status(&c)), 0);
+	tq_spawn_release(&c);
+	tq_spawn_release(&c); /* twice is fine */
+}
+
+static void test_env_exact(void **state)
+{
+	char *envp[] = { "A=1", "B=two words", "C=", "D==x", NULL };
+	struct tq_child c = TQ_CHILD_INIT;
+	char out[OUT_MAX];
+
+	(void)state;
+	start(&c, (char *[]){ "/usr/bin/env", NULL }, envp, NULL,
+		TQ_SPAWN_STDIN_NULL);
+	read_until(c.out_fd, out, sizeof(out), NULL);
+	assert_string_equal(out, "A=1\nB=two words\nC=\nD==x\n");
+	wait_status(&c);
+	tq_spawn_release(&c);
+	/* NULL: an empty environment, not ours. */
+	start(&c, (char *[]){ "/usr/bin/env", NULL }, NULL, NULL,
+		TQ_SPAWN_STDIN_NULL);
+	read_until(c.out_fd, out, sizeof(out), NULL);
+	assert_string_equal(out, "");
+	wait_status(&c);
+	tq_spawn_release(&c);
+}
+
+/* The fds of a live process, as "0 1 2 ". */
+static void list_fds(pid_t pid, char *buf, size_t cap)
+{
+	char path[64];
+	int n = 0, nums[64];
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%ld/fd", (long)pid);
+	d = opendir(path);
+	assert_non_null(d);
+	while ((de = readdir(d)) != NULL && n < 64)
+		if (de->d_name[0] != '.')
+			nums[n++] = atoi(de->d_name);
+	closedir(d);
+	/* readdir order is not numeric order. */
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && nums[j - 1] > nums[j]; j--) {
+			int t = nums[j];
+			nums[j] = nums[j - 1];
+			nums[j - 1] = t;
+		}
+	buf[0] = '\0';
+	for (int i = 0; i < n; i++)
+		snprintf(buf + strlen(buf), cap - strlen(buf), "%d ", nums[i]);
+}
+
+struct fd_probe {
+	pid_t pid;
+	char list[256];
+};
+
+static int fds_are_std(void *arg)
+{
+	struct fd_probe *p = arg;
+
+	list_fds(p->pid, p->list, sizeof(p->list));
+	return strcmp(p->list, "0 1 2 ") == 0;
+}
+
+/*
+ * posix_spawn and the pty path return after exec, but the new program's
+ * dynamic loader briefly holds fd 3 (ld.so.cache, libc), so wait for the
+ * list to settle: an inherited fd would never go away. Ours (>= 20, not
+ * CLOEXEC) must not be there.
+ */
+static void test_only_fds_0_to_2(void **state)
+{
+	static const char *const first[] = { "/dev/null", "pipe:", "/dev/pts/" };
+	int leak = fcntl(2, F_DUPFD, 20); /* no CLOEXEC, on purpose */
+	char link[256], path[64];
+
+	(void)state;
+	assert_true(leak >= 20);
+	for (int in = TQ_SPAWN_STDIN_NULL; in <= TQ_SPAWN_STDIN_PTY; in++) {
+		struct tq_child c = TQ_CHILD_INIT;
+		struct fd_probe probe;
+		ssize_t n;
+
+		start(&c, (char *[]){ "sleep", "1000", NULL }, test_env, NULL, in);
+		probe.pid = c.pid;
+		if (!th_wait_for(fds_are_std, &probe, WAIT_MS))
+			fail_msg("child fds: %s", probe.list);
+		snprintf(path, sizeof(path), "/proc/%ld/fd/0", (long)c.pid);
+		n = readlink(path, link, sizeof(link) - 1);
+		assert_true(n > 0);
+		link[n] = '\0';
+		assert_true(strncmp(link, first[in], strlen(first[in])) == 0);
+		kill_and_wait(&c);
+	}
+	tq_close(leak);
+}
+
+/* A field of /proc/PID/status as a number (hex for the Sig* masks). */
+static unsigned long long status_field(pid_t pid, const char *name)
+{
+	char path[64], line[256];
+	unsigned long long v = ~0ULL;
+	size_t len = strlen(name);
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%ld/status", (long)pid);
+	f = fopen(path, "re");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (strncmp(line, name, len) == 0 && line[len] == ':')
+			v = strtoull(line + len + 1, NULL, 16);
+	fclose(f);
+	return v;
+}
+
+/*
+ * glibc's two internal signals (32 and 33, below SIGRTMIN): glibc 2.36's
+ * posix_spawn leaves them SIG_IGN in every child (its clone child ignores
+ * them while it shares our memory, and an ignore survives exec). No glibc
+ * program can use them; the fork path has them at default.
+ */
+#define GLIBC_INTERNAL_SIGS ((1ULL << (32 - 1)) | (1ULL << (33 - 1)))
+
+/* Block SIGTERM and ignore SIGINT here (SIGPIPE is ignored too): the child
+ * must have an empty mask and nothing ignored or caught. */
+static void test_signals_reset(void **state)
+{
+	struct sigaction ign = { .sa_handler = SIG_IGN }, old_int;
+	sigset_t term, old_mask;
+
+	(void)state;
+	sigemptyset(&term);
+	sigaddset(&term, SIGTERM);
+	sigprocmask(SIG_BLOCK, &term, &old_mask);
+	sigaction(SIGINT, &ign, &old_int);
+	assert_true(status_field(getpid(), "SigBlk") != 0);
+	for (int in = TQ_SPAWN_STDIN_NULL; in <= TQ_SPAWN_STDIN_PTY; in++) {
+		struct tq_child c = TQ_CHILD_INIT;
+		unsigned long long ignored;
+
+		start(&c, (char *[]){ "sleep", "1000", NULL }, test_env, NULL, in);
+		assert_int_equal(status_field(c.pid, "SigBlk"), 0);
+		ignored = status_field(c.pid, "SigIgn");
+		if (in != TQ_SPAWN_STDIN_PTY)
+			ignored &= ~GLIBC_INTERNAL_SIGS;
+		assert_int_equal(ignored, 0);
+		assert_int_equal(status_field(c.pid, "SigCgt"), 0);
+		kill_and_wait(&c);
+	}
+	sigaction(SIGINT, &old_int, NULL);
+	sigprocmask(SIG_SETMASK, &old_mask, NULL);
+}
+
+static void test_new_session(void **state)
+{
+	(void)state;
+	for (int in = TQ_SPAWN_STDIN_NULL; in <= TQ_SPAWN_STDIN_PTY; in++) {
+		struct tq_child c = TQ_CHILD_INIT;
+
+		start(&c, (char *[]){ "sleep", "1000", NULL }, test_env, NULL, in);
+		assert_int_equal(getpgid(c.pid), c.pid);
+		assert_int_equal(getsid(c.pid), c.pid);
+		kill_and_wait(&c);
+	}
+}
+
+#define BIG (10 * 1024 * 1024)
+#define CHUNK 65536
+
+/* 10 MB into cat and back, never blocking: poll decides who may go. */
+static void test_stdin_pipe_10mb(void **state)
+{
+	char *in = malloc(BIG), *out = malloc(BIG + 1);
+	struct tq_child c = TQ_CHILD_INIT;
+	int64_t deadline = tq_mono_ms() + 6 * WAIT_MS;
+	size_t wr = 0, rd = 0;
+	int eof = 0, status;
+
+	(void)state;
+	assert_non_null(in);
+	assert_non_null(out);
+	for (size_t i = 0; i < BIG; i++)
+		in[i] = (char)((i * 7 + i / 4093) & 0xff);
+	start(&c, (char *[]){ "cat", NULL }, test_env, NULL,
+		TQ_SPAWN_STDIN_PIPE);
+	assert_true(fcntl(c.in_fd, F_GETFL) & O_NONBLOCK);
+	while (!eof) {
+		struct pollfd p[2] = { { .fd = c.out_fd, .events = POLLIN },
+			{ .fd = c.in_fd, .events = POLLOUT } };
+		ssize_t n;
+
+		assert_true(tq_mono_ms() < deadline);
+		poll(p, 2, 1000);
+		if (c.in_fd >= 0 && (p[1].revents & (POLLOUT | POLLERR))) {
+			size_t len = BIG - wr < CHUNK ? BIG - wr : CHUNK;
+			n = tq_write(c.in_fd, in + wr, len);
+			if (n < 0)
+				assert_int_equal(errno, EAGAIN);
+			else
+				wr += (size_t)n;
+			if (wr == BIG) { /* EOF for cat */
+				tq_close(c.in_fd);
+				c.in_fd = -1;
+			}
+		}
+		n = tq_read(c.out_fd, out + rd, BIG + 1 - rd);
+		if (n < 0)
+			assert_int_equal(errno, EAGAIN);
+		else if (n == 0)
+			eof = 1;
+		else
+			rd += (size_t)n;
+	}
+	assert_int_equal(rd, BIG);
+	assert_memory_equal(in, out, BIG);
+	status = wait_status(&c);
+	assert_int_equal(tq_proc_exit_code(status), 0);
+	tq_spawn_release(&c);
+	free(in);
+	free(out);
+}
+
+/* A child that exits without reading: EPIPE, not SIGPIPE (ignored here). */
+static void test_stdin_pipe_epipe(void **state)
+{
+	static char chunk[CHUNK];
+	struct tq_child c = TQ_CHILD_INIT;
+	int64_t deadline = tq_mono_ms() + WAIT_MS;
+	int saw_epipe = 0;
+
+	(void)state;
+	start(&c, (char *[]){ "true", NULL }, test_env, NULL,
+		TQ_SPAWN_STDIN_PIPE);
+	while (!saw_epipe) {
+		struct pollfd p = { .fd = c.in_fd, .events = POLLOUT };
+
+		assert_true(tq_mono_ms() < deadline);
+		poll(&p, 1, 1000);
+		if (tq_write(c.in_fd, chunk, sizeof(chunk)) < 0) {
+			assert_true(errno == EAGAIN || errno == EPIPE);
+			saw_epipe = errno == EPIPE;
+		}
+	}
+	assert_int_equal(tq_proc_exit_code(wait_status(&c)), 0);
+	tq_spawn_release(&c);
+}
+
+static void test_pty(void **state)
+{
+	struct tq_child c = TQ_CHILD_INIT;
+	char out[OUT_MAX];
+
+	(void)state;
+	start(&c, (char *[]){ "sh", "-c", "test -t 0 && test -t 1 && "
+		"test -t 2 && : </dev/tty && echo tty-ok; read line; "
+		"echo \"got:$line\"; stty size", NULL },
+		test_env, NULL, TQ_SPAWN_STDIN_PTY);
+	assert_int_equal(c.in_fd, -1);
+	assert_int_equal(c.err_fd, -1);
+	assert_true(fcntl(c.out_fd, F_GETFL) & O_NONBLOCK);
+	assert_true(fcntl(c.out_fd, F_GETFD) & FD_CLOEXEC);
+	read_until(c.out_fd, out, sizeof(out), "tty-ok\r\n");
+	/* Input goes in through the master too. */
+	assert_int_equal(tq_write_all(c.out_fd, "hello\n", 6), 0);
+	read_until(c.out_fd, out, sizeof(out), NULL);
+	assert_non_null(strstr(out, "got:hello\r\n"));
+	assert_non_null(strstr(out, "24 80\r\n"));
+	assert_int_equal(tq_proc_exit_code(wait_status(&c)), 0);
+	tq_spawn_release(&c);
+}
+
+/* Every test leaves no child behind, even when it failed half-way. */
+static int teardown(void **state)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	size_t killed = 0;
+
+	(void)state;
+	if (tq_proc_sweep(NULL, 0, &killed, &err) != 0)
+		fprintf(stderr, "teardown sweep: %s\n", err.msg);
+	return 0;
+}
+
+int main(void)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_exit_statuses, teardown),
+		cmocka_unit_test_teardown(test_missing_command, teardown),
+		cmocka_unit_test_teardown(test_missing_cwd, teardown),
+		cmocka_unit_test_teardown(test_not_executable, teardown),
+		cmocka_unit_test_teardown(test_path_is_the_tasks, teardown),
+		cmocka_unit_test_teardown(test_stdout_and_stderr_pipes, teardown),
+		cmocka_unit_test_teardown(test_env_exact, teardown),
+		cmocka_unit_test_teardown(test_only_fds_0_to_2, teardown),
+		cmocka_unit_test_teardown(test_signals_reset, teardown),
+		cmocka_unit_test_teardown(test_new_session, teardown),
+		cmocka_unit_test_teardown(test_stdin_pipe_10mb, teardown),
+		cmocka_unit_test_teardown(test_stdin_pipe_epipe, teardown),
+		cmocka_unit_test_teardown(test_pty, teardown),
+	};
+
+	/* As a worker does: SIGPIPE ignored, a subreaper, fds 0-2 open. */
+	signal(SIGPIPE, SIG_IGN);
+	tq_sanitize_stdfds();
+	if (tq_proc_set_subreaper(&err) != 0) {
+		fprintf(stderr, "%s\n", err.msg);
+		return 1;
+	}
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
