@@ -101,6 +101,7 @@ const char *tq_err_name(int code)
 	case TQ_EEXIST: return "exists";
 	case TQ_ENOTDB: return "not a database";
 	case TQ_EREADONLY: return "read-only";
+	case TQ_ECAP: return "limit reached";
 	default: return "error";
 	}
 }

@@ -28,7 +28,8 @@ enum tq_errcode {
 	TQ_ESTATE = -11,   /* the task is not in a state that allows this */
 	TQ_EEXIST = -12,   /* already exists (e.g. a --unique key) */
 	TQ_ENOTDB = -13,   /* the file is not a taskq/SQLite database */
-	TQ_EREADONLY = -14 /* the database cannot be written */
+	TQ_EREADONLY = -14,/* the database cannot be written */
+	TQ_ECAP = -15      /* a configured limit was reached (the output cap) */
 };
 
 struct tq_err {

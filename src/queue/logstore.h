@@ -1,0 +1,162 @@
+/*
+ * logstore.h - a task's output: one append-only log per task, with a sparse
+ * line index, written by the worker as output arrives and read by anyone
+ * (log, poll, follow, wait) without a supervisor, even after every writer is
+ * gone.
+ *
+ * Format (logs/ID.log): a sequence of records, one per line of output:
+ *     TAG BYTES... '\n'
+ * TAG 'o' or 'e': a line of stdout or stderr that ended with a newline;
+ * 'O' or 'E': a piece of a line with no newline after it in the output (the
+ * last bytes before the stream ended, a line longer than TQ_LOG_LINE_MAX cut
+ * into pieces, or a partial line flushed after TQ_LOG_PARTIAL_MS so a crash
+ * cannot lose it). BYTES never contain '\n' and are otherwise exact (NUL,
+ * invalid UTF-8, '\r' kept). The output is recovered exactly by
+ * concatenating each record's BYTES plus '\n' for lowercase tags. A record
+ * never spans two write(2)s (the records of one tq_log_write go out together,
+ * up to 256 KiB per write), so a line of one stream is never split by bytes
+ * of the other.
+ *
+ * Lines are numbered from 1 in the order records were written; --stream
+ * numbering counts only that stream's records. The index (logs/ID.idx) has
+ * one 64-byte entry per TQ_LOG_INDEX_EVERY records: the byte offset of record
+ * k*EVERY+1 and the stdout lines and the stdout and stderr output bytes
+ * before it, with a check word (layout in logstore.c). So finding line N of
+ * any numbering, the totals and the output size cost the same on a 1 KB and
+ * a 10 GB log. A missing, short or damaged index (a crash) is rebuilt in
+ * memory by readers and on disk by the next writer; nothing is lost.
+ *
+ * Only bytes up to the log's last '\n' are read: after it is a record being
+ * written, or one torn by a crash (the next tq_log_open keeps its bytes as a
+ * piece). A line that is not a valid record (a byte other than o/e/O/E at
+ * its start, or longer than a record can be) is skipped by every reader and
+ * not numbered: damage costs that line, never the log.
+ */
+#ifndef TQ_LOGSTORE_H
+#define TQ_LOGSTORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/err.h"
+#include "queue.h"
+
+#define TQ_LOG_LINE_MAX (64 * 1024)     /* longest record before a cut */
+#define TQ_LOG_PARTIAL_MS 1000          /* flush a waiting partial line */
+#define TQ_LOG_INDEX_EVERY 4096         /* records between index entries */
+
+enum tq_stream {
+	TQ_STREAM_ALL = 0, /* readers: both streams */
+	TQ_STREAM_STDOUT = 1,
+	TQ_STREAM_STDERR = 2,
+};
+
+/* ------------------------------------------------------------------ */
+/* Writing (the worker)                                               */
+
+struct tq_log; /* opaque writer */
+
+/*
+ * Open task id's log for appending (created 0600 if missing; a retried
+ * task's attempts append to the same log). max_output caps the bytes of
+ * output this writer accepts (0: unlimited); counting starts at the log's
+ * current output size, so a cap covers every attempt. Finding the end, the
+ * line counts and the output size reads the index and at most EVERY records
+ * (a whole scan only if the index is gone, which then rebuilds it). A torn
+ * last record is kept as a piece. One writer per log (flock on the log,
+ * released by close or by the process dying): TQ_EBUSY "log logs/42.log is
+ * being written by another process" if another holds it. On success *lp
+ * owns the writer; on failure *lp is NULL. TQ_ENOSPC, TQ_EPERM, TQ_EIO,
+ * TQ_ENOMEM with err naming the file: "open logs/42.log: Permission denied".
+ * Allocates: not for use between fork and exec.
+ */
+int tq_log_open(struct tq_queue *q, int64_t id, int64_t max_output,
+		struct tq_log **lp, struct tq_err *err);
+
+/*
+ * Take n bytes of output from stream (STDOUT or STDERR) at monotonic time
+ * now_ms. Complete lines are written before it returns; a partial line is
+ * buffered (at most TQ_LOG_LINE_MAX per stream; a longer line is cut into
+ * pieces of TQ_LOG_LINE_MAX). Returns 0; TQ_ECAP with err "output cap of 50M
+ * reached" when the cap is passed (the log then holds output up to exactly
+ * the cap, the last bytes as pieces, both streams' partial lines included,
+ * and later writes are refused with the same code: the caller kills the task
+ * as output_overflow); TQ_ENOSPC with err "log write logs/42.log: No space
+ * left on device" (or ": File too large" for RLIMIT_FSIZE) when the write
+ * fails: the whole records that reached the file stay, the rest of this
+ * call's output is lost, the file is cut back to its last whole record, and
+ * the writer stays usable. TQ_EIO if even that cut failed (later calls are
+ * refused). TQ_EINVAL for a bad stream.
+ */
+int tq_log_write(struct tq_log *l, enum tq_stream stream, const void *buf, size_t n,
+		 int64_t now_ms, struct tq_err *err);
+
+/* Write partial lines that have waited TQ_LOG_PARTIAL_MS since their first
+ * byte arrived (call on a timer) as pieces; the ms from now_ms until the
+ * next one is due go to *next_ms (-1: none waiting). Errors as
+ * tq_log_write. */
+int tq_log_tick(struct tq_log *l, int64_t now_ms, int64_t *next_ms, struct tq_err *err);
+
+/* A stream ended: write its partial line, if any, as a piece. */
+int tq_log_end_stream(struct tq_log *l, enum tq_stream stream, struct tq_err *err);
+
+/* Where the next record will go: byte offset and 1-based line number (for
+ * the attempts table's log_offset and log_line). */
+void tq_log_position(const struct tq_log *l, int64_t *offset, int64_t *line);
+
+/* Bytes of output in the file so far, every attempt included; not counting
+ * tags, newlines added by taskq, or partial lines still buffered. */
+int64_t tq_log_output_bytes(const struct tq_log *l);
+
+/* Write partials of both streams as pieces, close and free (always, even
+ * on error). No fsync: the log needs none to survive a crash of any process
+ * (see above), and capture must not wait for the disk. NULL is a no-op.
+ * Returns 0 or the first write error. */
+int tq_log_close(struct tq_log *l, struct tq_err *err);
+
+/* ------------------------------------------------------------------ */
+/* Reading (anyone)                                                   */
+
+struct tq_log_line {
+	int64_t n;                  /* 1-based number in the requested numbering */
+	enum tq_stream stream;      /* STDOUT or STDERR */
+	int newline;                /* 1: the line ended with '\n' in the output */
+	const char *text;           /* the bytes, not NUL-terminated inside */
+	size_t len;
+};
+
+/* Called for each line read; return nonzero to stop early. The line's
+ * memory is valid only during the call. */
+typedef int (*tq_log_line_cb)(const struct tq_log_line *line, void *arg);
+
+struct tq_log_range {
+	enum tq_stream stream;      /* ALL, STDOUT or STDERR */
+	int64_t offset;             /* first line to return, 1-based; 0: see tail */
+	int64_t limit;              /* at most this many; -1: to the end */
+	int64_t tail;               /* with offset 0: the last `tail` lines (0:
+				     * none, just *total); limit is ignored */
+};
+
+/*
+ * Read lines of task id's log in range r, calling cb for each in order.
+ * *total (may be NULL) receives the number of lines in that numbering at
+ * the time of reading. An offset past the end returns no lines. A log that
+ * does not exist yet is empty (total 0), not an error. Safe while a writer
+ * appends (reads only whole records) and needs no write access: a missing
+ * or short index is extended in memory. The cost does not depend on the
+ * log's size (about EVERY records of scanning plus the lines returned).
+ * Returns 0 (also when cb stopped early), TQ_EINVAL for a bad range, or an
+ * I/O error naming the file ("read logs/42.log: Input/output error").
+ */
+int tq_log_read(struct tq_queue *q, int64_t id, const struct tq_log_range *r,
+		tq_log_line_cb cb, void *arg, int64_t *total, struct tq_err *err);
+
+/* Number of lines and bytes of output in the log, both for stream (ALL:
+ * both streams). A missing log has 0 and 0. Either pointer may be NULL. */
+int tq_log_stat(struct tq_queue *q, int64_t id, enum tq_stream stream,
+		int64_t *lines, int64_t *output_bytes, struct tq_err *err);
+
+/* Remove task id's log and its index (missing files are fine). */
+int tq_log_remove(struct tq_queue *q, int64_t id, struct tq_err *err);
+
+#endif
