@@ -1,2 +1,236 @@
-/* placeholder until the CLI lands */
-int main(void) { return 0; }
+/*
+ * main.c - the taskq command line: global options, the command table,
+ * dispatch, and the one place errors become messages and exit codes.
+ *
+ *     taskq [--home DIR] COMMAND [ARGS...]
+ *
+ * Every command is a struct cli_cmd in its own file (cmd_*.c) holding its
+ * synopsis and help text next to its code. main does as little as it can
+ * before dispatch: `submit` is benchmarked against a bare exec, so nothing
+ * here reads a config file, loads a locale or touches the database.
+ *
+ * Exit codes: 0 success; 1 runtime error (database, I/O, a task in a state
+ * that does not allow the action); 2 usage error (unknown command or
+ * option, bad value, unknown task id or state).
+ */
+#include "cli.h"
+
+#include <bsd/unistd.h>
+#include "output.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/parse.h"
+#include "common/sys.h"
+
+const struct cli_cmd *const cli_cmds[] = {
+	&cli_cmd_submit,
+	&cli_cmd_list,
+	&cli_cmd_show,
+	&cli_cmd_cancel,
+	&cli_cmd_remove,
+	&cli_cmd_kill,
+	&cli_cmd_write,
+	&cli_cmd_status,
+	&cli_cmd_serve,
+	&cli_cmd_drain,
+	&cli_cmd_shutdown,
+	&cli_cmd_worker,
+	&cli_cmd_help,
+	&cli_cmd_version,
+	NULL,
+};
+
+const struct cli_cmd *cli_find_cmd(const char *name)
+{
+	for (size_t i = 0; cli_cmds[i] != NULL; i++)
+		if (strcmp(cli_cmds[i]->name, name) == 0 ||
+		    (cli_cmds[i]->alias != NULL && strcmp(cli_cmds[i]->alias, name) == 0))
+			return cli_cmds[i];
+	return NULL;
+}
+
+int cli_print_help(const struct cli_cmd *cmd, FILE *f)
+{
+	fprintf(f, "usage: %s\n\n%s\n", cmd->synopsis, cmd->summary);
+	if (cmd->alias != NULL)
+		fprintf(f, "Alias: taskq %s\n", cmd->alias);
+	if (cmd->help != NULL && *cmd->help != '\0')
+		fprintf(f, "\n%s", cmd->help);
+	return CLI_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* Errors                                                             */
+
+/* "taskq: CMD: message\n", escaped so that no value can make it two lines
+ * or send terminal controls. */
+static void print_error(const struct cli_ctx *c, const char *fmt, va_list ap)
+{
+	char buf[TQ_ERR_MAX * 2];
+	char *esc;
+
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	esc = cli_esc(buf, 0, NULL);
+	fflush(stdout); /* keep stdout and stderr in order on a shared tty */
+	if (c != NULL && c->cmd != NULL)
+		fprintf(stderr, "taskq: %s: %s\n", c->cmd->name, esc ? esc : "out of memory");
+	else
+		fprintf(stderr, "taskq: %s\n", esc ? esc : "out of memory");
+	free(esc);
+}
+
+int cli_usage(const struct cli_ctx *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	print_error(c, fmt, ap);
+	va_end(ap);
+	return CLI_USAGE;
+}
+
+int cli_runtime(const struct cli_ctx *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	print_error(c, fmt, ap);
+	va_end(ap);
+	return CLI_RUNTIME;
+}
+
+int cli_exit_for(int code)
+{
+	if (code == 0)
+		return CLI_OK;
+	return code == TQ_EINVAL || code == TQ_ENOTFOUND ? CLI_USAGE : CLI_RUNTIME;
+}
+
+int cli_fail(const struct cli_ctx *c, const struct tq_err *err)
+{
+	int code = err->code != 0 ? err->code : TQ_EIO;
+
+	/* the store's message already names the object */
+	if (err->msg[0] != '\0')
+		cli_runtime(c, "%s", err->msg);
+	else
+		cli_runtime(c, "%s", tq_err_name(code));
+	return cli_exit_for(code);
+}
+
+int cli_open(const struct cli_ctx *c, unsigned flags, struct tq_queue **q)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	char home[PATH_MAX];
+	int rc;
+
+	*q = NULL;
+	if ((rc = tq_home_resolve(c->home_flag, home, sizeof(home), &err)) < 0)
+		return cli_fail(c, &err);
+	rc = tq_queue_open(q, home, flags, &err);
+	if (rc == TQ_ENOTFOUND && (flags & TQ_OPEN_NOCREATE))
+		return CLI_OK; /* nothing submitted yet: an empty queue */
+	if (rc < 0) {
+		/* a refused database is never the user's typo: exit 1 */
+		cli_fail(c, &err);
+		return CLI_RUNTIME;
+	}
+	return CLI_OK;
+}
+
+int cli_parse_id(const struct cli_ctx *c, const char *s, int64_t *id)
+{
+	struct tq_err err = TQ_ERR_INIT;
+
+	if (tq_parse_id(s, id, &err) < 0)
+		return cli_usage(c, "%s", err.msg);
+	return CLI_OK;
+}
+
+int cli_finish_stdout(const struct cli_ctx *c)
+{
+	errno = 0;
+	/* a failed earlier printf left ferror set; fflush retries what is
+	 * buffered and says why (ENOSPC, EIO) */
+	if (fflush(stdout) != 0 || ferror(stdout))
+		return cli_runtime(c, "write to stdout: %s",
+				   errno != 0 ? strerror(errno) : "write error");
+	return CLI_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* Global options and dispatch                                        */
+
+enum { OPT_HOME = 256, OPT_VERSION };
+
+static const struct cli_opt global_opts[] = {
+	{ "home", OPT_HOME, 1, 0 },
+	{ "version", OPT_VERSION, 0, 0 },
+	{ NULL, 0, 0, 0 },
+};
+
+/* Parse the options before the command; *cmd_at is the command's index. */
+static int parse_global(struct cli_ctx *c, int argc, char **argv, int *cmd_at)
+{
+	struct cli_args a;
+	int k;
+
+	cli_args_init(&a, argc, argv, 1);
+	while ((k = cli_next(c, &a, global_opts)) != CLI_OPT_END) {
+		switch (k) {
+		case OPT_HOME:
+			if (*a.val == '\0')
+				return cli_usage(c, "--home: empty directory name");
+			c->home_flag = a.val;
+			break;
+		case OPT_VERSION:
+			*cmd_at = -1;
+			return cli_cmd_version.run(c, 0, NULL);
+		case CLI_OPT_HELP:
+			*cmd_at = -1;
+			return cli_cmd_help.run(c, 0, NULL);
+		case CLI_OPT_ARG:
+			*cmd_at = a.i - 1;
+			return CLI_OK;
+		default:
+			return CLI_USAGE;
+		}
+	}
+	return cli_usage(c, "no command given; see 'taskq help'");
+}
+
+extern char **environ;
+
+int main(int argc, char **argv)
+{
+	struct cli_ctx c = { NULL, NULL };
+	const struct cli_cmd *cmd;
+	int at = 0, rc, out;
+
+	/* before anything opens a file: fds 0-2 must be taken, or the
+	 * database could become fd 1 and a printf would write into it */
+	if (tq_sanitize_stdfds() < 0)
+		return CLI_RUNTIME;
+	rc = parse_global(&c, argc, argv, &at);
+	if (rc == CLI_OK && at > 0) {
+		cmd = cli_find_cmd(argv[at]);
+		if (cmd == NULL)
+			return cli_usage(&c, "unknown command \"%s\"; see 'taskq help'",
+					 argv[at]);
+		c.cmd = cmd;
+		/* Long-running processes retitle themselves ("taskq: worker 2:
+		 * task 41 claude"); libbsd needs the original argv for that. Only
+		 * they pay for it, after which argv's memory is theirs to reuse
+		 * (every value they keep is copied while parsing). */
+		if (cmd == &cli_cmd_serve || cmd == &cli_cmd_drain || cmd == &cli_cmd_worker)
+			setproctitle_init(argc, argv, environ);
+		rc = cmd->run(&c, argc - at, argv + at);
+	}
+	out = cli_finish_stdout(&c);
+	return rc != CLI_OK ? rc : out;
+}

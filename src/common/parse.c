@@ -15,17 +15,22 @@
 #include <strings.h>
 #include <time.h>
 
-/* Parse "DIGITS[.DIGITS]" at *p into a value scaled by 1e6 (micro-units). */
-static int parse_decimal(const char **p, int64_t *micro)
+/*
+ * Parse "DIGITS[.DIGITS]" at *p into its whole part and its fraction in
+ * millionths; fraction digits past the sixth are dropped. A whole part past
+ * INT64_MAX is refused before it can overflow.
+ */
+static int parse_decimal(const char **p, int64_t *whole, int64_t *micro)
 {
 	const char *s = *p;
-	int64_t whole = 0, frac = 0, scale = 100000;
+	int64_t w = 0, frac = 0, scale = 100000;
 	int digits = 0;
 
 	while (isdigit((unsigned char)*s)) {
-		if (whole > (INT64_MAX / 10 - 9) / 1000000)
+		int d = *s++ - '0';
+		if (w > (INT64_MAX - d) / 10)
 			return -1;
-		whole = whole * 10 + (*s++ - '0');
+		w = w * 10 + d;
 		digits++;
 	}
 	if (*s == '.') {
@@ -38,7 +43,8 @@ static int parse_decimal(const char **p, int64_t *micro)
 	}
 	if (digits == 0)
 		return -1;
-	*micro = whole * 1000000 + frac;
+	*whole = w;
+	*micro = frac;
 	*p = s;
 	return 0;
 }
@@ -66,9 +72,9 @@ int tq_parse_duration(const char *s, int64_t *ms, struct tq_err *err)
 		goto bad;
 	while (*p != '\0') {
 		const char *start = p, *u;
-		int64_t micro, mult;
+		int64_t whole, micro, mult;
 
-		if (parse_decimal(&p, &micro) < 0)
+		if (parse_decimal(&p, &whole, &micro) < 0)
 			goto bad;
 		u = p;
 		while (isalpha((unsigned char)*p))
@@ -80,10 +86,10 @@ int tq_parse_duration(const char *s, int64_t *ms, struct tq_err *err)
 		} else if ((mult = unit_ms(u, (size_t)(p - u))) < 0) {
 			goto bad;
 		}
-		if (micro / 1000000 > TQ_DURATION_MAX_MS / mult)
+		if (whole > TQ_DURATION_MAX_MS / mult)
 			goto bad;
 		/* micro is in millionths of a unit; mult is ms per unit */
-		total += micro / 1000000 * mult + micro % 1000000 * mult / 1000000;
+		total += whole * mult + micro * mult / 1000000;
 		if (total > TQ_DURATION_MAX_MS)
 			goto bad;
 	}
@@ -97,14 +103,14 @@ bad:
 int tq_parse_size(const char *s, int64_t *bytes, struct tq_err *err)
 {
 	const char *p = s;
-	int64_t micro, mult = 1;
+	int64_t whole, micro, mult = 1, v;
 
-	if (s == NULL || parse_decimal(&p, &micro) < 0)
+	if (s == NULL || parse_decimal(&p, &whole, &micro) < 0)
 		goto bad;
-	if (*p != '\0') {
+	if (*p != '\0' && strcasecmp(p, "B") != 0) {
 		static const char sfx[] = "KMGTP";
 		const char *k = strchr(sfx, toupper((unsigned char)*p));
-		if (k == NULL || *p == '\0')
+		if (k == NULL)
 			goto bad;
 		for (int i = 0; i <= k - sfx; i++)
 			mult *= 1024;
@@ -112,14 +118,17 @@ int tq_parse_size(const char *s, int64_t *bytes, struct tq_err *err)
 		if (strcasecmp(p, "") != 0 && strcasecmp(p, "B") != 0 &&
 		    strcasecmp(p, "iB") != 0)
 			goto bad;
-	} else if (micro % 1000000 != 0) {
-		goto bad; /* a fraction of a byte */
+	} else if (micro != 0) {
+		goto bad; /* a fraction of a byte ("1.5", "0.5B") */
 	}
-	if (micro / 1000000 > TQ_SIZE_MAX / mult)
+	if (whole > TQ_SIZE_MAX / mult)
 		goto bad;
-	*bytes = micro / 1000000 * mult + micro % 1000000 * mult / 1000000;
-	if (*bytes > TQ_SIZE_MAX)
+	/* micro * mult / 1e6 overflows int64 for P; mult is 1024^k, so divide
+	 * 2^6 out of both: micro < 2^20, mult >> 6 <= 2^44, fits in uint64. */
+	v = whole * mult + (int64_t)((uint64_t)micro * ((uint64_t)mult >> 6) / 15625);
+	if (v > TQ_SIZE_MAX)
 		goto bad;
+	*bytes = v;
 	return 0;
 bad:
 	return tq_err_set(err, TQ_EINVAL,
@@ -182,10 +191,16 @@ void tq_format_duration(int64_t ms, char *buf, size_t n)
 			 (long long)(s % 86400 / 3600));
 }
 
+/* humanize_number scales only as far as the text must shrink to fit its
+ * length argument, so it always gets 5 (four characters and the NUL),
+ * whatever n is: "512B", "1.5K", "50M", never "52428800B". */
+#define SIZE_TEXT 5
+
 void tq_format_size(int64_t bytes, char *buf, size_t n)
 {
-	if (n < 5 || humanize_number(buf, n, bytes, "", HN_AUTOSCALE,
-				     HN_DECIMAL | HN_NOSPACE | HN_B) < 0)
+	if (n < SIZE_TEXT ||
+	    humanize_number(buf, SIZE_TEXT, bytes, "", HN_AUTOSCALE,
+			    HN_DECIMAL | HN_NOSPACE | HN_B) < 0)
 		snprintf(buf, n, "%lld", (long long)bytes);
 }
 

@@ -23,8 +23,9 @@
 int tq_parse_duration(const char *s, int64_t *ms, struct tq_err *err);
 
 /*
- * Parse a size: NUMBER with an optional binary suffix K, M, G, T (also KB,
- * KiB, ...; case-insensitive); a bare number is bytes. "1.5G" is accepted.
+ * Parse a size: NUMBER with an optional binary suffix K, M, G, T, P (also
+ * KB, KiB, ...; case-insensitive); a bare number or B is bytes. "1.5G" is
+ * accepted, a fraction of a byte is not.
  * Returns 0 and *bytes, or TQ_EINVAL.
  */
 int tq_parse_size(const char *s, int64_t *bytes, struct tq_err *err);
@@ -36,7 +37,8 @@ int tq_parse_id(const char *s, int64_t *id, struct tq_err *err);
 int tq_parse_int(const char *s, int64_t min, int64_t max, int64_t *out,
 		 struct tq_err *err);
 
-/* "450ms", "12s", "3m05s", "2h10m", "3d4h". Always NUL-terminates. */
+/* "450ms", "12.3s", "3m05s", "2h10m", "3d04h" (each parses back with
+ * tq_parse_duration). Always NUL-terminates. */
 void tq_format_duration(int64_t ms, char *buf, size_t n);
 
 /* "512B", "1.5K", "50M" (humanize_number). Always NUL-terminates. */

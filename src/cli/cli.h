@@ -1,0 +1,160 @@
+/*
+ * cli.h - what the command files of the taskq CLI share: the command table
+ * entry, option parsing, errors and exit codes, opening the queue, output.
+ *
+ * The CLI only parses, calls src/queue (queue.h) and prints: no SQL and no
+ * process control live here. Every error reaches the user as exactly one
+ * line on stderr, "taskq: CMD: what went wrong", and one of three exit codes.
+ */
+#ifndef TQ_CLI_H
+#define TQ_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "common/err.h"
+#include "queue/queue.h"
+
+/* Exit codes (documented in `taskq help` and the README). */
+enum cli_exit {
+	CLI_OK = 0,
+	CLI_RUNTIME = 1, /* database, I/O, a task in the wrong state */
+	CLI_USAGE = 2,   /* bad flag or value, unknown command, id or state */
+};
+
+/* Priorities are bounded to 32 bits so a PostgreSQL INTEGER column holds
+ * them as SQLite does. */
+#define CLI_PRIORITY_MAX INT32_MAX
+/* A label value is shown in tables; longer text belongs in a file. */
+#define CLI_LABEL_VALUE_MAX 1024
+
+struct cli_cmd;
+
+/* What every command gets from main. */
+struct cli_ctx {
+	const char *home_flag;     /* --home DIR, or NULL */
+	const struct cli_cmd *cmd; /* the command running (names errors) */
+};
+
+/*
+ * One command. run gets the arguments after the command name (argv[0] is
+ * the name as typed) and returns an exit code.
+ */
+struct cli_cmd {
+	const char *name;
+	const char *alias;    /* NULL: none */
+	const char *synopsis; /* "taskq show ID [--json] [--show-env]": the one
+			       * synopsis, used by `taskq help` and --help */
+	const char *summary;  /* one line for the command list */
+	const char *help;     /* the rest of --help: options, examples */
+	int (*run)(struct cli_ctx *c, int argc, char **argv);
+};
+
+extern const struct cli_cmd cli_cmd_submit;
+extern const struct cli_cmd cli_cmd_list;
+extern const struct cli_cmd cli_cmd_show;
+extern const struct cli_cmd cli_cmd_cancel;
+extern const struct cli_cmd cli_cmd_remove;
+extern const struct cli_cmd cli_cmd_kill;
+extern const struct cli_cmd cli_cmd_write;
+extern const struct cli_cmd cli_cmd_serve;
+extern const struct cli_cmd cli_cmd_drain;
+extern const struct cli_cmd cli_cmd_status;
+extern const struct cli_cmd cli_cmd_shutdown;
+extern const struct cli_cmd cli_cmd_worker;
+extern const struct cli_cmd cli_cmd_help;
+extern const struct cli_cmd cli_cmd_version;
+
+/* The command table (main.c), NULL-terminated, in the order help lists it. */
+extern const struct cli_cmd *const cli_cmds[];
+
+/* The command named name or aliased so, or NULL. */
+const struct cli_cmd *cli_find_cmd(const char *name);
+
+/* Print a command's synopsis and help to f. Returns CLI_OK. */
+int cli_print_help(const struct cli_cmd *cmd, FILE *f);
+
+/* ------------------------------------------------------------------ */
+/* Options (opts.c)                                                   */
+
+/*
+ * One option a command accepts. key is the value cli_next returns for it
+ * (a character for a one-letter form, else any int >= 256). Every command
+ * also accepts -h/--help, returned as CLI_OPT_HELP.
+ */
+struct cli_opt {
+	const char *name;  /* long form without "--": "timeout" */
+	int key;
+	int has_arg;       /* 1: takes a value (--timeout 5m, --timeout=5m) */
+	char short_name;   /* 0: none */
+};
+
+enum {
+	CLI_OPT_END = -1,  /* no more arguments */
+	CLI_OPT_ARG = -2,  /* a positional argument, in a->val */
+	CLI_OPT_ERR = -3,  /* a usage error, already printed */
+	CLI_OPT_HELP = -4, /* -h or --help */
+};
+
+/*
+ * The state of one parse. Options may come before or after positional
+ * arguments ("show 5 --json"), unless stop_at_arg is set (submit: the first
+ * positional argument starts the command, whose own flags are not ours).
+ * "--" ends options; everything after it is positional.
+ */
+struct cli_args {
+	int argc;
+	char **argv;
+	int i;            /* next argv index to read */
+	int stop_at_arg;
+	int only_args;    /* set after "--" */
+	const char *val;  /* the option's value, or the positional argument */
+	const char *flag; /* the option as typed ("--timeout"), for messages */
+	char flagbuf[64]; /* the flag of "--name=VALUE", without the value */
+};
+
+/* Start parsing argv[1..argc-1] (argv[0] is the command's name). */
+void cli_args_init(struct cli_args *a, int argc, char **argv, int stop_at_arg);
+
+/*
+ * The next option's key, CLI_OPT_ARG, CLI_OPT_HELP, CLI_OPT_END, or
+ * CLI_OPT_ERR after printing one line (an unknown option, a missing or
+ * unexpected value). With stop_at_arg, after the first positional argument
+ * (returned as CLI_OPT_ARG) the rest are at a->argv[a->i ...].
+ */
+int cli_next(const struct cli_ctx *c, struct cli_args *a, const struct cli_opt *opts);
+
+/* ------------------------------------------------------------------ */
+/* Errors and exit codes (main.c)                                     */
+
+/* Print "taskq: CMD: message" (control characters escaped, so it stays one
+ * line) and return CLI_USAGE or CLI_RUNTIME. */
+int cli_usage(const struct cli_ctx *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+int cli_runtime(const struct cli_ctx *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* The exit code for a TQ_E* code: TQ_EINVAL and TQ_ENOTFOUND (an id or a
+ * name the user gave) are usage errors, the rest runtime errors. */
+int cli_exit_for(int code);
+
+/* Print err's message as one line and return cli_exit_for(err->code). */
+int cli_fail(const struct cli_ctx *c, const struct tq_err *err);
+
+/*
+ * Resolve the state directory and open the queue with flags. On failure
+ * prints the error and returns its exit code (*q is NULL); 0 on success.
+ * With TQ_OPEN_NOCREATE, a state directory or database that does not exist
+ * yet returns CLI_OK with *q NULL: a read of an empty queue, not an error.
+ */
+int cli_open(const struct cli_ctx *c, unsigned flags, struct tq_queue **q);
+
+/* Parse a task id; on failure print `"abc": expected a task id` and return
+ * CLI_USAGE. */
+int cli_parse_id(const struct cli_ctx *c, const char *s, int64_t *id);
+
+/* Flush stdout; on failure (a full disk, a closed pipe) print why and
+ * return CLI_RUNTIME. main calls it after every command. */
+int cli_finish_stdout(const struct cli_ctx *c);
+
+#endif

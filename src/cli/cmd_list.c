@@ -1,0 +1,768 @@
+/*
+ * cmd_list.c - the read commands: `taskq list` (a table of tasks) and
+ * `taskq show ID` (everything stored about one task, attempts included).
+ *
+ * Both read through tq_queue_list/tq_queue_get and never create the state
+ * directory: on a machine where nothing was submitted yet, list prints its
+ * header and show says the task does not exist. Human output escapes every
+ * stored string (output.h); --json is exact, with *_base64 fields for bytes
+ * that are not UTF-8. The JSON field names are an interface: add fields,
+ * never rename them.
+ */
+#include "cli.h"
+#include "output.h"
+
+#include <bsd/string.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/env.h"
+#include "common/parse.h"
+#include "common/sys.h"
+
+/* ------------------------------------------------------------------ */
+/* Shared by list and show                                            */
+
+/* How long the task ran: until it finished, or until now while it runs. */
+static int runtime_ms(const struct tq_task *t, int64_t now, int64_t *ms)
+{
+	if (t->started_at <= 0)
+		return 0;
+	if (t->state == TQ_RUNNING)
+		*ms = now - t->started_at;
+	else if (t->finished_at >= t->started_at)
+		*ms = t->finished_at - t->started_at;
+	else
+		return 0; /* started once, requeued since */
+	return 1;
+}
+
+/* "0", "1", "SIGKILL" (or "sig 40" for a signal without a name), "-". */
+static void format_exit(int code, int sig, char *buf, size_t n)
+{
+	const char *abbrev = sig > 0 ? sigabbrev_np(sig) : NULL;
+
+	if (abbrev != NULL)
+		snprintf(buf, n, "SIG%s", abbrev);
+	else if (sig > 0)
+		snprintf(buf, n, "sig %d", sig);
+	else if (code >= 0)
+		snprintf(buf, n, "%d", code);
+	else
+		snprintf(buf, n, "-");
+}
+
+static const char *outcome_or_null(enum tq_outcome o)
+{
+	return o != TQ_OUT_NONE ? tq_outcome_name(o) : NULL;
+}
+
+static const char *category_or_null(enum tq_category c)
+{
+	return c != TQ_CAT_NONE ? tq_category_name(c) : NULL;
+}
+
+/* The fields list --json has; show --json adds to them. */
+static cJSON *task_json(const struct tq_task *t, int64_t now, int *oom)
+{
+	cJSON *o = cJSON_CreateObject();
+	int64_t rt = 0;
+	int has_rt = runtime_ms(t, now, &rt);
+
+	if (o == NULL) {
+		*oom = 1;
+		return NULL;
+	}
+	cli_json_int(o, "id", t->id, 1, oom);
+	cli_json_name(o, "state", tq_state_name(t->state), oom);
+	cli_json_bytes(o, "name", t->name, oom);
+	cli_json_strv(o, "argv", t->argv, t->argc, oom);
+	cli_json_bytes(o, "cwd", t->cwd, oom);
+	cli_json_bytes(o, "batch", t->batch, oom);
+	cli_json_bytes(o, "group", t->group, oom);
+	cli_json_int(o, "priority", t->priority, 1, oom);
+	cli_json_int(o, "created_at", t->created_at, 1, oom);
+	cli_json_int(o, "started_at", t->started_at, t->started_at > 0, oom);
+	cli_json_int(o, "finished_at", t->finished_at, t->finished_at > 0, oom);
+	cli_json_int(o, "runtime_ms", rt, has_rt, oom);
+	cli_json_int(o, "exit_code", t->exit_code, t->exit_code >= 0, oom);
+	cli_json_int(o, "signal", t->signal, t->signal > 0, oom);
+	cli_json_name(o, "outcome", outcome_or_null(t->outcome), oom);
+	cli_json_name(o, "category", category_or_null(t->category), oom);
+	cli_json_bytes(o, "reason", t->reason, oom);
+	cli_json_int(o, "attempt", t->attempt, 1, oom);
+	return o;
+}
+
+/* ------------------------------------------------------------------ */
+/* list                                                               */
+
+static const char list_help[] =
+	"Tasks newest first, as a table: ID STATE NAME STARTED RUNTIME EXIT.\n"
+	"RUNTIME is until the task ended, or until now while it runs; EXIT is the\n"
+	"exit code, or the signal that ended it.\n"
+	"\n"
+	"Options:\n"
+	"  --state S[,S...]  only tasks in these states: queued, scheduled, blocked,\n"
+	"                    running, succeeded, failed, timed_out, killed, canceled\n"
+	"  --name NAME       only tasks with this name\n"
+	"  --label K=V       only tasks with this label\n"
+	"  --batch NAME      only tasks of this batch\n"
+	"  --limit N         at most N tasks (default 50; 0: no limit)\n"
+	"  --offset N        skip the N newest matching tasks first\n"
+	"  --json            a JSON array of objects: id, state, name, argv, cwd,\n"
+	"                    batch, group, priority, created_at, started_at,\n"
+	"                    finished_at, runtime_ms, exit_code, signal, outcome,\n"
+	"                    category, reason, attempt (times in ms since the epoch,\n"
+	"                    null when absent)\n"
+	"\n"
+	"Text is escaped C-style (\\n, \\t, \\033, \\377) so that every byte is visible.\n";
+
+enum { OPT_STATE = 256, OPT_LIMIT, OPT_OFFSET, OPT_NAME, OPT_LABEL, OPT_BATCH, OPT_JSON };
+
+static const struct cli_opt list_opts[] = {
+	{ "state", OPT_STATE, 1, 0 },
+	{ "limit", OPT_LIMIT, 1, 0 },
+	{ "offset", OPT_OFFSET, 1, 0 },
+	{ "name", OPT_NAME, 1, 0 },
+	{ "label", OPT_LABEL, 1, 0 },
+	{ "batch", OPT_BATCH, 1, 0 },
+	{ "json", OPT_JSON, 0, 0 },
+	{ NULL, 0, 0, 0 },
+};
+
+struct list_req {
+	struct tq_filter f;
+	int json;
+	char *label;  /* owned copy of --label K=V, split at '=' */
+};
+
+/* "--state S": one state name, refused with every valid name listed. */
+static int bad_state(const struct cli_ctx *c, const char *s)
+{
+	char names[256] = "";
+
+	for (int i = 0; i < TQ_STATE_COUNT; i++) {
+		strlcat(names, i ? ", " : "", sizeof(names));
+		strlcat(names, tq_state_name((enum tq_state)i), sizeof(names));
+	}
+	return cli_usage(c, "--state \"%s\": expected one of %s", s, names);
+}
+
+static int parse_states(const struct cli_ctx *c, const char *arg, unsigned *mask)
+{
+	const char *p = arg;
+
+	do {
+		const char *end = strchr(p, ',');
+		size_t n = end != NULL ? (size_t)(end - p) : strlen(p);
+		char one[32];
+		enum tq_state s;
+
+		if (n >= sizeof(one))
+			return bad_state(c, arg);
+		memcpy(one, p, n);
+		one[n] = '\0';
+		if (tq_state_parse(one, &s) < 0)
+			return bad_state(c, one);
+		*mask |= 1u << s;
+		p = end != NULL ? end + 1 : NULL;
+	} while (p != NULL);
+	return CLI_OK;
+}
+
+static int take_label(const struct cli_ctx *c, struct list_req *r, const char *kv)
+{
+	char *eq;
+
+	if ((eq = strchr(kv, '=')) == NULL || eq == kv)
+		return cli_usage(c, "--label \"%s\": expected KEY=VALUE", kv);
+	free(r->label);
+	if ((r->label = strdup(kv)) == NULL)
+		return cli_runtime(c, "out of memory");
+	eq = r->label + (eq - kv);
+	*eq = '\0';
+	r->f.label_key = r->label;
+	r->f.label_value = eq + 1;
+	return CLI_OK;
+}
+
+static int take_list_opt(const struct cli_ctx *c, struct list_req *r, int k,
+			 const struct cli_args *a)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	int64_t v;
+
+	switch (k) {
+	case OPT_STATE:
+		return parse_states(c, a->val, &r->f.states);
+	case OPT_LIMIT:
+		if (tq_parse_int(a->val, 0, INT32_MAX, &v, &err) < 0)
+			return cli_usage(c, "--limit %s", err.msg);
+		r->f.limit = v == 0 ? -1 : v;
+		return CLI_OK;
+	case OPT_OFFSET:
+		if (tq_parse_int(a->val, 0, INT64_MAX, &r->f.offset, &err) < 0)
+			return cli_usage(c, "--offset %s", err.msg);
+		return CLI_OK;
+	case OPT_NAME:
+		r->f.name = a->val;
+		return CLI_OK;
+	case OPT_BATCH:
+		r->f.batch = a->val;
+		return CLI_OK;
+	case OPT_LABEL:
+		return take_label(c, r, a->val);
+	case OPT_JSON:
+		r->json = 1;
+		return CLI_OK;
+	case CLI_OPT_ARG:
+		return cli_usage(c, "unexpected argument \"%s\"", a->val);
+	default:
+		return CLI_USAGE;
+	}
+}
+
+static int add_row(struct cli_table *tb, const struct tq_task *t, int64_t now)
+{
+	char id[24], started[32], runtime[32] = "-", exit_s[32];
+	int64_t rt;
+	int rc = 0;
+
+	snprintf(id, sizeof(id), "%lld", (long long)t->id);
+	tq_format_time(t->started_at, started, sizeof(started));
+	if (runtime_ms(t, now, &rt))
+		tq_format_duration(rt, runtime, sizeof(runtime));
+	format_exit(t->exit_code, t->signal, exit_s, sizeof(exit_s));
+	if ((rc = cli_table_add(tb, id, NULL)) < 0 ||
+	    (rc = cli_table_add(tb, tq_state_name(t->state), cli_state_sgr(t->state))) < 0 ||
+	    (rc = cli_table_add(tb, t->name, NULL)) < 0 ||
+	    (rc = cli_table_add(tb, started, NULL)) < 0 ||
+	    (rc = cli_table_add(tb, runtime, NULL)) < 0)
+		return rc;
+	return cli_table_add(tb, exit_s, NULL);
+}
+
+static int print_table(const struct tq_task *tasks, size_t n)
+{
+	static const char *const heads[] = {
+		"ID", "STATE", "NAME", "STARTED", "RUNTIME", "EXIT",
+	};
+	struct cli_table tb;
+	int64_t now = tq_now_ms();
+	int rc = 0;
+
+	cli_output_init();
+	cli_table_init(&tb, 6, heads, 1u << 0 | 1u << 4 | 1u << 5);
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		rc = add_row(&tb, &tasks[i], now);
+	if (rc == 0)
+		cli_table_print(&tb, stdout);
+	cli_table_release(&tb);
+	return rc;
+}
+
+static int print_json_list(const struct tq_task *tasks, size_t n)
+{
+	cJSON *arr = cJSON_CreateArray();
+	int64_t now = tq_now_ms();
+	int oom = arr == NULL;
+
+	for (size_t i = 0; !oom && i < n; i++) {
+		cJSON *o = task_json(&tasks[i], now, &oom);
+		if (o != NULL && !cJSON_AddItemToArray(arr, o)) {
+			cJSON_Delete(o);
+			oom = 1;
+		}
+	}
+	if (!oom)
+		oom = cli_json_print(arr, stdout) < 0;
+	cJSON_Delete(arr);
+	return oom ? TQ_ENOMEM : 0;
+}
+
+static int list_tasks(const struct cli_ctx *c, const struct list_req *r)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_queue *q = NULL;
+	struct tq_task *tasks = NULL;
+	size_t n = 0;
+	int rc;
+
+	if ((rc = cli_open(c, TQ_OPEN_NOCREATE, &q)) != CLI_OK)
+		return rc;
+	if (q != NULL && tq_queue_list(q, &r->f, &tasks, &n, &err) < 0)
+		rc = cli_fail(c, &err);
+	tq_queue_close(q);
+	if (rc == CLI_OK &&
+	    (r->json ? print_json_list(tasks, n) : print_table(tasks, n)) < 0)
+		rc = cli_runtime(c, "out of memory");
+	tq_task_list_free(tasks, n);
+	return rc;
+}
+
+static int run_list(struct cli_ctx *c, int argc, char **argv)
+{
+	struct list_req r = { .f = TQ_FILTER_INIT };
+	struct cli_args a;
+	int k, rc = CLI_OK;
+
+	cli_args_init(&a, argc, argv, 0);
+	while (rc == CLI_OK && (k = cli_next(c, &a, list_opts)) != CLI_OPT_END) {
+		if (k == CLI_OPT_HELP) {
+			cli_print_help(&cli_cmd_list, stdout);
+			free(r.label);
+			return CLI_OK;
+		}
+		rc = take_list_opt(c, &r, k, &a);
+	}
+	if (rc == CLI_OK)
+		rc = list_tasks(c, &r);
+	free(r.label);
+	return rc;
+}
+
+const struct cli_cmd cli_cmd_list = {
+	.name = "list",
+	.alias = "ls",
+	.synopsis = "taskq list [--state S[,S...]] [--name NAME] [--label K=V] "
+		    "[--batch NAME]\n             [--limit N] [--offset N] [--json]",
+	.summary = "List tasks, newest first.",
+	.help = list_help,
+	.run = run_list,
+};
+
+/* ------------------------------------------------------------------ */
+/* show                                                               */
+
+static const char show_help[] =
+	"Everything stored about a task: its command (one argument per line,\n"
+	"quoted and escaped C-style so that spaces, quotes, empty arguments and\n"
+	"bytes that are not UTF-8 are all visible), working directory,\n"
+	"environment, labels, dependencies, limits and every attempt.\n"
+	"\n"
+	"Options:\n"
+	"  --show-env   show the values of variables whose names look secret\n"
+	"               (containing KEY, TOKEN, SECRET or PASSWORD); they are\n"
+	"               masked as *** otherwise\n"
+	"  --json       one JSON object: the fields of list --json plus the rest;\n"
+	"               strings that are not valid UTF-8 carry U+FFFD and an exact\n"
+	"               copy in a *_base64 field (argv_base64, env_base64,\n"
+	"               cwd_base64, ...)\n";
+
+enum { OPT_SHOW_ENV = 300, OPT_SHOW_JSON };
+
+static const struct cli_opt show_opts[] = {
+	{ "show-env", OPT_SHOW_ENV, 0, 0 },
+	{ "json", OPT_SHOW_JSON, 0, 0 },
+	{ NULL, 0, 0, 0 },
+};
+
+/* The environment as shown: "K=***" for secret-looking names unless
+ * show_env. Every string is malloc'd; NULL when out of memory. */
+static char **masked_env(const struct tq_task *t, int show_env)
+{
+	char **v = calloc(t->envc + 1, sizeof(*v));
+
+	for (size_t i = 0; v != NULL && i < t->envc; i++) {
+		const char *e = t->env[i];
+		size_t n = tq_env_name_len(e);
+
+		if (!show_env && e[n] == '=' && tq_env_looks_secret(e)) {
+			if ((v[i] = malloc(n + 5)) != NULL)
+				snprintf(v[i], n + 5, "%.*s=***", (int)n, e);
+		} else {
+			v[i] = strdup(e);
+		}
+		if (v[i] == NULL) {
+			for (size_t j = 0; j < i; j++)
+				free(v[j]);
+			free(v);
+			return NULL;
+		}
+	}
+	return v;
+}
+
+static void free_strv(char **v)
+{
+	for (size_t i = 0; v != NULL && v[i] != NULL; i++)
+		free(v[i]);
+	free(v);
+}
+
+static void attempt_json(cJSON *arr, const struct tq_attempt *a, int *oom)
+{
+	cJSON *o = cJSON_CreateObject();
+	int ended = a->ended_at > 0;
+
+	if (o == NULL || !cJSON_AddItemToArray(arr, o)) {
+		cJSON_Delete(o);
+		*oom = 1;
+		return;
+	}
+	cli_json_int(o, "attempt", a->attempt, 1, oom);
+	cli_json_int(o, "worker_id", a->worker_id, a->worker_id > 0, oom);
+	cli_json_int(o, "pid", a->pid, a->pid > 0, oom);
+	cli_json_int(o, "started_at", a->started_at, a->started_at > 0, oom);
+	cli_json_int(o, "ended_at", a->ended_at, ended, oom);
+	cli_json_int(o, "runtime_ms", a->ended_at - a->started_at, ended, oom);
+	cli_json_int(o, "exit_code", a->exit_code, a->exit_code >= 0, oom);
+	cli_json_int(o, "signal", a->signal, a->signal > 0, oom);
+	cli_json_name(o, "outcome", outcome_or_null(a->outcome), oom);
+	cli_json_name(o, "category", category_or_null(a->category), oom);
+	cli_json_bytes(o, "reason", a->reason, oom);
+	cli_json_int(o, "retry_at", a->retry_at, a->retry_at > 0, oom);
+	if (!a->has_result)
+		return;
+	cli_json_bytes(o, "result", a->result, oom);
+	cli_json_bool(o, "is_error", a->is_error, oom);
+	cli_json_bytes(o, "subtype", a->subtype, oom);
+	cli_json_bytes(o, "agent_session", a->agent_session, oom);
+	cli_json_bytes(o, "model", a->model, oom);
+	cli_json_int(o, "duration_ms", a->duration_ms, 1, oom);
+	cli_json_int(o, "num_turns", a->num_turns, 1, oom);
+	cli_json_int(o, "input_tokens", a->input_tokens, 1, oom);
+	cli_json_int(o, "output_tokens", a->output_tokens, 1, oom);
+	if (!cJSON_AddNumberToObject(o, "cost_usd", a->cost_usd))
+		*oom = 1;
+}
+
+/* Labels as an object, dependencies as an array of ids. */
+static void relations_json(cJSON *o, const struct tq_task *t, int *oom)
+{
+	cJSON *labels = cJSON_CreateObject(), *after = cJSON_CreateArray();
+
+	if (labels == NULL || !cJSON_AddItemToObject(o, "labels", labels)) {
+		cJSON_Delete(labels);
+		labels = NULL, *oom = 1;
+	}
+	if (after == NULL || !cJSON_AddItemToObject(o, "after", after)) {
+		cJSON_Delete(after);
+		after = NULL, *oom = 1;
+	}
+	for (size_t i = 0; labels != NULL && i < t->nlabels; i++)
+		cli_json_bytes(labels, t->labels[i].key, t->labels[i].value, oom);
+	for (size_t i = 0; after != NULL && i < t->nafter; i++) {
+		cJSON *d = cJSON_CreateObject();
+		if (d == NULL || !cJSON_AddItemToArray(after, d)) {
+			cJSON_Delete(d);
+			*oom = 1;
+			break;
+		}
+		cli_json_int(d, "id", t->after[i], 1, oom);
+		cli_json_bool(d, "any", t->after_any != NULL && t->after_any[i], oom);
+	}
+}
+
+/* What show --json adds to task_json. */
+static void task_json_more(cJSON *o, const struct tq_task *t, char **env, int *oom)
+{
+	cli_json_bool(o, "shell", t->shell, oom);
+	cli_json_bytes(o, "session", t->session, oom);
+	cli_json_bytes(o, "unique_key", t->unique_key, oom);
+	cli_json_int(o, "run_after", t->run_after, t->run_after > 0, oom);
+	cli_json_int(o, "timeout_ms", t->timeout_ms, 1, oom);
+	cli_json_int(o, "kill_grace_ms", t->kill_grace_ms, 1, oom);
+	cli_json_int(o, "max_output", t->max_output, 1, oom);
+	cli_json_int(o, "max_retries", t->max_retries, 1, oom);
+	cli_json_bool(o, "retry_lost", t->retry_lost, oom);
+	cli_json_int(o, "backoff_ms", t->backoff_ms, 1, oom);
+	cli_json_int(o, "backoff_max_ms", t->backoff_max_ms, 1, oom);
+	cli_json_name(o, "stdin", tq_stdin_mode_name(t->stdin_mode), oom);
+	cli_json_bool(o, "pty", t->pty, oom);
+	cli_json_bytes(o, "on_exit", t->on_exit, oom);
+	cli_json_bytes(o, "agent", t->agent, oom);
+	cli_json_bytes(o, "model", t->model, oom);
+	cli_json_bytes(o, "prompt", t->prompt, oom);
+	cli_json_bool(o, "isolate", t->isolate, oom);
+	cli_json_bytes(o, "sources", t->sources_json, oom);
+	cli_json_int(o, "kill_signal", t->kill_signal, t->kill_signal > 0, oom);
+	cli_json_int(o, "kill_requested_at", t->kill_requested_at,
+		     t->kill_requested_at > 0, oom);
+	cli_json_int(o, "worker_id", t->worker_id, t->worker_id > 0, oom);
+	cli_json_int(o, "lease_until", t->lease_until, t->lease_until > 0, oom);
+	cli_json_strv(o, "env", env, t->envc, oom);
+	relations_json(o, t, oom);
+}
+
+static int show_json(const struct tq_task *t, char **env,
+		     const struct tq_attempt *att, size_t natt)
+{
+	int oom = 0;
+	cJSON *o = task_json(t, tq_now_ms(), &oom), *arr = NULL;
+
+	if (o != NULL) {
+		task_json_more(o, t, env, &oom);
+		arr = cJSON_CreateArray();
+		if (arr == NULL || !cJSON_AddItemToObject(o, "attempts", arr)) {
+			cJSON_Delete(arr);
+			arr = NULL, oom = 1;
+		}
+	}
+	for (size_t i = 0; arr != NULL && i < natt; i++)
+		attempt_json(arr, &att[i], &oom);
+	if (!oom)
+		oom = cli_json_print(o, stdout) < 0;
+	cJSON_Delete(o);
+	return oom ? TQ_ENOMEM : 0;
+}
+
+/* ---- human show ---- */
+
+/* "key:  value", the value escaped (quoted when it is free text). */
+static void field(const char *key, const char *val, unsigned esc, int *oom)
+{
+	char *e = val != NULL ? cli_esc(val, esc, NULL) : NULL;
+
+	if (val != NULL && e == NULL)
+		*oom = 1;
+	printf("%-13s %s\n", key, e != NULL ? e : "-");
+	free(e);
+}
+
+static void field_int(const char *key, int64_t v, int present)
+{
+	if (present)
+		printf("%-13s %lld\n", key, (long long)v);
+	else
+		printf("%-13s -\n", key);
+}
+
+static void field_time(const char *key, int64_t ms)
+{
+	char buf[32];
+
+	tq_format_time(ms, buf, sizeof(buf));
+	printf("%-13s %s\n", key, buf);
+}
+
+static void field_dur(const char *key, int64_t ms, const char *zero)
+{
+	char buf[32];
+
+	if (ms == 0 && zero != NULL)
+		snprintf(buf, sizeof(buf), "%s", zero);
+	else
+		tq_format_duration(ms, buf, sizeof(buf));
+	printf("%-13s %s\n", key, buf);
+}
+
+/* Each string on its own line, indented, quoted and escaped. */
+static void lines(char *const *v, size_t n, int *oom)
+{
+	for (size_t i = 0; i < n; i++) {
+		char *e = cli_esc(v[i], CLI_ESC_QUOTE, NULL);
+		if (e == NULL)
+			*oom = 1;
+		printf("    %s\n", e != NULL ? e : "?");
+		free(e);
+	}
+}
+
+static void show_command(const struct tq_task *t, int *oom)
+{
+	printf("%-13s %zu argument%s%s\n", "argv:", t->argc, t->argc == 1 ? "" : "s",
+	       t->shell ? " (from --shell)" : "");
+	lines(t->argv, t->argc, oom);
+	field("cwd:", t->cwd, CLI_ESC_QUOTE, oom);
+}
+
+static void show_outcome(const struct tq_task *t, int64_t now, int *oom)
+{
+	char exit_s[32], rt_s[32] = "-";
+	int64_t rt;
+
+	field_time("created:", t->created_at);
+	field_time("run after:", t->run_after);
+	field_time("started:", t->started_at);
+	field_time("finished:", t->finished_at);
+	if (runtime_ms(t, now, &rt))
+		tq_format_duration(rt, rt_s, sizeof(rt_s));
+	printf("%-13s %s\n", "runtime:", rt_s);
+	format_exit(t->exit_code, t->signal, exit_s, sizeof(exit_s));
+	printf("%-13s %s\n", "exit:", exit_s);
+	field("outcome:", outcome_or_null(t->outcome), 0, oom);
+	field("category:", category_or_null(t->category), 0, oom);
+	field("reason:", t->reason, 0, oom);
+	field_int("attempt:", t->attempt, 1);
+}
+
+static void show_policy(const struct tq_task *t, int *oom)
+{
+	char size[16];
+
+	field_dur("timeout:", t->timeout_ms, "none");
+	field_dur("kill grace:", t->kill_grace_ms, NULL);
+	tq_format_size(t->max_output, size, sizeof(size));
+	printf("%-13s %s\n", "max output:", t->max_output ? size : "unlimited");
+	field_int("max retries:", t->max_retries, 1);
+	field_dur("backoff:", t->backoff_ms, NULL);
+	field_dur("backoff max:", t->backoff_max_ms, NULL);
+	field("retry lost:", t->retry_lost ? "yes" : "no", 0, oom);
+	field("stdin:", tq_stdin_mode_name(t->stdin_mode), 0, oom);
+	field("pty:", t->pty ? "yes" : "no", 0, oom);
+	field("on exit:", t->on_exit, CLI_ESC_QUOTE, oom);
+}
+
+static void show_agent(const struct tq_task *t, int *oom)
+{
+	field("agent:", t->agent, 0, oom);
+	field("model:", t->model, 0, oom);
+	field("prompt:", t->prompt, CLI_ESC_QUOTE, oom);
+	field("isolate:", t->isolate ? "yes" : "no", 0, oom);
+	field("sources:", t->sources_json, 0, oom);
+	field_int("kill signal:", t->kill_signal, t->kill_signal > 0);
+	field_time("kill asked:", t->kill_requested_at);
+	field_int("worker:", t->worker_id, t->worker_id > 0);
+	field_time("lease until:", t->lease_until);
+}
+
+static void show_relations(const struct tq_task *t, char **env, int show_env, int *oom)
+{
+	printf("%-13s %zu\n", "labels:", t->nlabels);
+	for (size_t i = 0; i < t->nlabels; i++) {
+		char *k = cli_esc(t->labels[i].key, 0, NULL);
+		char *v = cli_esc(t->labels[i].value, CLI_ESC_QUOTE, NULL);
+		if (k == NULL || v == NULL)
+			*oom = 1;
+		printf("    %s=%s\n", k ? k : "?", v ? v : "?");
+		free(k);
+		free(v);
+	}
+	printf("%-13s %zu\n", "after:", t->nafter);
+	for (size_t i = 0; i < t->nafter; i++)
+		printf("    %lld (%s)\n", (long long)t->after[i],
+		       t->after_any != NULL && t->after_any[i] ? "to end"
+							    : "to succeed");
+	printf("%-13s %zu variable%s%s\n", "environment:", t->envc,
+	       t->envc == 1 ? "" : "s",
+	       show_env ? "" : " (secret-looking values masked; --show-env shows them)");
+	lines(env, t->envc, oom);
+}
+
+static int show_attempts(const struct tq_attempt *att, size_t n)
+{
+	static const char *const heads[] = {
+		"N", "STARTED", "ENDED", "RUNTIME", "OUTCOME", "CATEGORY", "EXIT", "REASON",
+	};
+	struct cli_table tb;
+	int rc = 0;
+
+	printf("%-13s %zu\n", "attempts:", n);
+	if (n == 0)
+		return 0;
+	cli_table_init(&tb, 8, heads, 1u << 0 | 1u << 3);
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		const struct tq_attempt *a = &att[i];
+		char num[16], st[32], en[32], rt[32] = "-", ex[32];
+
+		snprintf(num, sizeof(num), "%d", a->attempt);
+		tq_format_time(a->started_at, st, sizeof(st));
+		tq_format_time(a->ended_at, en, sizeof(en));
+		if (a->ended_at > 0)
+			tq_format_duration(a->ended_at - a->started_at, rt, sizeof(rt));
+		format_exit(a->exit_code, a->signal, ex, sizeof(ex));
+		const char *cells[] = { num, st, en, rt, outcome_or_null(a->outcome),
+					category_or_null(a->category), ex, a->reason };
+		for (size_t j = 0; rc == 0 && j < 8; j++)
+			rc = cli_table_add(&tb, cells[j], NULL);
+	}
+	if (rc == 0)
+		cli_table_print(&tb, stdout);
+	cli_table_release(&tb);
+	return rc;
+}
+
+static int show_human(const struct tq_task *t, char **env, int show_env,
+		      const struct tq_attempt *att, size_t natt)
+{
+	int oom = 0;
+
+	cli_output_init();
+	field_int("id:", t->id, 1);
+	field("name:", t->name, 0, &oom);
+	printf("%-13s %s\n", "state:", tq_state_name(t->state));
+	show_command(t, &oom);
+	field("group:", t->group, 0, &oom);
+	field("batch:", t->batch, 0, &oom);
+	field("session:", t->session, 0, &oom);
+	field("unique key:", t->unique_key, 0, &oom);
+	field_int("priority:", t->priority, 1);
+	show_outcome(t, tq_now_ms(), &oom);
+	show_policy(t, &oom);
+	show_agent(t, &oom);
+	show_relations(t, env, show_env, &oom);
+	if (show_attempts(att, natt) < 0)
+		oom = 1;
+	return oom ? TQ_ENOMEM : 0;
+}
+
+/* Read the task and its attempts, then print them. */
+static int show_task(const struct cli_ctx *c, int64_t id, int json, int show_env)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_queue *q = NULL;
+	struct tq_task t = { 0 };
+	struct tq_attempt *att = NULL;
+	size_t natt = 0;
+	char **env = NULL;
+	int rc;
+
+	if ((rc = cli_open(c, TQ_OPEN_NOCREATE, &q)) != CLI_OK)
+		return rc;
+	if (q == NULL)
+		rc = cli_usage(c, "task %lld: no such task", (long long)id);
+	else if (tq_queue_get(q, id, TQ_GET_ALL, &t, &err) < 0 ||
+		 tq_queue_attempts(q, id, &att, &natt, &err) < 0)
+		rc = cli_fail(c, &err);
+	tq_queue_close(q);
+	if (rc == CLI_OK && (env = masked_env(&t, show_env)) == NULL)
+		rc = cli_runtime(c, "out of memory");
+	if (rc == CLI_OK &&
+	    (json ? show_json(&t, env, att, natt)
+		  : show_human(&t, env, show_env, att, natt)) < 0)
+		rc = cli_runtime(c, "out of memory");
+	free_strv(env);
+	tq_attempt_list_free(att, natt);
+	tq_task_release(&t);
+	return rc;
+}
+
+static int run_show(struct cli_ctx *c, int argc, char **argv)
+{
+	struct cli_args a;
+	const char *id_s = NULL;
+	int64_t id;
+	int k, json = 0, show_env = 0, rc;
+
+	cli_args_init(&a, argc, argv, 0);
+	while ((k = cli_next(c, &a, show_opts)) != CLI_OPT_END) {
+		if (k == CLI_OPT_HELP)
+			return cli_print_help(&cli_cmd_show, stdout);
+		else if (k == OPT_SHOW_JSON)
+			json = 1;
+		else if (k == OPT_SHOW_ENV)
+			show_env = 1;
+		else if (k == CLI_OPT_ARG && id_s == NULL)
+			id_s = a.val;
+		else if (k == CLI_OPT_ARG)
+			return cli_usage(c, "unexpected argument \"%s\"; show takes one id",
+					 a.val);
+		else
+			return CLI_USAGE;
+	}
+	if (id_s == NULL)
+		return cli_usage(c, "no task id given; usage: %s", cli_cmd_show.synopsis);
+	if ((rc = cli_parse_id(c, id_s, &id)) != CLI_OK)
+		return rc;
+	return show_task(c, id, json, show_env);
+}
+
+const struct cli_cmd cli_cmd_show = {
+	.name = "show",
+	.synopsis = "taskq show ID [--json] [--show-env]",
+	.summary = "Show everything stored about a task, attempts included.",
+	.help = show_help,
+	.run = run_show,
+};

@@ -1,0 +1,227 @@
+# lib.sh - helpers for taskq's integration tests (bash). Source it first:
+#
+#     . "$(dirname "$0")/lib.sh"
+#
+# Each test gets its own temporary directory holding TASKQ_HOME (the state
+# directory) and HOME, removed on exit by a trap that first stops every
+# process the test started with tq_bg (TERM to its process group, KILL after
+# a deadline). Waiting is always a poll with a deadline (wait_for), never a
+# fixed sleep. A test says what it checks (check "..."), stops at the first
+# failed assertion with a message on stderr, and exits non-zero.
+#
+# Environment from meson (tests/meson.build): TASKQ_BIN, the built binary;
+# TASKQ_SRCDIR; TASKQ_FIXTURES.
+
+set -euo pipefail
+
+: "${TASKQ_BIN:?TASKQ_BIN must name the built taskq binary}"
+
+TQ_TEST=$(basename "$0" .sh)
+TQ_TMP=$(mktemp -d "${TMPDIR:-/tmp}/taskq-it-XXXXXX")
+TQ_PIDS=()
+TQ_CHECKS=0
+
+# A hermetic environment: nothing from the developer's own queue or home.
+export TASKQ_HOME="$TQ_TMP/home"
+export HOME="$TQ_TMP/user"
+mkdir -p "$HOME"
+unset XDG_STATE_HOME TASKQ_SCRUB_ENV NO_COLOR
+export LC_ALL=C.UTF-8
+
+# The system python3 when there is one: a version manager's shim (pyenv)
+# costs half a second a call, and the tests need only the standard library.
+if [ -x /usr/bin/python3 ]; then TQ_PYTHON=/usr/bin/python3; else TQ_PYTHON=python3; fi
+
+# The outputs of the last assert_exit / run.
+TQ_OUT="$TQ_TMP/out"
+TQ_ERR="$TQ_TMP/err"
+TQ_RC=0
+
+# ---------------------------------------------------------------------------
+# Processes and cleanup
+
+# Start "$@" in the background in its own session and process group, and
+# remember it so cleanup stops it (and everything it started). The pid is
+# in TQ_LAST_PID.
+tq_bg() {
+	setsid "$@" &
+	TQ_LAST_PID=$!
+	TQ_PIDS+=("$TQ_LAST_PID")
+}
+
+# Remember a pid started some other way.
+tq_track() {
+	TQ_PIDS+=("$1")
+}
+
+# Signal a process's group (it leads one when started by tq_bg), or the
+# process alone.
+_tq_signal() {
+	kill "-$1" -- "-$2" 2>/dev/null || kill "-$1" "$2" 2>/dev/null || true
+}
+
+# Alive, and not a zombie waiting for us to reap it.
+_tq_alive() {
+	local s
+	s=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+	s=${s##*) }
+	[ "${s%% *}" != Z ]
+}
+
+_tq_cleanup() {
+	local rc=$? pid
+	set +e
+	for pid in "${TQ_PIDS[@]}"; do
+		_tq_signal TERM "$pid"
+	done
+	for pid in "${TQ_PIDS[@]}"; do
+		wait_for "! _tq_alive $pid" 5 2>/dev/null
+		# KILL the group even when its leader is gone: a straggler that
+		# ignored TERM must not outlive the test
+		_tq_signal KILL "$pid"
+		wait "$pid" 2>/dev/null
+	done
+	# Sanitizer reports of background processes (supervisor, workers) go to
+	# their log, not to our exit status: any report fails the test.
+	if [ -f "$TQ_TMP/serve.log" ] &&
+		grep -qE 'AddressSanitizer|LeakSanitizer|runtime error:' "$TQ_TMP/serve.log"; then
+		echo "FAIL: $TQ_TEST: sanitizer report from a background process:" >&2
+		grep -E -A20 'AddressSanitizer|LeakSanitizer|runtime error:' "$TQ_TMP/serve.log" | head -40 >&2
+		[ "$rc" -eq 0 ] && rc=1
+	fi
+	rm -rf "$TQ_TMP"
+	if [ "$rc" -eq 0 ]; then
+		echo "PASS $TQ_TEST ($TQ_CHECKS checks)"
+	else
+		echo "FAIL $TQ_TEST (exit $rc)" >&2
+	fi
+	exit "$rc"
+}
+trap _tq_cleanup EXIT
+trap 'exit 130' INT TERM
+
+# ---------------------------------------------------------------------------
+# Waiting
+
+# Milliseconds on a clock that only moves forward for our purposes.
+_tq_now_ms() {
+	local t=${EPOCHREALTIME/./}
+	echo $((t / 1000))
+}
+
+# wait_for 'COMMAND' SECONDS: evaluate COMMAND until it succeeds, polling
+# every 20 ms, and fail (return 1, with a message) when the deadline passes.
+wait_for() {
+	local cond=$1 deadline
+	deadline=$(($(_tq_now_ms) + ${2:-10} * 1000))
+	while ! eval "$cond" >/dev/null 2>&1; do
+		if [ "$(_tq_now_ms)" -ge "$deadline" ]; then
+			echo "wait_for: timed out after ${2:-10}s: $cond" >&2
+			return 1
+		fi
+		sleep 0.02
+	done
+}
+
+# ---------------------------------------------------------------------------
+# Assertions
+
+# Say what the next assertions check.
+check() {
+	TQ_CHECKS=$((TQ_CHECKS + 1))
+	echo "--- $*"
+}
+
+fail() {
+	echo "FAIL: $TQ_TEST: $*" >&2
+	exit 1
+}
+
+# assert_eq EXPECTED ACTUAL [WHAT]
+assert_eq() {
+	if [ "$1" != "$2" ]; then
+		fail "${3:-values differ}: expected [$1], got [$2]"
+	fi
+}
+
+# assert_contains HAYSTACK NEEDLE [WHAT]
+assert_contains() {
+	case "$1" in
+	*"$2"*) ;;
+	*) fail "${3:-missing text}: [$2] not in [$1]" ;;
+	esac
+}
+
+# assert_not_contains HAYSTACK NEEDLE [WHAT]
+assert_not_contains() {
+	case "$1" in
+	*"$2"*) fail "${3:-unexpected text}: [$2] found in [$1]" ;;
+	esac
+}
+
+# run CMD...: run it, keeping stdout in $TQ_OUT, stderr in $TQ_ERR and the
+# exit status in $TQ_RC, without stopping the test on failure.
+run() {
+	if "$@" >"$TQ_OUT" 2>"$TQ_ERR"; then TQ_RC=0; else TQ_RC=$?; fi
+}
+
+# assert_exit CODE CMD...: run CMD and require its exit status; its output
+# stays in $TQ_OUT / $TQ_ERR (out / err print them).
+assert_exit() {
+	local want=$1
+	shift
+	run "$@"
+	if [ "$TQ_RC" -ne "$want" ]; then
+		fail "expected exit $want, got $TQ_RC from: $* ; stdout: [$(cat "$TQ_OUT")] stderr: [$(cat "$TQ_ERR")]"
+	fi
+}
+
+out() { cat "$TQ_OUT"; }
+err() { cat "$TQ_ERR"; }
+
+# The last command wrote exactly one line to stderr (an error's whole form).
+assert_one_line_error() {
+	local n
+	n=$(wc -l <"$TQ_ERR")
+	assert_eq 1 "$n" "lines on stderr ($(err))"
+	assert_contains "$(err)" "taskq: " "error prefix"
+}
+
+# ---------------------------------------------------------------------------
+# taskq, its database, and JSON
+
+tq() { "$TASKQ_BIN" "$@"; }
+
+# Query the test's database with the sqlite3 shell.
+tq_sql() {
+	sqlite3 "$TASKQ_HOME/taskq.db" "$@"
+}
+
+# The bytes of the arguments as the store keeps argv ("a\0b\0"), in
+# upper-case hex like sqlite's hex().
+hex_args() {
+	printf '%s\0' "$@" | od -An -v -tx1 | tr -d ' \n' | tr a-f A-F
+}
+
+# pyjson EXPR < FILE: evaluate a Python expression over the JSON document d
+# (base64 and json are imported); prints str() of the result, or the JSON
+# text of lists and dicts. Fails on input that is not JSON.
+pyjson() {
+	"$TQ_PYTHON" -c '
+import base64, json, sys
+d = json.load(sys.stdin)
+r = eval(sys.argv[1])
+print(json.dumps(r) if isinstance(r, (list, tuple, dict, bool)) or r is None else r)
+' "$1"
+}
+
+# The environment stored for task ID, one "K=V" per line (from the database).
+db_env() {
+	tq_sql "select hex(e.data) from tasks t join envs e on e.id = t.env_id where t.id = $1" |
+		"$TQ_PYTHON" -c '
+import binascii, sys
+for v in binascii.unhexlify(sys.stdin.read().strip()).split(b"\0"):
+    if v:
+        sys.stdout.buffer.write(v + b"\n")
+'
+}

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# test_cancel_remove.sh - taskq cancel and taskq remove: what each does to
+# the database and the log, per id; refusals for running tasks (exit 1) and
+# unknown ids (exit 2); every id is parsed before any is touched.
+. "$(dirname "$0")/lib.sh"
+
+state() { tq_sql "select state from tasks where id = $1"; }
+
+check "with no database yet, every id is unknown: exit 2, nothing created"
+assert_exit 2 tq cancel 1
+assert_eq 'taskq: cancel: task 1: no such task' "$(err)"
+assert_exit 2 tq remove 1 2
+assert_eq 2 "$(err | wc -l)"
+assert_eq no "$([ -e "$TASKQ_HOME" ] && echo yes || echo no)"
+
+for i in 1 2 3 4 5 6; do tq submit true >/dev/null; done
+
+check "cancel a queued task: state and outcome canceled, reported on stdout"
+assert_exit 0 tq cancel 1
+assert_eq "1 canceled" "$(out)"
+assert_eq "" "$(err)"
+assert_eq "canceled|canceled" "$(tq_sql "select state, outcome from tasks where id = 1")"
+assert_eq 1 "$(tq_sql "select finished_at > 0 from tasks where id = 1")"
+
+check "canceling a canceled task is not an error"
+assert_exit 0 tq cancel 1
+assert_eq "1 already canceled" "$(out)"
+
+check "several ids: each one handled, the worst exit code wins"
+assert_exit 2 tq cancel 2 99 3
+assert_eq $'2 canceled\n3 canceled' "$(out)"
+assert_eq 'taskq: cancel: task 99: no such task' "$(err)"
+assert_eq canceled "$(state 2)"
+assert_eq canceled "$(state 3)"
+
+check "a malformed id anywhere: nothing is changed"
+assert_exit 2 tq cancel 4 x5
+assert_one_line_error
+assert_contains "$(err)" '"x5": expected a task id'
+assert_eq queued "$(state 4)"
+assert_exit 2 tq remove 4 0
+assert_eq queued "$(state 4)"
+
+# 5 runs, 6 has finished (as a worker would have recorded)
+now=$(($(date +%s) * 1000))
+tq_sql "update tasks set state='running', started_at=$now, attempt=1 where id=5;
+	update tasks set state='succeeded', started_at=$now-10, finished_at=$now,
+	exit_code=0, outcome='succeeded', attempt=1 where id=6;"
+
+check "cancel refuses a running or finished task: exit 1, untouched"
+assert_exit 1 tq cancel 5
+assert_one_line_error
+assert_contains "$(err)" "task 5"
+assert_contains "$(err)" "running"
+assert_eq running "$(state 5)"
+assert_exit 1 tq cancel 6
+assert_contains "$(err)" "succeeded"
+assert_eq succeeded "$(state 6)"
+
+check "remove deletes the task, its attempts and labels, and its log"
+tq submit --label k=v true >/dev/null # 7
+mkdir -p "$TASKQ_HOME/logs"
+echo "output" >"$TASKQ_HOME/logs/7.log"
+tq_sql "insert into attempts(task_id, attempt, started_at) values (7, 1, $now)"
+assert_exit 0 tq remove 7
+assert_eq "7 removed" "$(out)"
+assert_eq 0 "$(tq_sql "select count(*) from tasks where id = 7")"
+assert_eq 0 "$(tq_sql "select count(*) from attempts where task_id = 7")"
+assert_eq 0 "$(tq_sql "select count(*) from labels where task_id = 7")"
+assert_eq no "$([ -e "$TASKQ_HOME/logs/7.log" ] && echo yes || echo no)" "log removed"
+assert_exit 2 tq show 7
+assert_exit 2 tq remove 7
+assert_eq 'taskq: remove: task 7: no such task' "$(err)"
+
+check "remove works on finished and canceled tasks, without a log file too"
+assert_exit 0 tq rm 6 1
+assert_eq $'6 removed\n1 removed' "$(out)"
+assert_eq 0 "$(tq_sql "select count(*) from tasks where id in (1, 6)")"
+
+check "remove refuses a running task: exit 1, the task and its log stay"
+echo "live" >"$TASKQ_HOME/logs/5.log"
+assert_exit 1 tq remove 5
+assert_one_line_error
+assert_contains "$(err)" "task 5"
+assert_eq running "$(state 5)"
+assert_eq live "$(cat "$TASKQ_HOME/logs/5.log")"
+
+check "ids are never reused after a remove"
+assert_exit 0 tq submit true
+assert_eq 8 "$(out)"
+
+check "cancel and remove need at least one id"
+assert_exit 2 tq cancel
+assert_one_line_error
+assert_exit 2 tq remove
+assert_one_line_error
