@@ -385,15 +385,10 @@ int tq_queue_finish(struct tq_queue *q, const struct tq_finish *f,
 	return 0;
 }
 
-int tq_queue_expired(struct tq_queue *q, int64_t now_ms, size_t max,
-		     struct tq_expired **list, size_t *n, struct tq_err *err)
+/* Read running tasks selected by st (?1 bound by the caller, ?2 = max). */
+static int read_running(struct tq_queue *q, sqlite3_stmt *st, size_t max,
+			struct tq_expired **list, size_t *n, struct tq_err *err)
 {
-	sqlite3_stmt *st = tq_db_stmt(q, ST_EXPIRED,
-		"SELECT t.id, t.attempt, t.worker_id, a.pid, a.pgid, a.proc_start,"
-		" t.retry_lost, t.max_retries FROM tasks t LEFT JOIN attempts a"
-		" ON a.task_id = t.id AND a.attempt = t.attempt"
-		" WHERE t.state = 'running' AND t.lease_until < ?1 ORDER BY t.lease_until"
-		" LIMIT ?2", err);
 	struct tq_expired *out = NULL;
 	size_t count = 0;
 	int rc;
@@ -402,11 +397,14 @@ int tq_queue_expired(struct tq_queue *q, int64_t now_ms, size_t max,
 	*n = 0;
 	if (st == NULL)
 		return err ? err->code : TQ_EIO;
-	if (max == 0)
+	if (max == 0) {
+		tq_db_done(st);
 		return 0;
-	if ((out = calloc(max, sizeof(*out))) == NULL)
+	}
+	if ((out = calloc(max, sizeof(*out))) == NULL) {
+		tq_db_done(st);
 		return tq_err_set(err, TQ_ENOMEM, "out of memory");
-	sqlite3_bind_int64(st, 1, now_ms);
+	}
 	sqlite3_bind_int64(st, 2, (int64_t)max);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW && count < max) {
 		struct tq_expired *e = &out[count++];
@@ -422,11 +420,64 @@ int tq_queue_expired(struct tq_queue *q, int64_t now_ms, size_t max,
 	tq_db_done(st);
 	if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
 		free(out);
-		return tq_db_error(q, rc, err, "read expired leases");
+		return tq_db_error(q, rc, err, "read running tasks");
 	}
 	*list = out;
 	*n = count;
 	return 0;
+}
+
+#define RUNNING_COLS \
+	"SELECT t.id, t.attempt, t.worker_id, a.pid, a.pgid, a.proc_start," \
+	" t.retry_lost, t.max_retries FROM tasks t LEFT JOIN attempts a" \
+	" ON a.task_id = t.id AND a.attempt = t.attempt"
+
+int tq_queue_expired(struct tq_queue *q, int64_t now_ms, size_t max,
+		     struct tq_expired **list, size_t *n, struct tq_err *err)
+{
+	sqlite3_stmt *st = tq_db_stmt(q, ST_EXPIRED, RUNNING_COLS
+		" WHERE t.state = 'running' AND t.lease_until < ?1 ORDER BY t.lease_until"
+		" LIMIT ?2", err);
+
+	*list = NULL;
+	*n = 0;
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	sqlite3_bind_int64(st, 1, now_ms);
+	return read_running(q, st, max, list, n, err);
+}
+
+int tq_queue_running_by(struct tq_queue *q, int64_t worker_id, size_t max,
+			struct tq_expired **list, size_t *n, struct tq_err *err)
+{
+	sqlite3_stmt *st = tq_db_stmt(q, ST_RUNNING_BY, RUNNING_COLS
+		" WHERE t.state = 'running' AND t.worker_id = ?1 ORDER BY t.id LIMIT ?2", err);
+
+	*list = NULL;
+	*n = 0;
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	sqlite3_bind_int64(st, 1, worker_id);
+	return read_running(q, st, max, list, n, err);
+}
+
+int tq_queue_runnable(struct tq_queue *q, int64_t *n, struct tq_err *err)
+{
+	sqlite3_stmt *st = tq_db_stmt(q, ST_RUNNABLE,
+		"SELECT count(*) FROM tasks t JOIN groups g ON g.name = t.grp"
+		" WHERE (t.state = 'queued' OR (t.state = 'scheduled' AND t.run_after <= ?1))"
+		" AND g.paused = 0 AND g.paused_until <= ?1", err);
+	int rc;
+
+	*n = 0;
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	sqlite3_bind_int64(st, 1, tq_now_ms());
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*n = sqlite3_column_int64(st, 0);
+	tq_db_done(st);
+	return rc == SQLITE_ROW ? 0 : tq_db_error(q, rc, err, "count runnable tasks");
 }
 
 /* ------------------------------------------------------------------ */

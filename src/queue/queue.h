@@ -525,6 +525,89 @@ struct tq_expired {
 int tq_queue_expired(struct tq_queue *q, int64_t now_ms, size_t max,
 		     struct tq_expired **list, size_t *n, struct tq_err *err);
 
+/* Running tasks held by worker_id (its process died: recover them now,
+ * without waiting for the lease). Same shape as tq_queue_expired. */
+int tq_queue_running_by(struct tq_queue *q, int64_t worker_id, size_t max,
+			struct tq_expired **list, size_t *n, struct tq_err *err);
+
+/* How many tasks could start now if a worker were free: queued or due
+ * scheduled tasks in groups that are not paused. */
+int tq_queue_runnable(struct tq_queue *q, int64_t *n, struct tq_err *err);
+
+/* ------------------------------------------------------------------ */
+/* Workers and the supervisor                                         */
+
+struct tq_worker_info {
+	int64_t id;
+	int pid;
+	int64_t proc_start;     /* with pid: the process's identity */
+	int slot;
+	int supervisor_pid;
+	int64_t started_at;
+	int64_t heartbeat_at;
+	int64_t task_id;        /* 0: idle */
+};
+
+/* Add a worker row; *id is the worker id used in leases and attempts. */
+int tq_queue_worker_add(struct tq_queue *q, int pid, int64_t proc_start, int slot,
+			int supervisor_pid, int64_t *id, struct tq_err *err);
+
+/* Heartbeat: the worker is alive and runs task_id (0: idle). */
+int tq_queue_worker_beat(struct tq_queue *q, int64_t id, int64_t task_id,
+			 struct tq_err *err);
+
+/* The worker stopped (its row is kept for history, marked stopped). */
+int tq_queue_worker_stop(struct tq_queue *q, int64_t id, struct tq_err *err);
+
+/* Workers not marked stopped, oldest first. *list is malloc'd. */
+int tq_queue_workers(struct tq_queue *q, struct tq_worker_info **list, size_t *n,
+		     struct tq_err *err);
+
+/*
+ * For taskq drain: of the tasks that workers ids[0..n) ran, how many there
+ * were (*ran), how many are now in a final state other than succeeded
+ * (*failed), and how many have not reached a final state (*pending: waiting
+ * for a retry, or running).
+ */
+int tq_queue_worker_results(struct tq_queue *q, const int64_t *ids, size_t n,
+			    int64_t *ran, int64_t *failed, int64_t *pending,
+			    struct tq_err *err);
+
+/* Small named values (the supervisor's pid, start time, worker count). */
+int tq_queue_meta_set(struct tq_queue *q, const char *key, const char *value,
+		      struct tq_err *err);
+/* *value is malloc'd, or NULL if the key is not set. */
+int tq_queue_meta_get(struct tq_queue *q, const char *key, char **value,
+		      struct tq_err *err);
+
+/* ------------------------------------------------------------------ */
+/* Standard input of --stdin pipe tasks                               */
+
+/*
+ * Store data (and with eof, the end of input) for task id's stdin, to be
+ * delivered by its worker. TQ_ESTATE if the task's stdin is not a pipe, or
+ * it has finished, or its input was already ended.
+ */
+int tq_queue_stdin_write(struct tq_queue *q, int64_t id, const void *data, size_t len,
+			 int eof, struct tq_err *err);
+
+struct tq_stdin_chunk {
+	int64_t seq;            /* increasing per chunk */
+	void *data;             /* malloc'd */
+	size_t len;
+	int eof;
+};
+
+/* Undelivered chunks of task id with seq > after, oldest first, at most max.
+ * Free with tq_stdin_chunks_free. */
+int tq_queue_stdin_pending(struct tq_queue *q, int64_t id, int64_t after, size_t max,
+			   struct tq_stdin_chunk **list, size_t *n, struct tq_err *err);
+void tq_stdin_chunks_free(struct tq_stdin_chunk *list, size_t n);
+
+/* Mark every chunk of task id up to seq delivered. */
+int tq_queue_stdin_delivered(struct tq_queue *q, int64_t id, int64_t seq,
+			     struct tq_err *err);
+
 /* ------------------------------------------------------------------ */
 /* Groups                                                             */
 

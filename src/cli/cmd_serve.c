@@ -1,0 +1,461 @@
+/*
+ * cmd_serve.c - running the queue: `taskq serve`, `taskq drain`,
+ * `taskq status`, `taskq shutdown`, and the internal `taskq worker` that
+ * the supervisor starts. The work itself is in src/worker; this file parses
+ * flags and reports.
+ */
+#include "cli.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/parse.h"
+#include "common/sys.h"
+#include "output.h"
+#include "worker/supervisor.h"
+#include "worker/worker.h"
+
+enum { O_WORKERS = 256, O_FOREGROUND, O_GRACE, O_LEASE, O_NOW, O_SLOT, O_SUP, O_JSON,
+       O_NOWAIT };
+
+static int parse_ms(const struct cli_ctx *c, const struct cli_args *a, int64_t *ms)
+{
+	struct tq_err err = TQ_ERR_INIT;
+
+	if (tq_parse_duration(a->val, ms, &err) < 0)
+		return cli_usage(c, "%s %s", a->flag, err.msg);
+	return CLI_OK;
+}
+
+static int parse_workers(const struct cli_ctx *c, const struct cli_args *a, int *n)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	int64_t v;
+
+	if (tq_parse_int(a->val, 1, TQ_MAX_WORKERS, &v, &err) < 0)
+		return cli_usage(c, "%s %s", a->flag, err.msg);
+	*n = (int)v;
+	return CLI_OK;
+}
+
+static int home_and_exe(const struct cli_ctx *c, char *home, char *exe)
+{
+	struct tq_err err = TQ_ERR_INIT;
+
+	if (tq_home_resolve(c->home_flag, home, PATH_MAX, &err) < 0 ||
+	    tq_self_exe(exe, PATH_MAX, &err) < 0)
+		return cli_fail(c, &err);
+	return CLI_OK;
+}
+
+/* serve and drain share their flags. */
+static int run_supervisor(struct cli_ctx *c, int argc, char **argv, int drain)
+{
+	static const struct cli_opt opts[] = {
+		{ "workers", O_WORKERS, 1, 'w' }, { "foreground", O_FOREGROUND, 0, 'f' },
+		{ "grace", O_GRACE, 1, 0 }, { "lease", O_LEASE, 1, 0 }, { NULL, 0, 0, 0 },
+	};
+	char home[PATH_MAX], exe[PATH_MAX];
+	struct tq_serve_opts o = {
+		.workers = TQ_DEFAULT_WORKERS, .foreground = drain, .drain = drain,
+		.grace_ms = TQ_DEFAULT_SHUTDOWN_GRACE_MS, .lease_ms = TQ_DEFAULT_LEASE_MS,
+	};
+	struct cli_args a;
+	int k, rc = CLI_OK;
+
+	cli_args_init(&a, argc, argv, 0);
+	while (rc == CLI_OK && (k = cli_next(c, &a, opts)) != CLI_OPT_END) {
+		switch (k) {
+		case CLI_OPT_HELP: return cli_print_help(c->cmd, stdout);
+		case O_WORKERS: rc = parse_workers(c, &a, &o.workers); break;
+		case O_FOREGROUND: o.foreground = 1; break;
+		case O_GRACE: rc = parse_ms(c, &a, &o.grace_ms); break;
+		case O_LEASE: rc = parse_ms(c, &a, &o.lease_ms); break;
+		case CLI_OPT_ARG: return cli_usage(c, "unexpected argument \"%s\"", a.val);
+		default: return CLI_USAGE;
+		}
+	}
+	if (rc != CLI_OK)
+		return rc;
+	if (o.lease_ms < 300)
+		return cli_usage(c, "--lease must be at least 300ms");
+	if ((rc = home_and_exe(c, home, exe)) != CLI_OK)
+		return rc;
+	o.home = home;
+	o.exe = exe;
+	fflush(stdout);
+	return tq_supervisor_main(&o);
+}
+
+static int run_serve(struct cli_ctx *c, int argc, char **argv)
+{
+	return run_supervisor(c, argc, argv, 0);
+}
+
+static int run_drain(struct cli_ctx *c, int argc, char **argv)
+{
+	return run_supervisor(c, argc, argv, 1);
+}
+
+static int run_worker(struct cli_ctx *c, int argc, char **argv)
+{
+	static const struct cli_opt opts[] = {
+		{ "slot", O_SLOT, 1, 0 }, { "lease", O_LEASE, 1, 0 },
+		{ "grace", O_GRACE, 1, 0 }, { "supervisor", O_SUP, 1, 0 }, { NULL, 0, 0, 0 },
+	};
+	char home[PATH_MAX];
+	struct tq_worker_opts o = { .slot = 1, .lease_ms = TQ_DEFAULT_LEASE_MS,
+				    .grace_ms = TQ_DEFAULT_SHUTDOWN_GRACE_MS };
+	struct tq_err err = TQ_ERR_INIT;
+	struct cli_args a;
+	int64_t v;
+	int k, rc = CLI_OK;
+
+	cli_args_init(&a, argc, argv, 0);
+	while (rc == CLI_OK && (k = cli_next(c, &a, opts)) != CLI_OPT_END) {
+		switch (k) {
+		case CLI_OPT_HELP: return cli_print_help(c->cmd, stdout);
+		case O_SLOT:
+		case O_SUP:
+			if (tq_parse_int(a.val, 1, INT_MAX, &v, &err) < 0)
+				return cli_usage(c, "%s %s", a.flag, err.msg);
+			*(k == O_SLOT ? &o.slot : &o.supervisor_pid) = (int)v;
+			break;
+		case O_LEASE: rc = parse_ms(c, &a, &o.lease_ms); break;
+		case O_GRACE: rc = parse_ms(c, &a, &o.grace_ms); break;
+		default: return CLI_USAGE;
+		}
+	}
+	if (rc != CLI_OK)
+		return rc;
+	if (tq_home_resolve(c->home_flag, home, sizeof(home), &err) < 0)
+		return cli_fail(c, &err);
+	o.home = home;
+	return tq_worker_main(&o);
+}
+
+/* ------------------------------------------------------------------ */
+/* status                                                             */
+
+struct status {
+	pid_t pid;
+	int running;
+	int64_t started_at;
+	int64_t workers_target;
+	int64_t counts[TQ_STATE_COUNT];
+	struct tq_worker_info *ws;
+	size_t nws;
+	struct tq_group *gs;
+	size_t ngs;
+};
+
+static int64_t meta_int(struct tq_queue *q, const char *key)
+{
+	char *v = NULL;
+	int64_t n = 0;
+
+	if (tq_queue_meta_get(q, key, &v, NULL) == 0 && v != NULL)
+		n = strtoll(v, NULL, 10);
+	free(v);
+	return n;
+}
+
+static int load_status(const struct cli_ctx *c, struct tq_queue *q, const char *home,
+		       struct status *s)
+{
+	struct tq_err err = TQ_ERR_INIT;
+
+	s->running = tq_supervisor_running(home, &s->pid);
+	if (q == NULL)
+		return CLI_OK;
+	if (tq_queue_counts(q, s->counts, &err) < 0 ||
+	    tq_queue_workers(q, &s->ws, &s->nws, &err) < 0 ||
+	    tq_queue_groups(q, &s->gs, &s->ngs, &err) < 0)
+		return cli_fail(c, &err);
+	if (s->running) {
+		s->started_at = meta_int(q, "supervisor_started_at");
+		s->workers_target = meta_int(q, "supervisor_workers");
+	}
+	return CLI_OK;
+}
+
+static int group_shown(const struct tq_group *g, int64_t now)
+{
+	return g->paused || g->paused_until > now || g->parallel > 0 || g->running > 0 ||
+	       g->queued > 0;
+}
+
+static void print_status_human(const struct status *s, const char *home)
+{
+	int64_t now = tq_now_ms();
+	char buf[64];
+
+	if (s->running) {
+		tq_format_duration(s->started_at ? now - s->started_at : 0, buf, sizeof(buf));
+		printf("supervisor: running, pid %d, up %s, %lld workers\n", (int)s->pid,
+		       buf, (long long)s->workers_target);
+	} else {
+		printf("supervisor: not running (start one with: taskq serve)\n");
+	}
+	printf("state directory: %s\n", home);
+	printf("tasks:");
+	for (int i = 0; i < TQ_STATE_COUNT; i++)
+		printf("%s %s %lld", i ? "," : "", tq_state_name((enum tq_state)i),
+		       (long long)s->counts[i]);
+	printf("\n");
+	for (size_t i = 0; i < s->nws; i++) {
+		tq_format_duration(now - s->ws[i].heartbeat_at, buf, sizeof(buf));
+		if (s->ws[i].task_id)
+			printf("worker %d: pid %d, running task %lld (seen %s ago)\n",
+			       s->ws[i].slot, s->ws[i].pid, (long long)s->ws[i].task_id, buf);
+		else
+			printf("worker %d: pid %d, idle (seen %s ago)\n", s->ws[i].slot,
+			       s->ws[i].pid, buf);
+	}
+	for (size_t i = 0; i < s->ngs; i++) {
+		const struct tq_group *g = &s->gs[i];
+		char *name;
+		if (!group_shown(g, now) || (name = cli_esc(g->name, 0, NULL)) == NULL)
+			continue;
+		printf("group %s: %lld running, %lld queued", name, (long long)g->running,
+		       (long long)g->queued);
+		if (g->parallel > 0)
+			printf(", parallel %lld", (long long)g->parallel);
+		if (g->paused)
+			printf(", paused");
+		if (g->paused_until > now) {
+			tq_format_time(g->paused_until, buf, sizeof(buf));
+			printf(", paused until %s", buf);
+		}
+		printf("\n");
+		free(name);
+	}
+}
+
+static cJSON *status_json(const struct status *s, const char *home)
+{
+	cJSON *o = cJSON_CreateObject(), *t, *w, *g;
+	int64_t now = tq_now_ms();
+
+	cJSON_AddBoolToObject(o, "supervisor_running", s->running);
+	if (s->running) {
+		cJSON_AddNumberToObject(o, "supervisor_pid", s->pid);
+		cJSON_AddNumberToObject(o, "started_at", (double)s->started_at);
+		cJSON_AddNumberToObject(o, "workers", (double)s->workers_target);
+	}
+	cJSON_AddStringToObject(o, "home", home);
+	t = cJSON_AddObjectToObject(o, "tasks");
+	for (int i = 0; i < TQ_STATE_COUNT; i++)
+		cJSON_AddNumberToObject(t, tq_state_name((enum tq_state)i), (double)s->counts[i]);
+	w = cJSON_AddArrayToObject(o, "worker_list");
+	for (size_t i = 0; i < s->nws; i++) {
+		cJSON *x = cJSON_CreateObject();
+		cJSON_AddNumberToObject(x, "slot", s->ws[i].slot);
+		cJSON_AddNumberToObject(x, "pid", s->ws[i].pid);
+		if (s->ws[i].task_id)
+			cJSON_AddNumberToObject(x, "task", (double)s->ws[i].task_id);
+		else
+			cJSON_AddNullToObject(x, "task");
+		cJSON_AddNumberToObject(x, "heartbeat_at", (double)s->ws[i].heartbeat_at);
+		cJSON_AddItemToArray(w, x);
+	}
+	g = cJSON_AddArrayToObject(o, "groups");
+	for (size_t i = 0; i < s->ngs; i++) {
+		cJSON *x;
+		if (!group_shown(&s->gs[i], now))
+			continue;
+		x = cJSON_CreateObject();
+		cJSON_AddStringToObject(x, "name", s->gs[i].name);
+		cJSON_AddNumberToObject(x, "running", (double)s->gs[i].running);
+		cJSON_AddNumberToObject(x, "queued", (double)s->gs[i].queued);
+		cJSON_AddNumberToObject(x, "parallel", (double)s->gs[i].parallel);
+		cJSON_AddBoolToObject(x, "paused", s->gs[i].paused);
+		if (s->gs[i].paused_until > now)
+			cJSON_AddNumberToObject(x, "paused_until", (double)s->gs[i].paused_until);
+		cJSON_AddItemToArray(g, x);
+	}
+	return o;
+}
+
+static int run_status(struct cli_ctx *c, int argc, char **argv)
+{
+	static const struct cli_opt opts[] = { { "json", O_JSON, 0, 0 }, { NULL, 0, 0, 0 } };
+	char home[PATH_MAX];
+	struct status s = { 0 };
+	struct tq_queue *q = NULL;
+	struct tq_err err = TQ_ERR_INIT;
+	struct cli_args a;
+	int k, json = 0, rc;
+
+	cli_args_init(&a, argc, argv, 0);
+	while ((k = cli_next(c, &a, opts)) != CLI_OPT_END) {
+		if (k == CLI_OPT_HELP)
+			return cli_print_help(c->cmd, stdout);
+		if (k != O_JSON)
+			return k == CLI_OPT_ARG ? cli_usage(c, "unexpected argument \"%s\"", a.val)
+						: CLI_USAGE;
+		json = 1;
+	}
+	if (tq_home_resolve(c->home_flag, home, sizeof(home), &err) < 0)
+		return cli_fail(c, &err);
+	if ((rc = cli_open(c, TQ_OPEN_NOCREATE, &q)) != CLI_OK)
+		return rc;
+	cli_output_init();
+	rc = load_status(c, q, home, &s);
+	if (rc == CLI_OK && json) {
+		cJSON *o = status_json(&s, home);
+		char *txt = o ? cJSON_PrintUnformatted(o) : NULL;
+		if (txt == NULL)
+			rc = cli_runtime(c, "out of memory");
+		else
+			printf("%s\n", txt);
+		free(txt);
+		cJSON_Delete(o);
+	} else if (rc == CLI_OK) {
+		print_status_human(&s, home);
+	}
+	free(s.ws);
+	tq_group_list_free(s.gs, s.ngs);
+	tq_queue_close(q);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* shutdown                                                           */
+
+static int run_shutdown(struct cli_ctx *c, int argc, char **argv)
+{
+	static const struct cli_opt opts[] = {
+		{ "now", O_NOW, 0, 0 }, { "grace", O_GRACE, 1, 0 },
+		{ "no-wait", O_NOWAIT, 0, 0 }, { NULL, 0, 0, 0 },
+	};
+	char home[PATH_MAX];
+	struct tq_err err = TQ_ERR_INIT;
+	struct cli_args a;
+	int64_t grace = -1, deadline;
+	int k, rc = CLI_OK, wait = 1;
+	pid_t pid = 0;
+
+	cli_args_init(&a, argc, argv, 0);
+	while (rc == CLI_OK && (k = cli_next(c, &a, opts)) != CLI_OPT_END) {
+		switch (k) {
+		case CLI_OPT_HELP: return cli_print_help(c->cmd, stdout);
+		case O_NOW: grace = 0; break;
+		case O_GRACE: rc = parse_ms(c, &a, &grace); break;
+		case O_NOWAIT: wait = 0; break;
+		case CLI_OPT_ARG: return cli_usage(c, "unexpected argument \"%s\"", a.val);
+		default: return CLI_USAGE;
+		}
+	}
+	if (rc != CLI_OK)
+		return rc;
+	if (grace > INT_MAX)
+		return cli_usage(c, "--grace is too long");
+	if (tq_home_resolve(c->home_flag, home, sizeof(home), &err) < 0)
+		return cli_fail(c, &err);
+	if (!tq_supervisor_running(home, &pid) || pid <= 1) {
+		printf("no supervisor is running\n");
+		return CLI_OK;
+	}
+	if (grace >= 0) {
+		union sigval v = { .sival_int = (int)grace };
+		rc = sigqueue(pid, SIGTERM, v);
+	} else {
+		rc = kill(pid, SIGTERM);
+	}
+	if (rc < 0)
+		return cli_runtime(c, "signal supervisor pid %d: %s", (int)pid, strerror(errno));
+	if (!wait) {
+		printf("supervisor pid %d is stopping\n", (int)pid);
+		return CLI_OK;
+	}
+	/* Running tasks get the grace, then their kill grace: wait for that
+	 * plus a margin before giving up. */
+	deadline = tq_mono_ms() + (grace >= 0 ? grace : TQ_DEFAULT_SHUTDOWN_GRACE_MS) + 60000;
+	while (tq_supervisor_running(home, NULL)) {
+		if (tq_mono_ms() > deadline)
+			return cli_runtime(c, "supervisor pid %d has not stopped yet", (int)pid);
+		tq_sleep_ms(20);
+	}
+	printf("supervisor pid %d stopped\n", (int)pid);
+	return CLI_OK;
+}
+
+const struct cli_cmd cli_cmd_serve = {
+	.name = "serve",
+	.synopsis = "taskq serve [--workers N] [--foreground] [--grace DUR] [--lease DUR]",
+	.summary = "run the supervisor and its workers (started by submit when needed)",
+	.help =
+	"Starts the supervisor for the state directory: it keeps N workers (default 2)\n"
+	"running, each claiming one task at a time, restarts a worker that dies, and\n"
+	"recovers the tasks of workers that died. One supervisor runs per state\n"
+	"directory; a second `serve` says so and exits 0. Without --foreground it runs\n"
+	"in the background and logs to HOME/serve.log.\n"
+	"\n"
+	"  -w, --workers N     workers to keep running (1-256; default 2)\n"
+	"  -f, --foreground    stay in the foreground, log to stderr\n"
+	"      --grace DUR     on shutdown, how long running tasks may go on before\n"
+	"                      they are stopped and requeued (default 30s)\n"
+	"      --lease DUR     how long a task's lease lasts without renewal before a\n"
+	"                      dead worker's task is recovered (default 10s)\n"
+	"\n"
+	"SIGTERM or SIGINT stop it gracefully; it exits 143 or 130.\n",
+	.run = run_serve,
+};
+
+const struct cli_cmd cli_cmd_drain = {
+	.name = "drain",
+	.synopsis = "taskq drain [--workers N] [--grace DUR] [--lease DUR]",
+	.summary = "run tasks in the foreground until none is left, then exit",
+	.help =
+	"Runs a supervisor in the foreground until no task can run now, nothing is\n"
+	"running, and no task it ran is waiting for a retry; then exits. For cron and\n"
+	"CI without a daemon. Refuses to start while a supervisor runs.\n"
+	"\n"
+	"  -w, --workers N     workers (default 2)\n"
+	"      --grace DUR     shutdown grace on SIGTERM/SIGINT (default 30s)\n"
+	"      --lease DUR     lease length (default 10s)\n"
+	"\n"
+	"Exit status: 0 if every task it ran succeeded, 1 otherwise.\n",
+	.run = run_drain,
+};
+
+const struct cli_cmd cli_cmd_worker = {
+	.name = "worker",
+	.synopsis = "taskq worker [--slot N] [--lease DUR] [--grace DUR] [--supervisor PID]",
+	.summary = NULL, /* internal: started by the supervisor */
+	.help = "Runs one worker in the foreground. The supervisor starts these.\n",
+	.run = run_worker,
+};
+
+const struct cli_cmd cli_cmd_status = {
+	.name = "status",
+	.synopsis = "taskq status [--json]",
+	.summary = "show the supervisor, workers, task counts and groups",
+	.help =
+	"Says whether a supervisor runs (its pid, uptime, workers), how many tasks are\n"
+	"in each state, what each worker is doing, and the groups that are paused,\n"
+	"limited, or have work.\n"
+	"\n"
+	"      --json          one JSON object\n",
+	.run = run_status,
+};
+
+const struct cli_cmd cli_cmd_shutdown = {
+	.name = "shutdown",
+	.synopsis = "taskq shutdown [--now] [--grace DUR] [--no-wait]",
+	.summary = "stop the supervisor; running tasks are requeued",
+	.help =
+	"Stops the supervisor: workers stop claiming, running tasks get the grace\n"
+	"period to finish, then are stopped (TERM, then KILL) and go back to the\n"
+	"queue without spending an attempt. Waits until the supervisor has exited.\n"
+	"\n"
+	"      --now           no grace: stop running tasks at once\n"
+	"      --grace DUR     this grace instead of the supervisor's (default 30s)\n"
+	"      --no-wait       return once the supervisor has been told\n",
+	.run = run_shutdown,
+};

@@ -1,0 +1,304 @@
+/*
+ * workers.c - the worker registry, small meta values, and the stdin chunks
+ * that `taskq write` leaves for a running task's worker.
+ */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../common/sys.h"
+
+int tq_queue_worker_add(struct tq_queue *q, int pid, int64_t proc_start, int slot,
+			int supervisor_pid, int64_t *id, struct tq_err *err)
+{
+	sqlite3_stmt *st = tq_db_stmt(q, ST_WORKER_ADD,
+		"INSERT INTO workers(pid, proc_start, host, slot, supervisor_pid, started_at,"
+		" heartbeat_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)", err);
+	char host[256] = "";
+	int rc;
+
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	if (gethostname(host, sizeof(host) - 1) < 0)
+		snprintf(host, sizeof(host), "?");
+	sqlite3_bind_int(st, 1, pid);
+	sqlite3_bind_int64(st, 2, proc_start);
+	sqlite3_bind_text(st, 3, host, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int(st, 4, slot);
+	sqlite3_bind_int(st, 5, supervisor_pid);
+	sqlite3_bind_int64(st, 6, tq_now_ms());
+	if ((rc = tq_db_exec_st(q, st, err, "register worker")) < 0)
+		return rc;
+	*id = sqlite3_last_insert_rowid(q->db);
+	return 0;
+}
+
+int tq_queue_worker_beat(struct tq_queue *q, int64_t id, int64_t task_id,
+			 struct tq_err *err)
+{
+	sqlite3_stmt *st = tq_db_stmt(q, ST_WORKER_BEAT,
+		"UPDATE workers SET heartbeat_at = ?2, task_id = ?3 WHERE id = ?1", err);
+
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	sqlite3_bind_int64(st, 1, id);
+	sqlite3_bind_int64(st, 2, tq_now_ms());
+	tq_bind_opt_i64(st, 3, task_id, 0);
+	return tq_db_exec_st(q, st, err, "worker heartbeat");
+}
+
+int tq_queue_worker_stop(struct tq_queue *q, int64_t id, struct tq_err *err)
+{
+	sqlite3_stmt *st = tq_db_stmt(q, ST_WORKER_STOP,
+		"UPDATE workers SET stopped_at = ?2, task_id = NULL WHERE id = ?1", err);
+
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	sqlite3_bind_int64(st, 1, id);
+	sqlite3_bind_int64(st, 2, tq_now_ms());
+	return tq_db_exec_st(q, st, err, "stop worker");
+}
+
+int tq_queue_workers(struct tq_queue *q, struct tq_worker_info **list, size_t *n,
+		     struct tq_err *err)
+{
+	sqlite3_stmt *st = tq_db_stmt(q, ST_WORKERS,
+		"SELECT id, pid, proc_start, slot, supervisor_pid, started_at, heartbeat_at,"
+		" task_id FROM workers WHERE stopped_at IS NULL ORDER BY id", err);
+	struct tq_worker_info *out = NULL;
+	size_t cap = 0, count = 0;
+	int rc;
+
+	*list = NULL;
+	*n = 0;
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct tq_worker_info *w;
+		if (count == cap) {
+			size_t ncap = cap ? cap * 2 : 8;
+			struct tq_worker_info *nw = reallocarray(out, ncap, sizeof(*nw));
+			if (nw == NULL) {
+				tq_db_done(st);
+				free(out);
+				return tq_err_set(err, TQ_ENOMEM, "out of memory");
+			}
+			out = nw;
+			cap = ncap;
+		}
+		w = &out[count++];
+		w->id = sqlite3_column_int64(st, 0);
+		w->pid = sqlite3_column_int(st, 1);
+		w->proc_start = sqlite3_column_int64(st, 2);
+		w->slot = sqlite3_column_int(st, 3);
+		w->supervisor_pid = sqlite3_column_int(st, 4);
+		w->started_at = sqlite3_column_int64(st, 5);
+		w->heartbeat_at = sqlite3_column_int64(st, 6);
+		w->task_id = sqlite3_column_int64(st, 7);
+	}
+	tq_db_done(st);
+	if (rc != SQLITE_DONE) {
+		free(out);
+		return tq_db_error(q, rc, err, "read workers");
+	}
+	*list = out;
+	*n = count;
+	return 0;
+}
+
+int tq_queue_worker_results(struct tq_queue *q, const int64_t *ids, size_t n,
+			    int64_t *ran, int64_t *failed, int64_t *pending,
+			    struct tq_err *err)
+{
+	sqlite3_stmt *st = tq_db_stmt(q, ST_WORKER_RESULTS,
+		"SELECT count(DISTINCT a.task_id), count(DISTINCT CASE WHEN t.state IN"
+		" ('failed','timed_out','killed','canceled') THEN a.task_id END),"
+		" count(DISTINCT CASE WHEN t.state IN"
+		" ('queued','scheduled','blocked','running') THEN a.task_id END)"
+		" FROM attempts a JOIN tasks t ON t.id = a.task_id"
+		" WHERE a.worker_id IN (SELECT value FROM json_each(?1))", err);
+	char *json = NULL;
+	size_t len = 2;
+	int rc;
+
+	*ran = *failed = *pending = 0;
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	if ((json = malloc(n * 24 + 3)) == NULL)
+		return tq_err_set(err, TQ_ENOMEM, "out of memory");
+	json[0] = '[';
+	json[1] = '\0';
+	for (size_t i = 0; i < n; i++)
+		len += (size_t)snprintf(json + len - 1, 24, "%s%lld", i ? "," : "",
+					(long long)ids[i]);
+	json[len - 1] = ']';
+	json[len] = '\0';
+	sqlite3_bind_text(st, 1, json, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*ran = sqlite3_column_int64(st, 0);
+		*failed = sqlite3_column_int64(st, 1);
+		*pending = sqlite3_column_int64(st, 2);
+	}
+	tq_db_done(st);
+	free(json);
+	return rc == SQLITE_ROW ? 0 : tq_db_error(q, rc, err, "read drain results");
+}
+
+int tq_queue_meta_set(struct tq_queue *q, const char *key, const char *value,
+		      struct tq_err *err)
+{
+	sqlite3_stmt *st = tq_db_stmt(q, ST_META_SET,
+		"INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)", err);
+
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	tq_bind_text(st, 1, key);
+	tq_bind_text(st, 2, value);
+	return tq_db_exec_st(q, st, err, "write meta");
+}
+
+int tq_queue_meta_get(struct tq_queue *q, const char *key, char **value,
+		      struct tq_err *err)
+{
+	sqlite3_stmt *st = tq_db_stmt(q, ST_META_GET, "SELECT value FROM meta WHERE key = ?1",
+				      err);
+	int rc;
+
+	*value = NULL;
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	tq_bind_text(st, 1, key);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW && tq_col_strdup(st, 0, value) < 0) {
+		tq_db_done(st);
+		return tq_err_set(err, TQ_ENOMEM, "out of memory");
+	}
+	tq_db_done(st);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : tq_db_error(q, rc, err, "read meta");
+}
+
+/* ------------------------------------------------------------------ */
+
+int tq_queue_stdin_write(struct tq_queue *q, int64_t id, const void *data, size_t len,
+			 int eof, struct tq_err *err)
+{
+	struct tq_task t;
+	sqlite3_stmt *st;
+	int rc;
+
+	if ((rc = tq_db_begin(q, err)) < 0)
+		return rc;
+	if ((rc = tq_task_load(q, id, 0, &t, err)) < 0)
+		goto fail;
+	if (t.stdin_mode != TQ_STDIN_PIPE)
+		rc = tq_err_set(err, TQ_ESTATE, "task %lld does not read its stdin from "
+				"taskq write (submit it with --stdin pipe)", (long long)id);
+	else if (tq_state_final(t.state))
+		rc = tq_err_set(err, TQ_ESTATE, "task %lld has ended (%s)", (long long)id,
+				tq_state_name(t.state));
+	tq_task_release(&t);
+	if (rc < 0)
+		goto fail;
+	st = tq_db_stmt(q, ST_STDIN_EOF_FIND,
+		"SELECT 1 FROM stdin_writes WHERE task_id = ?1 AND eof = 1", err);
+	if (st == NULL) {
+		rc = err ? err->code : TQ_EIO;
+		goto fail;
+	}
+	sqlite3_bind_int64(st, 1, id);
+	rc = sqlite3_step(st);
+	tq_db_done(st);
+	if (rc == SQLITE_ROW) {
+		rc = tq_err_set(err, TQ_ESTATE, "task %lld: its input was already ended "
+				"(--eof)", (long long)id);
+		goto fail;
+	}
+	st = tq_db_stmt(q, ST_STDIN_WRITE,
+		"INSERT INTO stdin_writes(task_id, data, eof, created_at) VALUES (?1, ?2, ?3, ?4)",
+		err);
+	if (st == NULL) {
+		rc = err ? err->code : TQ_EIO;
+		goto fail;
+	}
+	sqlite3_bind_int64(st, 1, id);
+	sqlite3_bind_blob64(st, 2, data ? data : "", len, SQLITE_STATIC);
+	sqlite3_bind_int(st, 3, eof != 0);
+	sqlite3_bind_int64(st, 4, tq_now_ms());
+	if ((rc = tq_db_exec_st(q, st, err, "store stdin data")) < 0 ||
+	    (rc = tq_db_commit(q, err)) < 0)
+		goto fail;
+	return 0;
+fail:
+	tq_db_rollback(q);
+	return rc;
+}
+
+int tq_queue_stdin_pending(struct tq_queue *q, int64_t id, int64_t after, size_t max,
+			   struct tq_stdin_chunk **list, size_t *n, struct tq_err *err)
+{
+	sqlite3_stmt *st = tq_db_stmt(q, ST_STDIN_PENDING,
+		"SELECT id, data, eof FROM stdin_writes WHERE task_id = ?1 AND id > ?2"
+		" AND delivered_at IS NULL ORDER BY id LIMIT ?3", err);
+	struct tq_stdin_chunk *out;
+	size_t count = 0;
+	int rc;
+
+	*list = NULL;
+	*n = 0;
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	if ((out = calloc(max ? max : 1, sizeof(*out))) == NULL)
+		return tq_err_set(err, TQ_ENOMEM, "out of memory");
+	sqlite3_bind_int64(st, 1, id);
+	sqlite3_bind_int64(st, 2, after);
+	sqlite3_bind_int64(st, 3, (int64_t)max);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW && count < max) {
+		struct tq_stdin_chunk *c = &out[count];
+		size_t len = (size_t)sqlite3_column_bytes(st, 1);
+		c->seq = sqlite3_column_int64(st, 0);
+		c->eof = sqlite3_column_int(st, 2);
+		c->len = len;
+		if ((c->data = malloc(len ? len : 1)) == NULL) {
+			tq_db_done(st);
+			tq_stdin_chunks_free(out, count);
+			return tq_err_set(err, TQ_ENOMEM, "out of memory");
+		}
+		if (len)
+			memcpy(c->data, sqlite3_column_blob(st, 1), len);
+		count++;
+	}
+	tq_db_done(st);
+	if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+		tq_stdin_chunks_free(out, count);
+		return tq_db_error(q, rc, err, "read stdin data");
+	}
+	*list = out;
+	*n = count;
+	return 0;
+}
+
+void tq_stdin_chunks_free(struct tq_stdin_chunk *list, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(list[i].data);
+	free(list);
+}
+
+int tq_queue_stdin_delivered(struct tq_queue *q, int64_t id, int64_t seq,
+			     struct tq_err *err)
+{
+	sqlite3_stmt *st = tq_db_stmt(q, ST_STDIN_DELIVERED,
+		"UPDATE stdin_writes SET delivered_at = ?3 WHERE task_id = ?1 AND id <= ?2"
+		" AND delivered_at IS NULL", err);
+
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	sqlite3_bind_int64(st, 1, id);
+	sqlite3_bind_int64(st, 2, seq);
+	sqlite3_bind_int64(st, 3, tq_now_ms());
+	return tq_db_exec_st(q, st, err, "mark stdin delivered");
+}

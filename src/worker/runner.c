@@ -1,0 +1,556 @@
+/*
+ * runner.c - run one claimed task: spawn it in its own session, pump its
+ * output into the log as it arrives, feed its stdin, renew the lease, honour
+ * its timeout, kill requests and a shutdown, and when its main process has
+ * exited (learnt from waitpid, never assumed), kill and reap every
+ * descendant it left, then record the attempt, fenced by (task, attempt,
+ * worker).
+ *
+ * One poll loop owns all of it; every timer is an absolute CLOCK_MONOTONIC
+ * deadline turned into the poll timeout; signals arrive on the worker's
+ * signalfd. The runner never blocks on a full pipe in either direction and
+ * buffers at most one chunk of stdin and one partial line per stream.
+ */
+#include "worker_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <bsd/unistd.h>
+
+#include "../common/env.h"
+#include "../common/parse.h"
+#include "../common/sys.h"
+#include "../queue/logstore.h"
+#include "proc.h"
+#include "spawn.h"
+
+#define READ_CHUNK (64 * 1024)
+#define DRAIN_AFTER_EXIT_MS 2000  /* wait for pipes to hit EOF after the sweep */
+#define STDIN_CHUNKS 16
+
+struct run {
+	struct worker *w;
+	struct tq_task *t;
+	struct tq_child child;
+	struct tq_log *log;
+	struct tq_term term;
+	char *buf;                 /* READ_CHUNK bytes */
+	int status;
+	int exited;
+	int64_t drain_until;       /* after exit: give up on open pipes then */
+	int64_t next_renew;
+	/* stdin */
+	unsigned char *in_data;    /* bytes waiting to be written to the child */
+	size_t in_len, in_off;
+	int in_close_after;        /* close in_fd once in_data is written */
+	int64_t in_seq;            /* last stdin chunk taken from the store */
+	int in_broken;             /* EPIPE: the child stopped reading */
+	/* why it ends, beyond the exit status */
+	int overflow;
+	int log_failed;
+	int lease_lost;
+	int kill_sig;              /* taskq kill, with this signal */
+	int shutdown_stop;
+	char note[TQ_ERR_MAX];     /* a log error or a stdin problem */
+};
+
+static int64_t renew_every(const struct run *r)
+{
+	return r->w->o->lease_ms / 3 > 0 ? r->w->o->lease_ms / 3 : 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Starting                                                           */
+
+static int build_env(struct tq_task *t, struct tq_env *env, struct tq_err *err)
+{
+	/* Scrub again at spawn time: a task stored by an older taskq, or with
+	 * TASKQ_SCRUB_ENV set on the worker, must not pass agent-session
+	 * variables on. */
+	return tq_env_build(env, t->env, getenv(TQ_ENV_SCRUB_VAR), err);
+}
+
+static int load_stdin_file(struct run *r, struct tq_err *err)
+{
+	void *data = NULL;
+	size_t len = 0;
+	int rc = tq_queue_stdin_file(r->w->q, r->t->id, &data, &len, err);
+
+	if (rc < 0)
+		return rc;
+	r->in_data = data;
+	r->in_len = len;
+	r->in_off = 0;
+	r->in_close_after = 1;
+	return 0;
+}
+
+static int start(struct run *r, struct tq_err *err)
+{
+	struct tq_env env = TQ_ENV_INIT;
+	int64_t start_ticks = 0, off = 0, line = 0;
+	int rc;
+
+	if ((rc = build_env(r->t, &env, err)) < 0)
+		return rc;
+	r->child.argv = r->t->argv;
+	r->child.envp = env.vars;
+	r->child.cwd = r->t->cwd;
+	r->child.in = r->t->pty ? TQ_SPAWN_STDIN_PTY :
+		      r->t->stdin_mode == TQ_STDIN_NULL ? TQ_SPAWN_STDIN_NULL :
+		      TQ_SPAWN_STDIN_PIPE;
+	if (r->t->stdin_mode == TQ_STDIN_FILE && (rc = load_stdin_file(r, err)) < 0) {
+		tq_env_release(&env);
+		return rc;
+	}
+	rc = tq_spawn_start(&r->child, err);
+	tq_env_release(&env);
+	if (rc < 0)
+		return rc;
+	/* With a pty the master is both the output and the input. */
+	if (r->t->pty && r->t->stdin_mode != TQ_STDIN_NULL)
+		r->child.in_fd = fcntl(r->child.out_fd, F_DUPFD_CLOEXEC, 3);
+	tq_proc_start_time(r->child.pid, &start_ticks, NULL);
+	tq_log_position(r->log, &off, &line);
+	if (tq_queue_set_process(r->w->q, r->t->id, r->t->attempt, r->child.pid,
+				 r->child.pid, start_ticks, off, line, err) == TQ_ESTALE)
+		r->lease_lost = 1;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Output and input                                                   */
+
+static void stop_task(struct run *r, int sig)
+{
+	struct tq_err err = TQ_ERR_INIT;
+
+	if (r->exited || r->term.state != TQ_TERM_RUNNING)
+		return;
+	r->term.sig = sig;
+	if (tq_term_step(&r->term, TQ_TERM_STOP, tq_mono_ms(), &err) < 0)
+		tq_worker_log(r->w, "task %lld: %s", (long long)r->t->id, err.msg);
+}
+
+static void on_log_error(struct run *r, int rc, const struct tq_err *err)
+{
+	if (rc == TQ_ECAP) {
+		if (!r->overflow)
+			stop_task(r, SIGTERM);
+		r->overflow = 1;
+		return;
+	}
+	if (!r->log_failed) {
+		snprintf(r->note, sizeof(r->note), "%s", err->msg);
+		stop_task(r, SIGTERM);
+	}
+	r->log_failed = 1;
+}
+
+/* Read what is waiting on one output fd (bounded, to stay fair to the
+ * other). Returns 1 at EOF. Output past the cap or after a log error is
+ * read and dropped, so the task never blocks on a full pipe. */
+static int pump_out(struct run *r, int fd, enum tq_stream s)
+{
+	struct tq_err err = TQ_ERR_INIT;
+
+	for (int i = 0; i < 4; i++) {
+		ssize_t n = tq_read(fd, r->buf, READ_CHUNK);
+		if (n == 0 || (n < 0 && errno == EIO))
+			return 1; /* EOF; EIO is a pty master's EOF */
+		if (n < 0)
+			return errno == EAGAIN ? 0 : 1;
+		if (r->overflow || r->log_failed)
+			continue;
+		int rc = tq_log_write(r->log, s, r->buf, (size_t)n, tq_mono_ms(), &err);
+		if (rc < 0)
+			on_log_error(r, rc, &err);
+		if ((size_t)n < READ_CHUNK)
+			break;
+	}
+	return 0;
+}
+
+static void close_out(struct run *r, int *fd, enum tq_stream s)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	int rc;
+
+	tq_close(*fd);
+	*fd = -1;
+	if (!r->log_failed && (rc = tq_log_end_stream(r->log, s, &err)) < 0)
+		on_log_error(r, rc, &err);
+}
+
+static void close_in(struct run *r)
+{
+	if (r->child.in_fd >= 0)
+		tq_close(r->child.in_fd);
+	r->child.in_fd = -1;
+	free(r->in_data);
+	r->in_data = NULL;
+	r->in_len = r->in_off = 0;
+}
+
+static void pump_in(struct run *r)
+{
+	while (r->in_off < r->in_len) {
+		ssize_t n = tq_write(r->child.in_fd, r->in_data + r->in_off,
+				     r->in_len - r->in_off);
+		if (n < 0 && errno == EAGAIN)
+			return; /* backpressure: poll tells us when to go on */
+		if (n < 0) {
+			/* EPIPE: the child exited or closed its stdin early.
+			 * Recorded, never fatal. */
+			r->in_broken = 1;
+			snprintf(r->note, sizeof(r->note),
+				 "stdin: %zu of %zu bytes delivered (%s)", r->in_off,
+				 r->in_len, strerror(errno));
+			close_in(r);
+			return;
+		}
+		r->in_off += (size_t)n;
+	}
+	free(r->in_data);
+	r->in_data = NULL;
+	r->in_len = r->in_off = 0;
+	if (r->in_close_after)
+		close_in(r);
+}
+
+/* --stdin pipe: take the next stored chunks (written by `taskq write`). */
+static void fetch_stdin(struct run *r)
+{
+	struct tq_stdin_chunk *c = NULL;
+	struct tq_err err = TQ_ERR_INIT;
+	size_t n = 0, total = 0, off = 0;
+	int eof = 0;
+
+	if (r->t->stdin_mode != TQ_STDIN_PIPE || r->child.in_fd < 0 || r->in_data != NULL)
+		return;
+	if (tq_queue_stdin_pending(r->w->q, r->t->id, r->in_seq, STDIN_CHUNKS, &c, &n,
+				   &err) < 0 || n == 0) {
+		free(c);
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		total += c[i].len;
+	r->in_data = malloc(total ? total : 1);
+	if (r->in_data != NULL) {
+		for (size_t i = 0; i < n; i++) {
+			memcpy(r->in_data + off, c[i].data, c[i].len);
+			off += c[i].len;
+			eof |= c[i].eof;
+		}
+		r->in_len = total;
+		r->in_off = 0;
+		r->in_close_after = eof;
+		r->in_seq = c[n - 1].seq;
+		/* Delivered means handed to this attempt; a chunk is not
+		 * replayed into a later attempt's fresh process. */
+		tq_queue_stdin_delivered(r->w->q, r->t->id, r->in_seq, &err);
+	}
+	tq_stdin_chunks_free(c, n);
+	if (r->in_data != NULL && r->in_len == 0 && r->in_close_after)
+		close_in(r);
+}
+
+/* ------------------------------------------------------------------ */
+/* Timers and signals                                                 */
+
+static void renew(struct run *r, int64_t now)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	int sig = 0;
+	int rc = tq_queue_renew(r->w->q, r->t->id, r->t->attempt, r->w->id,
+				r->w->o->lease_ms, &sig, &err);
+
+	r->next_renew = now + renew_every(r);
+	if (rc == TQ_ESTALE) {
+		/* Someone recovered this task; it is no longer ours to run. */
+		tq_worker_log(r->w, "task %lld: %s; stopping it", (long long)r->t->id,
+			      err.msg);
+		r->lease_lost = 1;
+		stop_task(r, SIGKILL);
+		return;
+	}
+	if (rc < 0) {
+		tq_worker_log(r->w, "task %lld: %s", (long long)r->t->id, err.msg);
+		return;
+	}
+	tq_queue_worker_beat(r->w->q, r->w->id, r->t->id, NULL);
+	if (sig > 0 && r->kill_sig == 0) {
+		r->kill_sig = sig;
+		stop_task(r, sig);
+	}
+	fetch_stdin(r);
+}
+
+static void on_child(pid_t pid, int status, void *arg)
+{
+	struct run *r = arg;
+
+	if (pid != r->child.pid)
+		return; /* an orphan of the task reparented to us: reaped */
+	r->status = status;
+	r->exited = 1;
+	r->child.pid = -1;
+}
+
+static void after_exit(struct run *r, int64_t now)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	size_t killed = 0;
+
+	tq_term_step(&r->term, TQ_TERM_EXITED, now, &err);
+	/* Kill and reap whatever the task left behind: a setsid'd daemon, an
+	 * agent's tool shell. The worker runs one task, so every child that
+	 * remains belongs to this one. */
+	if (tq_proc_sweep(NULL, 0, &killed, &err) < 0)
+		tq_worker_log(r->w, "task %lld: sweep: %s", (long long)r->t->id, err.msg);
+	else if (killed > 0)
+		tq_worker_log(r->w, "task %lld: killed %zu leftover process%s",
+			      (long long)r->t->id, killed, killed == 1 ? "" : "es");
+	r->drain_until = tq_mono_ms() + DRAIN_AFTER_EXIT_MS;
+	close_in(r);
+}
+
+static void read_signals(struct run *r)
+{
+	struct signalfd_siginfo si;
+	struct tq_err err = TQ_ERR_INIT;
+
+	while (tq_read(r->w->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		if (si.ssi_signo == SIGCHLD) {
+			int was = r->exited;
+			if (tq_proc_reap(on_child, r, &err) < 0)
+				tq_worker_log(r->w, "reap: %s", err.msg);
+			if (!was && r->exited)
+				after_exit(r, tq_mono_ms());
+			continue;
+		}
+		tq_worker_on_signal(r->w, &si);
+		if (si.ssi_signo == SIGUSR1)
+			r->next_renew = 0;
+	}
+}
+
+static int64_t min64(int64_t a, int64_t b)
+{
+	return a < b ? a : b;
+}
+
+static int poll_timeout(struct run *r, int64_t now)
+{
+	int64_t at = r->next_renew, next_log = -1;
+	struct tq_err err = TQ_ERR_INIT;
+
+	if (!r->exited && r->term.deadline != TQ_TERM_NEVER)
+		at = min64(at, r->term.deadline);
+	if (!r->exited && r->w->stopping && !r->shutdown_stop)
+		at = min64(at, r->w->stop_at);
+	if (r->exited)
+		at = min64(at, r->drain_until);
+	if (!r->log_failed && tq_log_tick(r->log, tq_mono_ms(), &next_log, &err) < 0)
+		on_log_error(r, err.code, &err);
+	if (next_log >= 0)
+		at = min64(at, now + next_log);
+	if (at <= now)
+		return 0;
+	return at - now > INT_MAX ? INT_MAX : (int)(at - now);
+}
+
+static void on_timers(struct run *r, int64_t now)
+{
+	struct tq_err err = TQ_ERR_INIT;
+
+	if (!r->exited && r->w->stopping && !r->shutdown_stop && now >= r->w->stop_at) {
+		r->shutdown_stop = 1;
+		stop_task(r, SIGTERM);
+	}
+	if (!r->exited && tq_term_step(&r->term, TQ_TERM_TICK, now, &err) < 0)
+		tq_worker_log(r->w, "task %lld: %s", (long long)r->t->id, err.msg);
+	if (!r->lease_lost && now >= r->next_renew)
+		renew(r, now);
+}
+
+/* The loop: until the main process has exited and both outputs are closed. */
+static void loop(struct run *r)
+{
+	for (;;) {
+		struct pollfd p[4] = {
+			{ r->w->sigfd, POLLIN, 0 },
+			{ r->child.out_fd, POLLIN, 0 },
+			{ r->child.err_fd, POLLIN, 0 },
+			{ r->in_data ? r->child.in_fd : -1, POLLOUT, 0 },
+		};
+		int64_t now = tq_mono_ms();
+
+		if (r->exited && r->child.out_fd < 0 && r->child.err_fd < 0)
+			break;
+		if (r->exited && now >= r->drain_until) {
+			tq_worker_log(r->w, "task %lld: output still open %d ms after exit; "
+				      "closing it", (long long)r->t->id, DRAIN_AFTER_EXIT_MS);
+			break;
+		}
+		if (poll(p, 4, poll_timeout(r, now)) < 0 && errno != EINTR) {
+			tq_worker_log(r->w, "poll: %s", strerror(errno));
+			tq_sleep_ms(10);
+		}
+		if (p[1].revents && pump_out(r, r->child.out_fd, TQ_STREAM_STDOUT))
+			close_out(r, &r->child.out_fd, TQ_STREAM_STDOUT);
+		if (p[2].revents && pump_out(r, r->child.err_fd, TQ_STREAM_STDERR))
+			close_out(r, &r->child.err_fd, TQ_STREAM_STDERR);
+		if (p[3].revents)
+			pump_in(r);
+		if (p[0].revents)
+			read_signals(r);
+		on_timers(r, tq_mono_ms());
+	}
+	if (r->child.out_fd >= 0)
+		close_out(r, &r->child.out_fd, TQ_STREAM_STDOUT);
+	if (r->child.err_fd >= 0)
+		close_out(r, &r->child.err_fd, TQ_STREAM_STDERR);
+}
+
+/* ------------------------------------------------------------------ */
+/* Recording                                                          */
+
+/* A reason for people; truncation is fine (its start says what happened). */
+static void reasonf(char *buf, size_t n, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void reasonf(char *buf, size_t n, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, n, fmt, ap);
+	va_end(ap);
+}
+
+static void describe(struct run *r, struct tq_finish *f, char *reason, size_t n)
+{
+	char st[96], dur[32];
+
+	tq_proc_status_str(r->status, st, sizeof(st));
+	f->exit_code = WIFEXITED(r->status) ? WEXITSTATUS(r->status) : -1;
+	f->signal = WIFSIGNALED(r->status) ? WTERMSIG(r->status) : 0;
+	f->next = TQ_NEXT_FINAL;
+	if (r->shutdown_stop) {
+		f->outcome = TQ_OUT_KILLED;
+		f->next = TQ_NEXT_REQUEUE;
+		reasonf(reason, n, "interrupted by shutdown (%s); requeued", st);
+	} else if (r->term.timed_out) {
+		tq_format_duration(r->t->timeout_ms, dur, sizeof(dur));
+		f->outcome = TQ_OUT_TIMED_OUT;
+		reasonf(reason, n, "timed out after %s (%s)", dur, st);
+	} else if (r->kill_sig) {
+		f->outcome = TQ_OUT_KILLED;
+		reasonf(reason, n, "killed by taskq kill (%s)", st);
+	} else if (r->overflow) {
+		tq_format_size(r->t->max_output, dur, sizeof(dur));
+		f->outcome = TQ_OUT_OUTPUT_OVERFLOW;
+		reasonf(reason, n, "output cap of %s reached (%s)", dur, st);
+	} else if (r->log_failed) {
+		f->outcome = TQ_OUT_FAILED;
+		reasonf(reason, n, "%s", r->note);
+	} else if (WIFSIGNALED(r->status)) {
+		f->outcome = TQ_OUT_SIGNALED;
+		reasonf(reason, n, "%s", st);
+	} else if (WIFEXITED(r->status) && WEXITSTATUS(r->status) == 0) {
+		f->outcome = TQ_OUT_SUCCEEDED;
+		reasonf(reason, n, "%s", r->in_broken ? r->note : "");
+	} else {
+		f->outcome = TQ_OUT_FAILED;
+		reasonf(reason, n, "%s%s%s", st, r->in_broken ? "; " : "",
+			 r->in_broken ? r->note : "");
+	}
+	f->reason = reason[0] ? reason : NULL;
+}
+
+static int record(struct run *r, struct tq_finish *f)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	enum tq_state state;
+	int rc;
+
+	f->task_id = r->t->id;
+	f->attempt = r->t->attempt;
+	f->worker_id = r->w->id;
+	rc = tq_queue_finish(r->w->q, f, &state, &err);
+	if (rc == TQ_ESTALE) {
+		tq_worker_log(r->w, "task %lld: not recorded: %s", (long long)r->t->id,
+			      err.msg);
+		return 0;
+	}
+	if (rc < 0) {
+		tq_worker_log(r->w, "task %lld: record: %s", (long long)r->t->id, err.msg);
+		return rc;
+	}
+	tq_worker_log(r->w, "task %lld attempt %d: %s%s%s", (long long)r->t->id,
+		      r->t->attempt, tq_outcome_name(f->outcome), f->reason ? ": " : "",
+		      f->reason ? f->reason : "");
+	return 0;
+}
+
+static int record_spawn_failure(struct run *r, const struct tq_err *why)
+{
+	struct tq_finish f = { .outcome = TQ_OUT_SPAWN_FAILED, .exit_code = -1,
+			       .reason = why->msg, .next = TQ_NEXT_FINAL };
+
+	return record(r, &f);
+}
+
+int tq_runner_run(struct worker *w, struct tq_task *t)
+{
+	struct run r = { .w = w, .t = t, .child = TQ_CHILD_INIT };
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_finish f = { 0 };
+	char reason[TQ_ERR_MAX];
+	int rc;
+
+	setproctitle("worker %d: task %lld %s", w->o->slot, (long long)t->id, t->name);
+	if ((r.buf = malloc(READ_CHUNK)) == NULL) {
+		tq_err_set(&err, TQ_ENOMEM, "out of memory");
+		rc = record_spawn_failure(&r, &err);
+		goto out;
+	}
+	if ((rc = tq_log_open(w->q, t->id, t->max_output, &r.log, &err)) < 0 ||
+	    (rc = start(&r, &err)) < 0) {
+		rc = record_spawn_failure(&r, &err);
+		goto out;
+	}
+	tq_term_init(&r.term, r.child.pid, tq_mono_ms(), t->timeout_ms, t->kill_grace_ms);
+	r.next_renew = tq_mono_ms() + renew_every(&r);
+	if (r.lease_lost)
+		stop_task(&r, SIGKILL);
+	fetch_stdin(&r);
+	loop(&r);
+	if (tq_log_close(r.log, &err) < 0 && !r.log_failed)
+		on_log_error(&r, err.code, &err);
+	r.log = NULL;
+	if (r.lease_lost) {
+		rc = 0;
+		goto out;
+	}
+	describe(&r, &f, reason, sizeof(reason));
+	rc = record(&r, &f);
+out:
+	tq_log_close(r.log, NULL);
+	close_in(&r);
+	tq_spawn_release(&r.child);
+	free(r.buf);
+	setproctitle("worker %d: idle", w->o->slot);
+	return rc;
+}

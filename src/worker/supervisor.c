@@ -1,0 +1,750 @@
+/*
+ * supervisor.c - keep N workers running, recover what dead workers left,
+ * stop everything gracefully on a signal. See supervisor.h.
+ *
+ * Workers are started with posix_spawn of this binary (`taskq worker`), not
+ * forked: a fork would copy the supervisor's SQLite connection, which must
+ * never be used across fork, and posix_spawn stays fast however large the
+ * parent is. The supervisor is a child subreaper, so when a worker dies the
+ * orphans of its task are reparented here and swept.
+ *
+ * Workers left by a supervisor that was killed keep running their tasks and
+ * recording them (they need no supervisor). A new supervisor adopts the ones
+ * still alive (checked by pid and start time) and watches them through
+ * pidfds, since they are not its children; it starts only the missing ones.
+ *
+ * One loop: poll() on a signalfd (CHLD, TERM, INT, HUP) and the adopted
+ * workers' pidfds, with a timeout at the next maintenance tick or the next
+ * worker restart.
+ */
+#include "supervisor.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/pidfd.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bsd/libutil.h>
+#include <bsd/unistd.h>
+
+#include "../common/sys.h"
+#include "../queue/queue.h"
+#include "proc.h"
+#include "worker.h"
+
+#define TICK_MS 1000                 /* maintenance: leases, restarts */
+#define DRAIN_TICK_MS 200            /* drain: how often to look for the end */
+#define RESTART_MIN_MS 500
+#define RESTART_MAX_MS 60000
+#define HEALTHY_MS 60000             /* a worker up this long resets backoff */
+#define RECOVER_BATCH 64
+#define LOG_ROTATE_BYTES (10 * 1024 * 1024)
+
+extern char **environ;
+
+struct slot {
+	pid_t pid;                   /* 0: no worker in this slot */
+	int64_t start_ticks;
+	int pidfd;                   /* adopted workers only; else -1 */
+	int64_t worker_id;           /* row in workers, once known */
+	int64_t started;             /* mono ms */
+	int64_t restart_at;          /* mono ms; 0: start now */
+	int64_t backoff;
+};
+
+struct sup {
+	const struct tq_serve_opts *o;
+	struct tq_queue *q;
+	struct pidfh *pfh;
+	int sigfd;
+	struct slot slots[TQ_MAX_WORKERS];
+	int stopping;
+	int stop_signal;
+	int64_t stop_grace;          /* -1: the workers' default */
+	int64_t *ran_by;             /* drain: every worker id seen */
+	size_t nran_by, capran_by;
+};
+
+static void slog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void slog(const char *fmt, ...)
+{
+	char when[32], msg[1024];
+	time_t now = time(NULL);
+	struct tm tm;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (localtime_r(&now, &tm) == NULL ||
+	    strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm) == 0)
+		snprintf(when, sizeof(when), "-");
+	fprintf(stderr, "%s taskq supervisor (pid %d): %s\n", when, (int)getpid(), msg);
+}
+
+int tq_self_exe(char *buf, size_t n, struct tq_err *err)
+{
+	ssize_t r = readlink("/proc/self/exe", buf, n - 1);
+
+	if (r < 0)
+		return tq_err_sys(err, "readlink /proc/self/exe");
+	if ((size_t)r >= n - 1)
+		return tq_err_set(err, TQ_EINVAL, "path of the taskq binary is too long");
+	buf[r] = '\0';
+	return 0;
+}
+
+static int pidfile_path(const char *home, char *buf, size_t n)
+{
+	int r = snprintf(buf, n, "%s/serve.pid", home);
+
+	return r < 0 || (size_t)r >= n ? -1 : 0;
+}
+
+int tq_supervisor_running(const char *home, pid_t *pid)
+{
+	char path[PATH_MAX], buf[32];
+	int fd, held;
+	ssize_t n;
+
+	if (pid)
+		*pid = 0;
+	if (pidfile_path(home, path, sizeof(path)) < 0)
+		return 0;
+	if ((fd = tq_open(path, O_RDONLY | O_NOFOLLOW, 0)) < 0)
+		return 0;
+	/* A shared lock succeeds only when no supervisor holds the exclusive
+	 * one; release it at once so we never block a starting supervisor. */
+	held = flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+	if (!held)
+		flock(fd, LOCK_UN);
+	if (held && pid && (n = tq_read_full(fd, buf, sizeof(buf) - 1)) > 0) {
+		buf[n] = '\0';
+		*pid = (pid_t)strtol(buf, NULL, 10);
+	}
+	tq_close(fd);
+	return held;
+}
+
+/* ------------------------------------------------------------------ */
+/* Workers                                                            */
+
+static int spawn_worker(struct sup *s, int i, struct tq_err *err)
+{
+	char slot[16], lease[32], grace[32], sup[16];
+	char *argv[] = { "taskq", "--home", (char *)s->o->home, "worker", "--slot", slot,
+			 "--lease", lease, "--grace", grace, "--supervisor", sup, NULL };
+	posix_spawnattr_t at;
+	sigset_t none;
+	pid_t pid;
+	int rc;
+
+	snprintf(slot, sizeof(slot), "%d", i + 1);
+	snprintf(lease, sizeof(lease), "%lldms", (long long)s->o->lease_ms);
+	snprintf(grace, sizeof(grace), "%lldms", (long long)s->o->grace_ms);
+	snprintf(sup, sizeof(sup), "%d", (int)getpid());
+	sigemptyset(&none);
+	posix_spawnattr_init(&at);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK);
+	posix_spawnattr_setsigmask(&at, &none);
+	rc = posix_spawn(&pid, s->o->exe, NULL, &at, argv, environ);
+	posix_spawnattr_destroy(&at);
+	if (rc != 0) {
+		errno = rc;
+		return tq_err_sys(err, "start worker %d (%s)", i + 1, s->o->exe);
+	}
+	s->slots[i].pid = pid;
+	s->slots[i].pidfd = -1;
+	s->slots[i].worker_id = 0;
+	s->slots[i].started = tq_mono_ms();
+	tq_proc_start_time(pid, &s->slots[i].start_ticks, NULL);
+	slog("started worker %d (pid %d)", i + 1, (int)pid);
+	return 0;
+}
+
+static void note_ran_by(struct sup *s, int64_t id)
+{
+	for (size_t i = 0; i < s->nran_by; i++)
+		if (s->ran_by[i] == id)
+			return;
+	if (s->nran_by == s->capran_by) {
+		size_t ncap = s->capran_by ? s->capran_by * 2 : 16;
+		int64_t *n = reallocarray(s->ran_by, ncap, sizeof(*n));
+		if (n == NULL)
+			return;
+		s->ran_by = n;
+		s->capran_by = ncap;
+	}
+	s->ran_by[s->nran_by++] = id;
+}
+
+/* Match worker rows to our slots (workers register themselves). */
+static void learn_worker_ids(struct sup *s)
+{
+	struct tq_worker_info *ws = NULL;
+	size_t n = 0;
+
+	if (tq_queue_workers(s->q, &ws, &n, NULL) < 0)
+		return;
+	for (size_t j = 0; j < n; j++)
+		for (int i = 0; i < s->o->workers; i++)
+			if (s->slots[i].pid == ws[j].pid && s->slots[i].worker_id == 0) {
+				s->slots[i].worker_id = ws[j].id;
+				note_ran_by(s, ws[j].id);
+			}
+	free(ws);
+}
+
+static size_t live_pids(struct sup *s, pid_t *pids)
+{
+	size_t n = 0;
+
+	for (int i = 0; i < s->o->workers; i++)
+		if (s->slots[i].pid > 0)
+			pids[n++] = s->slots[i].pid;
+	return n;
+}
+
+/* Kill what remains of tasks that ran under a worker that is gone, and
+ * record their attempts as lost. worker_id 0: tasks with expired leases. */
+static void recover(struct sup *s, int64_t worker_id, const char *why)
+{
+	struct tq_expired *ex = NULL;
+	struct tq_err err = TQ_ERR_INIT;
+	pid_t keep[TQ_MAX_WORKERS];
+	size_t n = 0, killed = 0;
+	int rc;
+
+	rc = worker_id ? tq_queue_running_by(s->q, worker_id, RECOVER_BATCH, &ex, &n, &err)
+		       : tq_queue_expired(s->q, tq_now_ms(), RECOVER_BATCH, &ex, &n, &err);
+	if (rc < 0) {
+		slog("recovery: %s", err.msg);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		char reason[256];
+		struct tq_finish f = { .task_id = ex[i].task_id, .attempt = ex[i].attempt,
+				       .worker_id = ex[i].worker_id, .outcome = TQ_OUT_LOST,
+				       .exit_code = -1, .reason = reason };
+		/* Signal the task only if its pid still names the same process
+		 * (start time checked); a reused pid is never hit. */
+		if (ex[i].pid > 0 && tq_proc_same(ex[i].pid, ex[i].proc_start)) {
+			tq_proc_kill_group(ex[i].pgid, SIGKILL, NULL);
+			tq_proc_signal(ex[i].pid, ex[i].proc_start, SIGKILL, NULL);
+		}
+		snprintf(reason, sizeof(reason), "%s", why);
+		if (tq_queue_finish(s->q, &f, NULL, &err) < 0)
+			slog("task %lld: %s", (long long)ex[i].task_id, err.msg);
+		else
+			slog("task %lld attempt %d: lost (%s)", (long long)ex[i].task_id,
+			     ex[i].attempt, why);
+	}
+	free(ex);
+	if (n == 0 && worker_id == 0)
+		return;
+	/* The dead worker's task processes were reparented to us: sweep every
+	 * child that is not a live worker. */
+	if (tq_proc_sweep(keep, live_pids(s, keep), &killed, &err) < 0)
+		slog("sweep: %s", err.msg);
+	else if (killed)
+		slog("killed %zu leftover process%s", killed, killed == 1 ? "" : "es");
+}
+
+static void worker_gone(struct sup *s, int i, const char *how)
+{
+	struct slot *sl = &s->slots[i];
+	int64_t now = tq_mono_ms(), wid;
+	char why[128];
+
+	/* A worker that died before our first tick registered itself, but we
+	 * have not matched its row yet: do it now, or its task would wait for
+	 * its lease to expire. */
+	if (sl->worker_id == 0)
+		learn_worker_ids(s);
+	wid = sl->worker_id;
+
+	slog("worker %d (pid %d) %s", i + 1, (int)sl->pid, how);
+	snprintf(why, sizeof(why), "worker %d (pid %d) %s", i + 1, (int)sl->pid, how);
+	tq_close(sl->pidfd);
+	sl->pidfd = -1;
+	sl->pid = 0;
+	if (wid) {
+		recover(s, wid, why);
+		tq_queue_worker_stop(s->q, wid, NULL);
+	}
+	if (now - sl->started >= HEALTHY_MS)
+		sl->backoff = 0;
+	sl->backoff = sl->backoff ? sl->backoff * 2 : RESTART_MIN_MS;
+	if (sl->backoff > RESTART_MAX_MS)
+		sl->backoff = RESTART_MAX_MS;
+	sl->restart_at = now + sl->backoff;
+}
+
+static void on_reaped(pid_t pid, int status, void *arg)
+{
+	struct sup *s = arg;
+	char how[96];
+
+	for (int i = 0; i < s->o->workers; i++) {
+		if (s->slots[i].pid != pid)
+			continue;
+		if (s->stopping) {
+			s->slots[i].pid = 0;
+			return;
+		}
+		snprintf(how, sizeof(how), "ended: ");
+		tq_proc_status_str(status, how + strlen(how), sizeof(how) - strlen(how));
+		worker_gone(s, i, how);
+		return;
+	}
+	/* Not a worker: an orphan of some task, already dead. */
+}
+
+/* Adopt live workers a previous supervisor left; recover dead ones. */
+static void adopt(struct sup *s)
+{
+	struct tq_worker_info *ws = NULL;
+	size_t n = 0;
+	int used = 0;
+
+	if (tq_queue_workers(s->q, &ws, &n, NULL) < 0)
+		return;
+	for (size_t j = 0; j < n; j++) {
+		int fd = -1;
+		if (ws[j].pid > 0 && tq_proc_same(ws[j].pid, ws[j].proc_start))
+			fd = (int)pidfd_open(ws[j].pid, 0);
+		if (fd < 0) {
+			char why[128];
+			snprintf(why, sizeof(why), "worker pid %d is gone", ws[j].pid);
+			recover(s, ws[j].id, why);
+			tq_queue_worker_stop(s->q, ws[j].id, NULL);
+			continue;
+		}
+		if (used >= s->o->workers) {
+			/* More than we want: let it finish its task and stop. */
+			slog("stopping extra worker pid %d", ws[j].pid);
+			tq_proc_signal(ws[j].pid, ws[j].proc_start, SIGTERM, NULL);
+			tq_close(fd);
+			continue;
+		}
+		s->slots[used] = (struct slot){ .pid = ws[j].pid, .start_ticks = ws[j].proc_start,
+			.pidfd = fd, .worker_id = ws[j].id, .started = tq_mono_ms() };
+		note_ran_by(s, ws[j].id);
+		slog("adopted worker pid %d (worker id %lld)", ws[j].pid, (long long)ws[j].id);
+		used++;
+	}
+	free(ws);
+}
+
+static void restart_due(struct sup *s)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	int64_t now = tq_mono_ms();
+
+	if (s->stopping)
+		return;
+	for (int i = 0; i < s->o->workers; i++) {
+		struct slot *sl = &s->slots[i];
+		if (sl->pid > 0 || sl->restart_at > now)
+			continue;
+		if (spawn_worker(s, i, &err) < 0) {
+			slog("%s", err.msg);
+			sl->backoff = sl->backoff ? sl->backoff * 2 : RESTART_MIN_MS;
+			if (sl->backoff > RESTART_MAX_MS)
+				sl->backoff = RESTART_MAX_MS;
+			sl->restart_at = now + sl->backoff;
+		}
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Stopping                                                           */
+
+static void signal_workers(struct sup *s, int sig)
+{
+	for (int i = 0; i < s->o->workers; i++) {
+		struct slot *sl = &s->slots[i];
+		if (sl->pid <= 0)
+			continue;
+		if (s->stop_grace >= 0) {
+			/* Pass the grace on with the signal (shutdown --now). */
+			union sigval v = { .sival_int = (int)s->stop_grace };
+			if (tq_proc_same(sl->pid, sl->start_ticks))
+				sigqueue(sl->pid, sig, v);
+		} else {
+			tq_proc_signal(sl->pid, sl->start_ticks, sig, NULL);
+		}
+	}
+}
+
+static int workers_left(struct sup *s)
+{
+	int n = 0;
+
+	for (int i = 0; i < s->o->workers; i++)
+		n += s->slots[i].pid > 0;
+	return n;
+}
+
+static void begin_stop(struct sup *s, const struct signalfd_siginfo *si)
+{
+	if (s->stopping)
+		return;
+	s->stopping = 1;
+	s->stop_signal = (int)si->ssi_signo;
+	s->stop_grace = -1;
+	if (si->ssi_code == SI_QUEUE && si->ssi_int >= 0)
+		s->stop_grace = si->ssi_int;
+	slog("stopping (%s)%s", strsignal((int)si->ssi_signo),
+	     s->stop_grace == 0 ? ", now" : "");
+	signal_workers(s, SIGTERM);
+}
+
+/* ------------------------------------------------------------------ */
+/* The loop                                                           */
+
+static void read_signals(struct sup *s)
+{
+	struct signalfd_siginfo si;
+	struct tq_err err = TQ_ERR_INIT;
+
+	while (tq_read(s->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		switch (si.ssi_signo) {
+		case SIGCHLD:
+			if (tq_proc_reap(on_reaped, s, &err) < 0)
+				slog("reap: %s", err.msg);
+			break;
+		case SIGTERM:
+		case SIGINT:
+			begin_stop(s, &si);
+			break;
+		default:
+			break;
+		}
+	}
+}
+
+static void check_adopted(struct sup *s, const struct pollfd *p, const int *slot_of,
+			  int np)
+{
+	for (int k = 1; k < np; k++) {
+		int i = slot_of[k];
+		if (!p[k].revents || s->slots[i].pid <= 0)
+			continue;
+		if (s->stopping) {
+			tq_close(s->slots[i].pidfd);
+			s->slots[i].pidfd = -1;
+			s->slots[i].pid = 0;
+		} else {
+			worker_gone(s, i, "ended");
+		}
+	}
+}
+
+static int next_timeout(struct sup *s)
+{
+	int64_t now = tq_mono_ms();
+	int64_t at = now + (s->o->drain ? DRAIN_TICK_MS : TICK_MS);
+
+	for (int i = 0; i < s->o->workers && !s->stopping; i++)
+		if (s->slots[i].pid == 0 && s->slots[i].restart_at < at)
+			at = s->slots[i].restart_at;
+	return at <= now ? 0 : (int)(at - now);
+}
+
+/* drain: done when nothing can run now, nothing runs, and no task that our
+ * workers ran is still waiting (for a retry). */
+static int drain_done(struct sup *s)
+{
+	int64_t counts[TQ_STATE_COUNT], runnable = 0, ran = 0, failed = 0, pending = 0;
+
+	learn_worker_ids(s);
+	if (tq_queue_counts(s->q, counts, NULL) < 0 || counts[TQ_RUNNING] > 0)
+		return 0;
+	if (tq_queue_runnable(s->q, &runnable, NULL) < 0 || runnable > 0)
+		return 0;
+	if (tq_queue_worker_results(s->q, s->ran_by, s->nran_by, &ran, &failed, &pending,
+				    NULL) < 0)
+		return 0;
+	return pending == 0;
+}
+
+static void loop(struct sup *s)
+{
+	int64_t next_tick = tq_mono_ms();
+
+	for (;;) {
+		struct pollfd p[1 + TQ_MAX_WORKERS];
+		int slot_of[1 + TQ_MAX_WORKERS], np = 1;
+
+		if (s->stopping && workers_left(s) == 0)
+			break;
+		p[0] = (struct pollfd){ s->sigfd, POLLIN, 0 };
+		for (int i = 0; i < s->o->workers; i++)
+			if (s->slots[i].pidfd >= 0) {
+				p[np] = (struct pollfd){ s->slots[i].pidfd, POLLIN, 0 };
+				slot_of[np++] = i;
+			}
+		if (poll(p, (nfds_t)np, next_timeout(s)) < 0 && errno != EINTR)
+			tq_sleep_ms(10);
+		if (p[0].revents)
+			read_signals(s);
+		check_adopted(s, p, slot_of, np);
+		restart_due(s);
+		if (tq_mono_ms() < next_tick)
+			continue;
+		next_tick = tq_mono_ms() + (s->o->drain ? DRAIN_TICK_MS : TICK_MS);
+		if (!s->stopping)
+			recover(s, 0, "lease expired");
+		learn_worker_ids(s);
+		if (s->o->drain && !s->stopping && drain_done(s)) {
+			slog("drained: nothing left to run");
+			s->stopping = 1;
+			s->stop_grace = -1;
+			signal_workers(s, SIGTERM);
+		}
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Starting                                                           */
+
+static int setup_signals(struct sup *s)
+{
+	sigset_t set;
+
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
+		return -1;
+	s->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	return s->sigfd < 0 ? -1 : 0;
+}
+
+static void write_meta(struct sup *s)
+{
+	char v[64];
+
+	snprintf(v, sizeof(v), "%d", (int)getpid());
+	tq_queue_meta_set(s->q, "supervisor_pid", v, NULL);
+	snprintf(v, sizeof(v), "%lld", (long long)tq_now_ms());
+	tq_queue_meta_set(s->q, "supervisor_started_at", v, NULL);
+	snprintf(v, sizeof(v), "%d", s->o->workers);
+	tq_queue_meta_set(s->q, "supervisor_workers", v, NULL);
+}
+
+/* Send the daemon's stdio to HOME/serve.log (rotated once past 10 MB). */
+static int open_log(const char *home)
+{
+	char path[PATH_MAX], old[PATH_MAX];
+	struct stat sb;
+	int fd;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/serve.log", home) >= sizeof(path) ||
+	    (size_t)snprintf(old, sizeof(old), "%s/serve.log.1", home) >= sizeof(old))
+		return -1;
+	if (stat(path, &sb) == 0 && sb.st_size > LOG_ROTATE_BYTES)
+		rename(path, old);
+	fd = tq_open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return -1;
+	/* stdio, so not O_CLOEXEC: workers inherit it as their stderr. */
+	if (dup2(fd, 1) < 0 || dup2(fd, 2) < 0) {
+		tq_close(fd);
+		return -1;
+	}
+	tq_close(fd);
+	fd = tq_open("/dev/null", O_RDONLY, 0);
+	if (fd >= 0 && fd != 0) {
+		dup2(fd, 0);
+		tq_close(fd);
+	}
+	return 0;
+}
+
+/*
+ * Fork the daemon. The parent waits on a pipe until the daemon says it is
+ * up (or fails), so `taskq serve` returns with a working supervisor. The
+ * lock is held by the open file description both share, so it stays with
+ * the daemon when the parent exits.
+ */
+static int daemonize(int *ready_fd)
+{
+	int fds[2];
+	char c = 0;
+	pid_t pid;
+
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return -1;
+	fflush(NULL);
+	if ((pid = fork()) < 0)
+		return -1;
+	if (pid > 0) {
+		tq_close(fds[1]);
+		if (tq_read_full(fds[0], &c, 1) != 1)
+			c = 0;
+		tq_close(fds[0]);
+		_exit(c == 'R' ? 0 : 1);
+	}
+	tq_close(fds[0]);
+	*ready_fd = fds[1];
+	if (setsid() < 0)
+		return -1;
+	return 0;
+}
+
+static void release(struct sup *s)
+{
+	for (int i = 0; i < s->o->workers; i++)
+		tq_close(s->slots[i].pidfd);
+	free(s->ran_by);
+	tq_queue_close(s->q);
+	tq_close(s->sigfd);
+}
+
+static int exit_status(struct sup *s)
+{
+	int64_t ran = 0, failed = 0, pending = 0;
+	struct tq_err err = TQ_ERR_INIT;
+
+	if (!s->o->drain)
+		return s->stop_signal ? 128 + s->stop_signal : 0;
+	learn_worker_ids(s);
+	if (s->stop_signal)
+		return 128 + s->stop_signal;
+	if (tq_queue_worker_results(s->q, s->ran_by, s->nran_by, &ran, &failed, &pending,
+				    &err) < 0) {
+		slog("%s", err.msg);
+		return 1;
+	}
+	slog("drain ran %lld task%s, %lld did not succeed", (long long)ran,
+	     ran == 1 ? "" : "s", (long long)failed);
+	return failed == 0 && pending == 0 ? 0 : 1;
+}
+
+static int lock(struct sup *s, const char *path)
+{
+	pid_t other = 0;
+
+	s->pfh = pidfile_open(path, 0600, &other);
+	if (s->pfh != NULL) {
+		/* Workers must not inherit the locked descriptor: they outlive a
+		 * killed supervisor, and the lock would then block its successor. */
+		fcntl(pidfile_fileno(s->pfh), F_SETFD, FD_CLOEXEC);
+		return 0;
+	}
+	if (errno == EEXIST) {
+		if (s->o->drain) {
+			fprintf(stderr, "taskq: drain: a supervisor is already running "
+				"(pid %d); use taskq wait, or stop it first\n", (int)other);
+			return 1;
+		}
+		fprintf(stderr, "taskq: serve: a supervisor is already running (pid %d)\n",
+			(int)other);
+		return 0;
+	}
+	fprintf(stderr, "taskq: serve: %s: %s\n", path, strerror(errno));
+	return 1;
+}
+
+int tq_supervisor_main(const struct tq_serve_opts *o)
+{
+	struct sup s = { .o = o, .sigfd = -1, .stop_grace = -1 };
+	struct tq_err err = TQ_ERR_INIT;
+	char path[PATH_MAX];
+	int ready = -1, rc;
+
+	for (int i = 0; i < TQ_MAX_WORKERS; i++)
+		s.slots[i].pidfd = -1;
+	/* Open once in this process to report problems on the terminal; the
+	 * daemon opens its own connection after the fork. */
+	if (tq_queue_open(&s.q, o->home, TQ_OPEN_CHECK, &err) < 0) {
+		fprintf(stderr, "taskq: serve: %s\n", err.msg);
+		return 1;
+	}
+	tq_queue_close(s.q);
+	s.q = NULL;
+	if (pidfile_path(o->home, path, sizeof(path)) < 0)
+		return 1;
+	if ((rc = lock(&s, path)) != 0 || s.pfh == NULL)
+		return rc;
+	if (!o->foreground && (daemonize(&ready) < 0 || open_log(o->home) < 0)) {
+		fprintf(stderr, "taskq: serve: cannot start the daemon: %s\n", strerror(errno));
+		pidfile_remove(s.pfh);
+		return 1;
+	}
+	pidfile_write(s.pfh);
+	setproctitle("supervisor: %d workers", o->workers);
+	if (setup_signals(&s) < 0 || tq_proc_set_subreaper(&err) < 0 ||
+	    tq_queue_open(&s.q, o->home, 0, &err) < 0) {
+		slog("cannot start: %s", err.msg[0] ? err.msg : strerror(errno));
+		rc = 1;
+		goto out;
+	}
+	write_meta(&s);
+	slog("started: %d workers, state directory %s", o->workers, o->home);
+	adopt(&s);
+	recover(&s, 0, "lease expired");
+	restart_due(&s);
+	if (ready >= 0) {
+		tq_write_all(ready, "R", 1);
+		tq_close(ready);
+		ready = -1;
+	}
+	loop(&s);
+	rc = exit_status(&s);
+	tq_queue_meta_set(s.q, "supervisor_pid", NULL, NULL);
+	slog("stopped");
+out:
+	tq_close(ready);
+	release(&s);
+	pidfile_remove(s.pfh);
+	return rc;
+}
+
+int tq_supervisor_autostart(const char *home, const char *exe, struct tq_err *err)
+{
+	char *argv[] = { "taskq", "--home", (char *)home, "serve", NULL };
+	posix_spawn_file_actions_t fa;
+	pid_t pid;
+	int rc, status;
+
+	if (tq_supervisor_running(home, NULL))
+		return 0;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+	posix_spawn_file_actions_adddup2(&fa, 1, 2);
+	posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+	rc = posix_spawn(&pid, exe, &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	if (rc != 0) {
+		errno = rc;
+		return tq_err_sys(err, "start supervisor (%s)", exe);
+	}
+	/* The daemon's parent exits as soon as the daemon is up. */
+	if (tq_waitpid(pid, &status, 0) < 0)
+		return tq_err_sys(err, "wait for supervisor");
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		return tq_err_set(err, TQ_EIO, "supervisor did not start (see %s/serve.log)",
+				  home);
+	return 0;
+}

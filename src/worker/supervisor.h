@@ -1,0 +1,59 @@
+/*
+ * supervisor.h - `taskq serve` and `taskq drain`: one supervisor per state
+ * directory (an exclusive lock on HOME/serve.pid, libbsd pidfile), which
+ * starts N workers, restarts any that die (with backoff), recovers tasks
+ * whose worker died or whose lease expired, adopts the live workers a
+ * previous supervisor left, and on SIGTERM/SIGINT stops them gracefully.
+ *
+ * The supervisor never runs a task itself and holds no task state in
+ * memory: everything is in the store, so it can be killed and restarted at
+ * any moment without losing a task.
+ */
+#ifndef TQ_SUPERVISOR_H
+#define TQ_SUPERVISOR_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "../common/err.h"
+
+#define TQ_DEFAULT_WORKERS 2
+#define TQ_MAX_WORKERS 256
+
+struct tq_serve_opts {
+	const char *home;        /* state directory (absolute) */
+	const char *exe;         /* this binary, to start workers from */
+	int workers;             /* how many to keep running */
+	int foreground;          /* else daemonize, log to HOME/serve.log */
+	int drain;               /* exit once nothing is left to run */
+	int64_t grace_ms;        /* shutdown grace for running tasks */
+	int64_t lease_ms;        /* workers' lease length */
+};
+
+/*
+ * Run the supervisor. In the foreground returns the exit status when it
+ * stops (0; 143 / 130 after SIGTERM / SIGINT; for drain 0 if every task it
+ * ran succeeded, else 1). When daemonizing, the calling process exits 0
+ * (_exit) once the daemon is up, and the daemon returns when it stops. A supervisor already
+ * running for home is reported on stderr and is not an error (0). Startup
+ * failures return 1 with a message on stderr.
+ */
+int tq_supervisor_main(const struct tq_serve_opts *o);
+
+/* Whether a supervisor holds home's lock; *pid (may be NULL) gets its pid
+ * from the pid file when it does. Never takes the lock. */
+int tq_supervisor_running(const char *home, pid_t *pid);
+
+/*
+ * Start a supervisor for home in the background unless one runs, by
+ * executing exe ("taskq --home HOME serve") with its standard streams on
+ * /dev/null (so a caller's $(...) never waits for the daemon). Waits only
+ * for the daemon to be up. Returns 0 (also when one was running) or a
+ * TQ_E* code with err set.
+ */
+int tq_supervisor_autostart(const char *home, const char *exe, struct tq_err *err);
+
+/* The path of the running binary (readlink /proc/self/exe). */
+int tq_self_exe(char *buf, size_t n, struct tq_err *err);
+
+#endif

@@ -1,0 +1,205 @@
+/*
+ * worker.c - the worker process: claim, run, record, until told to stop.
+ *
+ * Order at start matters: signals are blocked and routed to a signalfd
+ * before anything else, so no SIGCHLD or SIGTERM is lost between steps; the
+ * worker becomes a child subreaper before its first task, so a task's
+ * orphans are reparented here and can be swept; the database is opened in
+ * this process (never inherited across fork).
+ *
+ * An idle worker sleeps in poll() on the doorbell and the signalfd, with a
+ * timeout at its next heartbeat or the next scheduled task's time: no busy
+ * loop, ~0% CPU.
+ */
+#include "worker_int.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bsd/unistd.h>
+
+#include "../common/sys.h"
+#include "doorbell.h"
+#include "proc.h"
+
+#define IDLE_BEAT_MS 10000     /* heartbeat while idle */
+#define BUSY_RETRY_MS 200      /* the store was locked: try again soon */
+#define ERROR_RETRY_MS 2000    /* any other store error */
+
+void tq_worker_log(struct worker *w, const char *fmt, ...)
+{
+	char msg[TQ_ERR_MAX + 256], when[32];
+	time_t now = time(NULL);
+	struct tm tm;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (localtime_r(&now, &tm) == NULL ||
+	    strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm) == 0)
+		snprintf(when, sizeof(when), "-");
+	fprintf(stderr, "%s taskq worker %d (pid %d): %s\n", when, w->o->slot,
+		(int)getpid(), msg);
+}
+
+void tq_worker_on_signal(struct worker *w, const struct signalfd_siginfo *si)
+{
+	switch (si->ssi_signo) {
+	case SIGTERM:
+	case SIGINT:
+		if (!w->stopping) {
+			int64_t grace = w->o->grace_ms;
+			/* sigqueue(3) carries a grace override (shutdown --now). */
+			if (si->ssi_code == SI_QUEUE && si->ssi_int >= 0)
+				grace = si->ssi_int;
+			w->stopping = 1;
+			w->stop_signal = (int)si->ssi_signo;
+			w->stop_at = tq_mono_ms() + grace;
+		}
+		break;
+	case SIGUSR1:
+		w->poked = 1;
+		break;
+	default:
+		break;
+	}
+}
+
+static int setup_signals(struct worker *w)
+{
+	sigset_t set;
+
+	/* A write to a task's closed stdin must be EPIPE, not our death. */
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGUSR1);
+	sigaddset(&set, SIGHUP);
+	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
+		return -1;
+	w->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	return w->sigfd < 0 ? -1 : 0;
+}
+
+/* While idle: handle signals (reaping strays) and the doorbell. */
+static void idle_events(struct worker *w, int timeout)
+{
+	struct pollfd p[2] = { { w->sigfd, POLLIN, 0 }, { w->bellfd, POLLIN, 0 } };
+	struct signalfd_siginfo si;
+	struct tq_err err = TQ_ERR_INIT;
+
+	if (poll(p, 2, timeout) < 0)
+		return;
+	if (p[1].revents)
+		tq_doorbell_drain(w->bellfd);
+	if (!p[0].revents)
+		return;
+	while (tq_read(w->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		if (si.ssi_signo == SIGCHLD) {
+			/* Nothing of ours runs: sweep anything reparented. */
+			tq_proc_sweep(NULL, 0, NULL, &err);
+			continue;
+		}
+		tq_worker_on_signal(w, &si);
+	}
+}
+
+static int idle_timeout(struct worker *w)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	int64_t at = 0, wait = IDLE_BEAT_MS;
+
+	if (tq_queue_next_wakeup(w->q, &at, &err) == 0 && at > 0) {
+		int64_t d = at - tq_now_ms();
+		if (d < wait)
+			wait = d < 0 ? 0 : d + 1;
+	}
+	return (int)wait;
+}
+
+/* One round: claim and run a task, or sleep until something may be ready. */
+static int step(struct worker *w)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_task t;
+	int rc = tq_queue_claim(w->q, w->id, w->o->lease_ms, &t, &err);
+
+	if (rc == 0) {
+		/* Say at once which task this worker runs (status, kill). */
+		tq_queue_worker_beat(w->q, w->id, t.id, NULL);
+		rc = tq_runner_run(w, &t);
+		tq_task_release(&t);
+		tq_queue_worker_beat(w->q, w->id, 0, NULL);
+		if (rc < 0)
+			idle_events(w, ERROR_RETRY_MS);
+		return 0;
+	}
+	if (rc == TQ_ENOTFOUND) {
+		tq_queue_worker_beat(w->q, w->id, 0, NULL);
+		idle_events(w, idle_timeout(w));
+		return 0;
+	}
+	tq_worker_log(w, "%s", err.msg);
+	if (rc == TQ_ECORRUPT || rc == TQ_ENOTDB || rc == TQ_ENEWER)
+		return rc; /* fatal: the supervisor's backoff will show it */
+	idle_events(w, rc == TQ_EBUSY ? BUSY_RETRY_MS : ERROR_RETRY_MS);
+	return 0;
+}
+
+static int start(struct worker *w, struct tq_err *err)
+{
+	int64_t ticks = 0;
+	int rc;
+
+	if (setup_signals(w) < 0)
+		return tq_err_sys(err, "signals");
+	if ((rc = tq_proc_set_subreaper(err)) < 0)
+		return rc;
+	if ((rc = tq_queue_open(&w->q, w->o->home, 0, err)) < 0)
+		return rc;
+	if ((w->bellfd = tq_doorbell_open(w->o->home, err)) < 0)
+		return w->bellfd;
+	tq_proc_start_time(getpid(), &ticks, NULL);
+	return tq_queue_worker_add(w->q, (int)getpid(), ticks, w->o->slot,
+				   w->o->supervisor_pid, &w->id, err);
+}
+
+int tq_worker_main(const struct tq_worker_opts *o)
+{
+	struct worker w = { .o = o, .sigfd = -1, .bellfd = -1 };
+	struct tq_err err = TQ_ERR_INIT;
+	int status = 0;
+
+	setproctitle("worker %d: starting", o->slot);
+	if (start(&w, &err) < 0) {
+		tq_worker_log(&w, "cannot start: %s", err.msg);
+		status = 1;
+		goto out;
+	}
+	tq_worker_log(&w, "started (worker id %lld)", (long long)w.id);
+	setproctitle("worker %d: idle", o->slot);
+	while (!w.stopping)
+		if (step(&w) < 0) {
+			status = 1;
+			break;
+		}
+	tq_queue_worker_stop(w.q, w.id, NULL);
+	if (w.stop_signal)
+		status = 128 + w.stop_signal;
+	tq_worker_log(&w, "stopped");
+out:
+	tq_queue_close(w.q);
+	tq_close(w.sigfd);
+	tq_close(w.bellfd);
+	return status;
+}

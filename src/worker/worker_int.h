@@ -1,0 +1,36 @@
+/*
+ * worker_int.h - what worker.c and runner.c share: the worker's state.
+ */
+#ifndef TQ_WORKER_INT_H
+#define TQ_WORKER_INT_H
+
+#include <stdint.h>
+#include <sys/signalfd.h>
+
+#include "../queue/queue.h"
+#include "worker.h"
+
+struct worker {
+	const struct tq_worker_opts *o;
+	struct tq_queue *q;
+	int64_t id;             /* row in workers: fences this worker's leases */
+	int sigfd;              /* signalfd: CHLD, TERM, INT, USR1, HUP */
+	int bellfd;             /* the doorbell's read end */
+	int stopping;           /* a stop signal arrived */
+	int stop_signal;        /* which one, for the exit status */
+	int64_t stop_at;        /* mono ms: the running task's grace ends */
+	int poked;              /* SIGUSR1: look at the store now */
+};
+
+/* Log a line to the worker's stderr (the supervisor's log). */
+void tq_worker_log(struct worker *w, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Handle one signalfd record (not SIGCHLD). */
+void tq_worker_on_signal(struct worker *w, const struct signalfd_siginfo *si);
+
+/* Run one claimed task to its recorded end. Returns 0, or a negative TQ_E*
+ * when the store failed and the worker should back off. */
+int tq_runner_run(struct worker *w, struct tq_task *t);
+
+#endif

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Crashes: SIGKILL a worker mid-task (its task is recovered as lost and its
+# processes killed; the worker is restarted), SIGKILL the supervisor (tasks
+# go on and are recorded; a new supervisor adopts the live workers), and a
+# simulated reboot (everything killed: nothing stays running).
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib_serve.sh"
+
+serve_start 2
+
+check "SIGKILL of a worker: its task becomes lost, its process is killed"
+t1=$(submit_id -- sleep 1000)
+wait_for "[ -n \"\$(task_pid $t1)\" ]" 10
+p1=$(task_pid "$t1")
+wait_for "[ -n \"\$(tq_sql \"select pid from workers where task_id = $t1 and stopped_at is null\")\" ]" 10
+w1=$(tq_sql "select pid from workers where task_id = $t1 and stopped_at is null")
+kill -9 "$w1"
+wait_state "$t1" failed 20
+assert_eq lost "$(outcome_of "$t1")"
+assert_contains "$(tq_sql "select reason from tasks where id = $t1")" "pid $w1"
+wait_for "! _tq_alive $p1" 5 || fail "task process $p1 outlived its worker"
+check "the dead worker is replaced"
+wait_for "[ \"\$(live_workers)\" -eq 2 ]" 20 || fail "worker not restarted"
+
+check "SIGKILL of the supervisor: running tasks finish and are recorded"
+t2=$(submit_id --shell "sleep 1; echo done > $TQ_TMP/t2.out")
+wait_state "$t2" running
+wpids=$(tq_sql "select pid from workers where stopped_at is null order by pid" | tr '\n' ' ')
+kill -9 "$SERVE_PID"
+wait_state "$t2" succeeded 20
+assert_eq done "$(cat "$TQ_TMP/t2.out")"
+check "workers keep claiming without a supervisor"
+t3=$(submit_id -- true)
+wait_state "$t3" succeeded 20
+
+check "a new supervisor adopts the live workers instead of starting more"
+serve_start 2
+assert_eq "$wpids" "$(tq_sql "select pid from workers where stopped_at is null order by pid" | tr '\n' ' ')"
+assert_eq 2 "$(live_workers)"
+t4=$(submit_id -- true)
+wait_state "$t4" succeeded 20
+
+check "reboot: every process killed; running tasks end lost, queued ones run"
+t5=$(submit_id -- sleep 1000)
+wait_for "[ -n \"\$(task_pid $t5)\" ]" 10
+p5=$(task_pid "$t5")
+for pid in $(tq_sql "select pid from workers where stopped_at is null"); do
+	kill -9 "$pid"
+done
+kill -9 "$SERVE_PID"
+kill -9 "$p5"
+wait_for "! _tq_alive $SERVE_PID" 5
+t6=$(submit_id -- true)
+serve_start 2
+wait_state "$t5" failed 20
+assert_eq lost "$(outcome_of "$t5")"
+wait_state "$t6" succeeded 20
+assert_eq 0 "$(tq_sql "select count(*) from tasks where state = 'running'")"
