@@ -11,6 +11,7 @@
  * these commands never signal anything.
  */
 #include "cli.h"
+#include "queue/logstore.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -67,21 +68,18 @@ static int cancel_one(const struct cli_ctx *c, struct tq_queue *q, int64_t id)
 	return CLI_OK;
 }
 
-/* Remove the row, then the log: the other order would lose the log of a
- * task whose removal then failed; a log left behind is only disk space. */
+/* Remove the row, then the log and its index: the other order would lose
+ * the log of a task whose removal then failed; a log left behind is only
+ * disk space. */
 static int remove_one(const struct cli_ctx *c, struct tq_queue *q, int64_t id)
 {
 	struct tq_err err = TQ_ERR_INIT;
-	char path[PATH_MAX];
 
 	if (tq_queue_remove(q, id, &err) < 0)
 		return cli_fail(c, &err);
-	if (tq_queue_log_path(q, id, path, sizeof(path)) < 0)
-		return cli_runtime(c, "task %lld removed, but its log path is too long",
-				   (long long)id);
-	if (unlink(path) < 0 && errno != ENOENT)
-		return cli_runtime(c, "task %lld removed, but not its log %s: %s",
-				   (long long)id, path, strerror(errno));
+	if (tq_log_remove(q, id, &err) < 0)
+		return cli_runtime(c, "task %lld removed, but not its log: %s",
+				   (long long)id, err.msg);
 	printf("%lld removed\n", (long long)id);
 	return CLI_OK;
 }

@@ -267,7 +267,7 @@ static int end_attempt(struct tq_queue *q, const struct tq_finish *f, int64_t no
 	tq_bind_text(st, 6, tq_outcome_name(f->outcome));
 	tq_bind_text(st, 7, f->category != TQ_CAT_NONE ? tq_category_name(f->category) : NULL);
 	tq_bind_text(st, 8, f->reason);
-	tq_bind_opt_i64(st, 9, f->next == TQ_NEXT_RETRY ? f->retry_at : 0, 0);
+	tq_bind_opt_i64(st, 9, f->next != TQ_NEXT_FINAL ? f->retry_at : 0, 0);
 	sqlite3_bind_int(st, 10, f->next != TQ_NEXT_REQUEUE);
 	return tq_db_exec_st(q, st, err, "record attempt");
 }
@@ -325,7 +325,7 @@ static int end_task(struct tq_queue *q, const struct tq_finish *f, enum tq_state
 	tq_bind_text(st, 6, tq_outcome_name(f->outcome));
 	tq_bind_text(st, 7, f->category != TQ_CAT_NONE ? tq_category_name(f->category) : NULL);
 	tq_bind_text(st, 8, f->reason);
-	tq_bind_opt_i64(st, 9, f->next == TQ_NEXT_RETRY ? f->retry_at : 0, 0);
+	tq_bind_opt_i64(st, 9, f->next != TQ_NEXT_FINAL ? f->retry_at : 0, 0);
 	return tq_db_exec_st(q, st, err, "record task");
 }
 
@@ -355,7 +355,7 @@ static enum tq_state next_state(const struct tq_finish *f, int64_t now)
 	case TQ_NEXT_RETRY:
 		return f->retry_at > now ? TQ_SCHEDULED : TQ_QUEUED;
 	case TQ_NEXT_REQUEUE:
-		return TQ_QUEUED;
+		return f->retry_at > now ? TQ_SCHEDULED : TQ_QUEUED;
 	default:
 		return final_state_of(f->outcome);
 	}

@@ -476,8 +476,9 @@ struct tq_result {
 enum tq_next {
 	TQ_NEXT_FINAL,   /* the task ends in the state the outcome implies */
 	TQ_NEXT_RETRY,   /* the attempt failed transiently: scheduled for retry_at */
-	TQ_NEXT_REQUEUE  /* interrupted by a shutdown: queued again, the attempt
-			  * not counted against its retries */
+	TQ_NEXT_REQUEUE  /* interrupted by a shutdown: queued again (scheduled
+			  * when retry_at is set), the attempt not counted
+			  * against its retries */
 };
 
 struct tq_finish {
@@ -490,7 +491,8 @@ struct tq_finish {
 	enum tq_category category;
 	const char *reason;
 	enum tq_next next;
-	int64_t retry_at;           /* TQ_NEXT_RETRY: ms since the epoch */
+	int64_t retry_at;           /* RETRY, REQUEUE: not before (ms since the
+				     * epoch); 0: at once */
 	const char *pause_group;    /* with pause_until: pause this group (rate limit) */
 	int64_t pause_until;
 	const struct tq_result *result; /* may be NULL */

@@ -512,6 +512,15 @@ static int record_spawn_failure(struct run *r, const struct tq_err *why)
 	return record(r, &f);
 }
 
+static int record_requeue(struct run *r, const struct tq_err *why)
+{
+	struct tq_finish f = { .outcome = TQ_OUT_KILLED, .exit_code = -1,
+			       .reason = why->msg, .next = TQ_NEXT_REQUEUE,
+			       .retry_at = tq_now_ms() + 1000 };
+
+	return record(r, &f);
+}
+
 int tq_runner_run(struct worker *w, struct tq_task *t)
 {
 	struct run r = { .w = w, .t = t, .child = TQ_CHILD_INIT };
@@ -526,8 +535,14 @@ int tq_runner_run(struct worker *w, struct tq_task *t)
 		rc = record_spawn_failure(&r, &err);
 		goto out;
 	}
-	if ((rc = tq_log_open(w->q, t->id, t->max_output, &r.log, &err)) < 0 ||
-	    (rc = start(&r, &err)) < 0) {
+	rc = tq_log_open(w->q, t->id, t->max_output, &r.log, &err);
+	if (rc == TQ_EBUSY) {
+		/* A worker whose lease was taken over still writes this log: the
+		 * task is not ours to start yet. Give the attempt back. */
+		rc = record_requeue(&r, &err);
+		goto out;
+	}
+	if (rc < 0 || (rc = start(&r, &err)) < 0) {
 		rc = record_spawn_failure(&r, &err);
 		goto out;
 	}

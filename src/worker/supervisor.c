@@ -219,6 +219,38 @@ static size_t live_pids(struct sup *s, pid_t *pids)
 	return n;
 }
 
+/*
+ * An expired lease whose worker process is alive is not a dead worker but a
+ * late one (the store was locked, the machine was suspended): killing its
+ * task would lose good work, and fencing already keeps a late write from
+ * doing harm. So leave it, unless the worker has not heartbeaten for
+ * WEDGED_LEASES leases: then it is stuck, and it is killed, which recovers
+ * its task through the dead-worker path. Returns 1 to skip the task.
+ */
+#define WEDGED_LEASES 3
+
+static int worker_alive(struct sup *s, int64_t worker_id)
+{
+	struct tq_worker_info *ws = NULL;
+	size_t n = 0;
+	int alive = 0;
+
+	if (worker_id == 0 || tq_queue_workers(s->q, &ws, &n, NULL) < 0)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		if (ws[i].id != worker_id || !tq_proc_same(ws[i].pid, ws[i].proc_start))
+			continue;
+		alive = 1;
+		if (tq_now_ms() - ws[i].heartbeat_at > WEDGED_LEASES * s->o->lease_ms) {
+			slog("worker pid %d has not heartbeaten for %lld ms; killing it",
+			     ws[i].pid, (long long)(tq_now_ms() - ws[i].heartbeat_at));
+			tq_proc_signal(ws[i].pid, ws[i].proc_start, SIGKILL, NULL);
+		}
+	}
+	free(ws);
+	return alive;
+}
+
 /* Kill what remains of tasks that ran under a worker that is gone, and
  * record their attempts as lost. worker_id 0: tasks with expired leases. */
 static void recover(struct sup *s, int64_t worker_id, const char *why)
@@ -236,6 +268,8 @@ static void recover(struct sup *s, int64_t worker_id, const char *why)
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
+		if (worker_id == 0 && worker_alive(s, ex[i].worker_id))
+			continue;
 		char reason[256];
 		struct tq_finish f = { .task_id = ex[i].task_id, .attempt = ex[i].attempt,
 				       .worker_id = ex[i].worker_id, .outcome = TQ_OUT_LOST,
@@ -608,7 +642,8 @@ static int daemonize(int *ready_fd)
 	*ready_fd = fds[1];
 	if (setsid() < 0)
 		return -1;
-	return 0;
+	/* Hold no directory busy (an unmount); every path we use is absolute. */
+	return chdir("/");
 }
 
 static void release(struct sup *s)

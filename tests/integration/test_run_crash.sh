@@ -56,3 +56,18 @@ wait_state "$t5" failed 20
 assert_eq lost "$(outcome_of "$t5")"
 wait_state "$t6" succeeded 20
 assert_eq 0 "$(tq_sql "select count(*) from tasks where state = 'running'")"
+
+check "a store locked for longer than the lease does not kill a running task"
+t7=$(submit_id --shell "sleep 3; echo ok")
+wait_for "[ -n \"\$(task_pid $t7)\" ]" 10
+# Hold the write lock for 2 leases (the workers' lease is 1s): their renewals
+# wait, the lease expires, but the worker is alive, so its task must go on.
+"$TQ_PYTHON" -c '
+import sqlite3, sys, time
+c = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=10)
+c.execute("BEGIN EXCLUSIVE")
+time.sleep(2)
+c.execute("ROLLBACK")
+' "$TASKQ_HOME/taskq.db"
+wait_state "$t7" succeeded 20
+assert_eq 1 "$(tq_sql "select count(*) from attempts where task_id = $t7")"
