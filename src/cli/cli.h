@@ -25,6 +25,8 @@ enum cli_exit {
 /* Priorities are bounded to 32 bits so a PostgreSQL INTEGER column holds
  * them as SQLite does. */
 #define CLI_PRIORITY_MAX INT32_MAX
+/* More retries than this is a mistake (a loop that never gives up). */
+#define CLI_RETRIES_MAX 1000
 /* A label value is shown in tables; longer text belongs in a file. */
 #define CLI_LABEL_VALUE_MAX 1024
 
@@ -53,10 +55,16 @@ struct cli_cmd {
 extern const struct cli_cmd cli_cmd_submit;
 extern const struct cli_cmd cli_cmd_list;
 extern const struct cli_cmd cli_cmd_show;
+extern const struct cli_cmd cli_cmd_classify;
+extern const struct cli_cmd cli_cmd_log;
+extern const struct cli_cmd cli_cmd_poll;
 extern const struct cli_cmd cli_cmd_cancel;
 extern const struct cli_cmd cli_cmd_remove;
 extern const struct cli_cmd cli_cmd_kill;
 extern const struct cli_cmd cli_cmd_write;
+extern const struct cli_cmd cli_cmd_retry;
+extern const struct cli_cmd cli_cmd_pause;
+extern const struct cli_cmd cli_cmd_resume;
 extern const struct cli_cmd cli_cmd_serve;
 extern const struct cli_cmd cli_cmd_drain;
 extern const struct cli_cmd cli_cmd_status;
@@ -156,5 +164,61 @@ int cli_parse_id(const struct cli_ctx *c, const char *s, int64_t *id);
 /* Flush stdout; on failure (a full disk, a closed pipe) print why and
  * return CLI_RUNTIME. main calls it after every command. */
 int cli_finish_stdout(const struct cli_ctx *c);
+
+/* ------------------------------------------------------------------ */
+/* Task output and status (cmd_log.c, status.c)                       */
+
+struct cJSON;
+struct tq_log_line;
+
+/*
+ * The exit status that stands for how task t ended, the shell's way:
+ * succeeded 0; failed with exit code N: N; died by signal N: 128+N;
+ * timed_out 124; killed 128+N (the signal; 137 if none is known);
+ * spawn_failed 127; output_overflow, lost, canceled: 1. -1 while t has not
+ * reached a final state. The table is in `taskq help log` and the README.
+ */
+int cli_task_status(const struct tq_task *t);
+
+/*
+ * Printing log lines (struct tq_log_line, queue/logstore.h) the way `taskq
+ * log` does. Raw: each line's exact bytes, plus '\n' only where the output
+ * had one, so the concatenation is the output byte for byte. Escaped (a
+ * terminal, unless raw was asked for): each line through cli_esc (NUL as
+ * "\000"), one per output line, a line that had no newline ending in "\c"
+ * (as in echo). JSON: one object per line (cli_log_line_json).
+ */
+struct cli_lines {
+	FILE *out;          /* stdout lines (and stderr lines unless err) */
+	FILE *err;          /* stderr lines: out, or another stream (split) */
+	int esc_out, esc_err; /* escape what goes to out / err */
+	int json;           /* JSON lines on out instead */
+	int rc;             /* first error (TQ_ENOMEM), or 0 */
+	int64_t count;      /* lines printed */
+	int64_t last;       /* n of the last line printed */
+	int open;           /* the last raw line printed had no '\n' */
+	char *tmp;          /* scratch for escaping */
+	size_t tmp_cap;
+};
+
+/* Print stdout lines to out and stderr lines to err (the same FILE for
+ * merged output); escape for whichever of them is a terminal unless raw. */
+void cli_lines_init(struct cli_lines *p, FILE *out, FILE *err, int raw);
+void cli_lines_release(struct cli_lines *p);
+/* Print one line; 0 or TQ_ENOMEM (also kept in p->rc). */
+int cli_lines_put(struct cli_lines *p, const struct tq_log_line *l);
+/* tq_log_line_cb for tq_log_read with arg a struct cli_lines: prints each
+ * line, stops at the first error. */
+int cli_lines_cb(const struct tq_log_line *l, void *arg);
+
+/* {"n":N,"stream":"stdout"|"stderr","text":...} plus "text_base64" (exact
+ * bytes) when the line is not valid UTF-8 or holds a NUL (then "text" has
+ * U+FFFD for those bytes), plus "newline":false for a line that had none.
+ * NULL when out of memory (*oom set). */
+struct cJSON *cli_log_line_json(const struct tq_log_line *l, int *oom);
+
+/* Add to o how t stands: state, outcome, exit_code, signal, exit_status
+ * (cli_task_status, null until it ends), reason. */
+void cli_json_task_end(struct cJSON *o, const struct tq_task *t, int *oom);
 
 #endif

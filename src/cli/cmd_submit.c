@@ -10,8 +10,12 @@
  *
  * Submit is on the benchmark's hot path (a bare exec plus one insert), so it
  * does only what the task needs: no locale, no config file, no supervisor.
+ *
+ * --wait[=DUR] then waits for the task to end, reading the store as `taskq
+ * log` does and printing through its line printer (cli.h, cmd_log.c).
  */
 #include "cli.h"
+#include "output.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +28,7 @@
 #include "common/env.h"
 #include "common/parse.h"
 #include "common/sys.h"
+#include "queue/logstore.h"
 #include "worker/doorbell.h"
 #include "worker/supervisor.h"
 
@@ -56,9 +61,20 @@ static const char submit_help[] =
 	"  --stdin MODE     null (default: /dev/null) or pipe (taskq write ID DATA\n"
 	"                   feeds it)\n"
 	"  --pty            run the task on a pseudo-terminal\n"
+	"  --group NAME     the task's group (default: the program's name, e.g.\n"
+	"                   claude): a rate limit pauses the whole group\n"
+	"  --retries N      retry a transient failure (rate_limit, overload,\n"
+	"                   network; exit 75) up to N times (default 3; 0: never)\n"
+	"  --retry-lost     also retry when the task's worker died (lost)\n"
+	"  --backoff DUR    wait before the first retry (default 30s), doubled for\n"
+	"                   each next one, with jitter; a provider's retry-after\n"
+	"                   is honoured\n"
+	"  --backoff-max DUR  the longest wait between retries (default 30m)\n"
 	"  --no-start       do not start a supervisor if none runs (also:\n"
 	"                   TASKQ_AUTOSTART=0)\n"
 	"  --json           print {\"id\":N} instead of the bare id\n"
+	"  --wait[=DUR]     wait up to DUR (default 10s; 0: no limit) for the task\n"
+	"                   to end; see below\n"
 	"\n"
 	"The environment is yours minus variables that mark the submitting process\n"
 	"(CLAUDECODE, CLAUDE_CODE_ENTRYPOINT, CLAUDE_CODE_SESSION_ID,\n"
@@ -72,12 +88,26 @@ static const char submit_help[] =
 	"  taskq submit --shell 'sort big.txt | uniq -c > counts.txt'\n"
 	"\n"
 	"After the task is stored, submit rings the workers' doorbell, and starts a\n"
-	"supervisor in the background (taskq serve) if none runs.\n";
+	"supervisor in the background (taskq serve) if none runs.\n"
+	"\n"
+	"--wait: if the task ends within DUR, its output is printed as it ran,\n"
+	"stdout lines to stdout and stderr lines to stderr (exact bytes; escaped\n"
+	"as by taskq log on a terminal), and submit exits with the task's exit\n"
+	"status (0, its exit code, 128+N for a signal, 124 timed out, 127 not\n"
+	"started; see taskq help log). Otherwise it prints the id on stdout, the\n"
+	"last 20 lines so far and \"task N is still running\" on stderr, and exits\n"
+	"0: the task goes on in the background (taskq poll N, taskq log N -f).\n"
+	"With --json, one object instead: {\"id\":N,\"done\":true,\"state\":...,\n"
+	"\"outcome\":...,\"exit_code\":...,\"signal\":...,\"exit_status\":...,\n"
+	"\"reason\":...,\"lines\":[...],\"total\":N} (lines as in log --json: all\n"
+	"of them when done, else the last 20). Only the inline form takes a value:\n"
+	"--wait=30s; a bare --wait means 10s.\n";
 
 enum {
 	OPT_SHELL = 256, OPT_CWD, OPT_ENV, OPT_UNSET, OPT_CLEAN_ENV, OPT_NAME,
 	OPT_TIMEOUT, OPT_LABEL, OPT_PRIORITY, OPT_BATCH, OPT_JSON, OPT_KILL_GRACE,
-	OPT_MAX_OUTPUT, OPT_STDIN_FILE, OPT_STDIN, OPT_PTY, OPT_NO_START,
+	OPT_MAX_OUTPUT, OPT_STDIN_FILE, OPT_STDIN, OPT_PTY, OPT_NO_START, OPT_GROUP,
+	OPT_RETRIES, OPT_RETRY_LOST, OPT_BACKOFF, OPT_BACKOFF_MAX,
 };
 
 static const struct cli_opt submit_opts[] = {
@@ -98,6 +128,11 @@ static const struct cli_opt submit_opts[] = {
 	{ "stdin", OPT_STDIN, 1, 0 },
 	{ "pty", OPT_PTY, 0, 0 },
 	{ "no-start", OPT_NO_START, 0, 0 },
+	{ "group", OPT_GROUP, 1, 0 },
+	{ "retries", OPT_RETRIES, 1, 0 },
+	{ "retry-lost", OPT_RETRY_LOST, 0, 0 },
+	{ "backoff", OPT_BACKOFF, 1, 0 },
+	{ "backoff-max", OPT_BACKOFF_MAX, 1, 0 },
 	{ NULL, 0, 0, 0 },
 };
 
@@ -117,6 +152,8 @@ struct submit {
 	char **label_bufs;        /* owned copies of each --label K=V */
 	size_t nlabels, labels_cap;
 	int clean_env, json, no_start;
+	int wait;                 /* --wait given */
+	int64_t wait_ms;          /* its limit; 0: none */
 	const char *stdin_file;
 	char *stdin_data;         /* --stdin-file's bytes */
 	char cwd[PATH_MAX];
@@ -326,6 +363,24 @@ static int take_opt(const struct cli_ctx *c, struct submit *s, int k,
 	case OPT_NO_START:
 		s->no_start = 1;
 		return CLI_OK;
+	case OPT_GROUP:
+		s->spec.group = a->val;
+		return check_name(c, "--group", a->val);
+	case OPT_RETRIES:
+		if (tq_parse_int(a->val, 0, CLI_RETRIES_MAX, &s->spec.max_retries, &err) < 0)
+			return cli_usage(c, "--retries %s", err.msg);
+		return CLI_OK;
+	case OPT_RETRY_LOST:
+		s->spec.retry_lost = 1;
+		return CLI_OK;
+	case OPT_BACKOFF:
+		if (tq_parse_duration(a->val, &s->spec.backoff_ms, &err) < 0)
+			return cli_usage(c, "--backoff %s", err.msg);
+		return CLI_OK;
+	case OPT_BACKOFF_MAX:
+		if (tq_parse_duration(a->val, &s->spec.backoff_max_ms, &err) < 0)
+			return cli_usage(c, "--backoff-max %s", err.msg);
+		return CLI_OK;
 	case CLI_OPT_HELP:
 		cli_print_help(&cli_cmd_submit, stdout);
 		return -1; /* done, exit 0 */
@@ -453,6 +508,165 @@ static void after_store(const struct cli_ctx *c, struct submit *s, const char *h
 		fprintf(stderr, "taskq: %s: warning: %s\n", c->cmd->name, err.msg);
 }
 
+/* ------------------------------------------------------------------ */
+/* --wait                                                             */
+
+#define WAIT_DEFAULT_MS (10 * 1000) /* a bare --wait */
+#define WAIT_TAIL 20                /* lines shown of a task still running */
+#define WAIT_PAUSE_MAX_MS 100       /* longest pause between looks */
+
+/*
+ * Wait until task id ends, or wait_ms pass (0: no limit). 1 when it ended,
+ * 0 when time ran out (t holds the task either way), or an error. The
+ * database tells no other process when it changes, so this looks at it
+ * with a growing pause: a quick task ends within milliseconds of its
+ * start, a long one costs ten reads a second.
+ */
+static int wait_end(struct tq_queue *q, int64_t id, int64_t wait_ms, struct tq_task *t,
+		    struct tq_err *err)
+{
+	int64_t deadline = tq_mono_ms() + wait_ms, pause = 2, left;
+	int rc;
+
+	for (;;) {
+		if ((rc = tq_queue_get(q, id, 0, t, err)) < 0)
+			return rc;
+		if (tq_state_final(t->state))
+			return 1;
+		left = deadline - tq_mono_ms();
+		if (wait_ms > 0 && left <= 0)
+			return 0;
+		tq_task_release(t);
+		tq_sleep_ms(wait_ms > 0 && left < pause ? left : pause);
+		pause = pause * 2 < WAIT_PAUSE_MAX_MS ? pause * 2 : WAIT_PAUSE_MAX_MS;
+	}
+}
+
+struct json_lines {
+	cJSON *arr;
+	int oom;
+};
+
+static int json_line_cb(const struct tq_log_line *l, void *arg)
+{
+	struct json_lines *j = arg;
+	cJSON *item = cli_log_line_json(l, &j->oom);
+
+	if (item != NULL && !cJSON_AddItemToArray(j->arr, item)) {
+		cJSON_Delete(item);
+		j->oom = 1;
+	}
+	return j->oom;
+}
+
+/* --wait --json: one object, the output's lines in it. */
+static int waited_json(const struct cli_ctx *c, struct tq_queue *q, const struct tq_task *t,
+		       int done, const struct tq_log_range *r)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	struct json_lines j = { cJSON_CreateArray(), 0 };
+	cJSON *o = cJSON_CreateObject();
+	int64_t total = 0;
+	int rc = CLI_OK;
+
+	if (j.arr == NULL || o == NULL)
+		j.oom = 1;
+	else
+		cli_json_int(o, "id", t->id, 1, &j.oom);
+	if (!j.oom && tq_log_read(q, t->id, r, json_line_cb, &j, &total, &err) < 0)
+		rc = cli_fail(c, &err);
+	if (rc == CLI_OK && !j.oom) {
+		cli_json_bool(o, "done", done, &j.oom);
+		cli_json_task_end(o, t, &j.oom);
+		if (cJSON_AddItemToObject(o, "lines", j.arr))
+			j.arr = NULL;
+		else
+			j.oom = 1;
+		cli_json_int(o, "total", total, 1, &j.oom);
+	}
+	if (rc == CLI_OK && (j.oom || cli_json_print(o, stdout) < 0))
+		rc = cli_runtime(c, "out of memory");
+	cJSON_Delete(o);
+	cJSON_Delete(j.arr);
+	if (rc == CLI_OK && done)
+		rc = cli_task_status(t);
+	return rc;
+}
+
+/* After the wait: the output and the task's exit status if it ended; else
+ * the id, the last lines and where to look next. */
+static int show_waited(const struct cli_ctx *c, struct tq_queue *q, const struct tq_task *t,
+		       int done, int json)
+{
+	struct tq_log_range r = { .stream = TQ_STREAM_ALL, .offset = done ? 1 : 0,
+				  .limit = -1, .tail = WAIT_TAIL };
+	struct tq_err err = TQ_ERR_INIT;
+	struct cli_lines p;
+	int rc = CLI_OK;
+
+	if (json)
+		return waited_json(c, q, t, done, &r);
+	if (!done) {
+		printf("%lld\n", (long long)t->id);
+		fflush(stdout);
+	}
+	/* as it ran: stdout lines to stdout, stderr lines to stderr */
+	cli_lines_init(&p, done ? stdout : stderr, stderr, 0);
+	if (tq_log_read(q, t->id, &r, cli_lines_cb, &p, NULL, &err) < 0)
+		rc = cli_fail(c, &err);
+	else if (p.rc < 0)
+		rc = cli_runtime(c, "out of memory");
+	cli_lines_release(&p);
+	if (rc != CLI_OK)
+		return rc;
+	if (done)
+		return cli_task_status(t);
+	fprintf(stderr, "%stask %lld is still %s; taskq poll %lld / taskq log %lld --follow\n",
+		p.open ? "\n" : "", (long long)t->id, tq_state_name(t->state),
+		(long long)t->id, (long long)t->id);
+	return CLI_OK;
+}
+
+static int wait_and_show(const struct cli_ctx *c, struct submit *s, struct tq_queue *q,
+			 int64_t id)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_task t = { 0 };
+	int rc, done;
+
+	if ((done = wait_end(q, id, s->wait_ms, &t, &err)) < 0)
+		rc = cli_fail(c, &err);
+	else
+		rc = show_waited(c, q, &t, done, s->json);
+	tq_task_release(&t);
+	return rc;
+}
+
+/* --wait[=DUR] at argv[a->i], if it is there: handled before cli_next,
+ * which knows no options with an optional value. Only the inline form
+ * takes one, so a bare --wait never takes the command's name for its
+ * value. Returns 1 (and *rc) if it was --wait, else 0. */
+static int take_wait(const struct cli_ctx *c, struct submit *s, struct cli_args *a, int *rc)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	const char *arg;
+
+	*rc = CLI_OK;
+	if (a->only_args || a->i >= a->argc)
+		return 0;
+	arg = a->argv[a->i];
+	if (strcmp(arg, "--wait") == 0)
+		s->wait_ms = WAIT_DEFAULT_MS;
+	else if (strncmp(arg, "--wait=", 7) == 0 &&
+		 tq_parse_duration(arg + 7, &s->wait_ms, &err) < 0)
+		*rc = cli_usage(c, "--wait %s", err.msg);
+	else if (strncmp(arg, "--wait=", 7) != 0)
+		return 0;
+	s->wait = 1;
+	a->i++;
+	return 1;
+}
+
 static int store(const struct cli_ctx *c, struct submit *s)
 {
 	struct tq_err err = TQ_ERR_INIT;
@@ -469,6 +683,11 @@ static int store(const struct cli_ctx *c, struct submit *s)
 		rc = cli_fail(c, &err);
 	if (rc == CLI_OK)
 		after_store(c, s, tq_queue_home(q));
+	if (rc == CLI_OK && s->wait) {
+		rc = wait_and_show(c, s, q, id);
+		tq_queue_close(q);
+		return rc;
+	}
 	tq_queue_close(q);
 	if (rc != CLI_OK)
 		return rc;
@@ -485,7 +704,14 @@ static int parse(const struct cli_ctx *c, struct submit *s, int argc, char **arg
 	int k, rc;
 
 	cli_args_init(&a, argc, argv, 1);
-	while ((k = cli_next(c, &a, submit_opts)) != CLI_OPT_END) {
+	for (;;) {
+		if (take_wait(c, s, &a, &rc)) {
+			if (rc != CLI_OK)
+				return rc;
+			continue;
+		}
+		if ((k = cli_next(c, &a, submit_opts)) == CLI_OPT_END)
+			break;
 		if (k == CLI_OPT_ARG)
 			return take_command(c, s, &a, 1);
 		if (k == CLI_OPT_ERR)

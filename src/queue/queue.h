@@ -410,6 +410,19 @@ int tq_queue_cancel(struct tq_queue *q, int64_t id, const char *reason,
 int tq_queue_remove(struct tq_queue *q, int64_t id, struct tq_err *err);
 
 /*
+ * Run a finished task again as a new attempt (same id; its attempts are
+ * kept and no longer count against its retries: a manual retry gives a fresh
+ * budget). TQ_ESTATE unless it is succeeded, failed, timed_out, killed or
+ * canceled. Dependents already canceled because it failed stay canceled.
+ */
+int tq_queue_retry(struct tq_queue *q, int64_t id, struct tq_err *err);
+
+/* Retry every task in state failed or timed_out (of batch, if not NULL), in
+ * one transaction. *n receives how many. */
+int tq_queue_retry_failed(struct tq_queue *q, const char *batch, int64_t *n,
+			  struct tq_err *err);
+
+/*
  * Ask for a running task to be killed with sig: records kill_signal and the
  * time; the worker running it signals its process group and escalates to
  * SIGKILL after the kill grace. TQ_ESTATE if not running.
@@ -625,6 +638,36 @@ struct tq_group {
 
 int tq_queue_groups(struct tq_queue *q, struct tq_group **list, size_t *n,
 		    struct tq_err *err);
+
+/* Pause a group by hand (its queued tasks wait; running ones go on; a group
+ * no task has used yet is created paused), or lift every pause of it, by hand
+ * or from a rate limit (resume: TQ_ENOTFOUND if the group does not exist). */
+int tq_queue_group_pause(struct tq_queue *q, const char *name, struct tq_err *err);
+int tq_queue_group_resume(struct tq_queue *q, const char *name, struct tq_err *err);
 void tq_group_list_free(struct tq_group *list, size_t n);
+
+/* ------------------------------------------------------------------ */
+/* Poll cursors (cursors.c)                                           */
+
+/*
+ * How many lines of task id's log (the all-streams numbering of
+ * logstore.h) reader has been shown by `taskq poll --as READER`; 0 for a
+ * reader that never polled. reader is 1..TQ_NAME_MAX-1 bytes (TQ_EINVAL
+ * otherwise). TQ_ENOTFOUND if there is no such task.
+ */
+int tq_queue_cursor_get(struct tq_queue *q, int64_t id, const char *reader,
+			int64_t *line, struct tq_err *err);
+
+/*
+ * Move reader's cursor on task id from `from` to `to` lines, only if it
+ * still is at `from` (compare and set, one statement): TQ_ESTALE when
+ * another process polling under the same name moved it first (read it
+ * again and retry), so no line is delivered twice to one reader name.
+ * Readers with other names are never touched. The row is created on the
+ * first move and removed with its task. TQ_ENOTFOUND if there is no such
+ * task; TQ_EINVAL for a bad reader name or a negative line.
+ */
+int tq_queue_cursor_advance(struct tq_queue *q, int64_t id, const char *reader,
+			    int64_t from, int64_t to, struct tq_err *err);
 
 #endif
