@@ -292,7 +292,7 @@ static int run_write(struct cli_ctx *c, int argc, char **argv)
 const struct cli_cmd cli_cmd_kill = {
 	.name = "kill",
 	.synopsis = "taskq kill ID... [--signal SIG] [--no-wait]",
-	.summary = "stop running tasks (and cancel ones not started)",
+	.summary = "Stop running tasks (and cancel ones not started yet).",
 	.help =
 	"Sends SIG (default TERM) to the task's process group, then KILL to the group\n"
 	"after the task's kill grace (--kill-grace at submit, default 5s) if it has not\n"
@@ -307,7 +307,7 @@ const struct cli_cmd cli_cmd_kill = {
 const struct cli_cmd cli_cmd_write = {
 	.name = "write",
 	.synopsis = "taskq write ID [DATA] [--line] [--file F|-] [--eof]",
-	.summary = "send input to a task submitted with --stdin pipe",
+	.summary = "Send input to a task submitted with --stdin pipe.",
 	.help =
 	"Stores DATA (exactly, no newline added) for the task's standard input; its\n"
 	"worker delivers it, so nothing is lost if the task has not started yet.\n"

@@ -108,6 +108,9 @@ static const char list_help[] =
 	"  --name NAME       only tasks with this name\n"
 	"  --label K=V       only tasks with this label\n"
 	"  --batch NAME      only tasks of this batch\n"
+	"  --group NAME      only tasks of this group\n"
+	"  --category C      only tasks whose last attempt failed this way:\n"
+	"                    rate_limit, overload, network, auth, unknown\n"
 	"  --limit N         at most N tasks (default 50; 0: no limit)\n"
 	"  --offset N        skip the N newest matching tasks first\n"
 	"  --json            a JSON array of objects: id, state, name, argv, cwd,\n"
@@ -118,7 +121,8 @@ static const char list_help[] =
 	"\n"
 	"Text is escaped C-style (\\n, \\t, \\033, \\377) so that every byte is visible.\n";
 
-enum { OPT_STATE = 256, OPT_LIMIT, OPT_OFFSET, OPT_NAME, OPT_LABEL, OPT_BATCH, OPT_JSON };
+enum { OPT_STATE = 256, OPT_LIMIT, OPT_OFFSET, OPT_NAME, OPT_LABEL, OPT_BATCH, OPT_JSON,
+       OPT_GROUP, OPT_CATEGORY };
 
 static const struct cli_opt list_opts[] = {
 	{ "state", OPT_STATE, 1, 0 },
@@ -127,6 +131,8 @@ static const struct cli_opt list_opts[] = {
 	{ "name", OPT_NAME, 1, 0 },
 	{ "label", OPT_LABEL, 1, 0 },
 	{ "batch", OPT_BATCH, 1, 0 },
+	{ "group", OPT_GROUP, 1, 0 },
+	{ "category", OPT_CATEGORY, 1, 0 },
 	{ "json", OPT_JSON, 0, 0 },
 	{ NULL, 0, 0, 0 },
 };
@@ -210,6 +216,14 @@ static int take_list_opt(const struct cli_ctx *c, struct list_req *r, int k,
 		return CLI_OK;
 	case OPT_BATCH:
 		r->f.batch = a->val;
+		return CLI_OK;
+	case OPT_GROUP:
+		r->f.group = a->val;
+		return CLI_OK;
+	case OPT_CATEGORY:
+		if (tq_category_parse(a->val, &r->f.category) < 0)
+			return cli_usage(c, "--category \"%s\": expected rate_limit, overload, "
+					 "network, auth or unknown", a->val);
 		return CLI_OK;
 	case OPT_LABEL:
 		return take_label(c, r, a->val);
@@ -326,7 +340,8 @@ const struct cli_cmd cli_cmd_list = {
 	.name = "list",
 	.alias = "ls",
 	.synopsis = "taskq list [--state S[,S...]] [--name NAME] [--label K=V] "
-		    "[--batch NAME]\n             [--limit N] [--offset N] [--json]",
+		    "[--batch NAME]\n             [--group NAME] [--category C] "
+		    "[--limit N] [--offset N] [--json]",
 	.summary = "List tasks, newest first.",
 	.help = list_help,
 	.run = run_list,

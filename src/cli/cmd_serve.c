@@ -388,7 +388,7 @@ static int run_shutdown(struct cli_ctx *c, int argc, char **argv)
 const struct cli_cmd cli_cmd_serve = {
 	.name = "serve",
 	.synopsis = "taskq serve [--workers N] [--foreground] [--grace DUR] [--lease DUR]",
-	.summary = "run the supervisor and its workers (started by submit when needed)",
+	.summary = "Run the supervisor and its workers (submit starts one when needed).",
 	.help =
 	"Starts the supervisor for the state directory: it keeps N workers (default 2)\n"
 	"running, each claiming one task at a time, restarts a worker that dies, and\n"
@@ -410,7 +410,7 @@ const struct cli_cmd cli_cmd_serve = {
 const struct cli_cmd cli_cmd_drain = {
 	.name = "drain",
 	.synopsis = "taskq drain [--workers N] [--grace DUR] [--lease DUR]",
-	.summary = "run tasks in the foreground until none is left, then exit",
+	.summary = "Run tasks in the foreground until none is left, then exit.",
 	.help =
 	"Runs a supervisor in the foreground until no task can run now, nothing is\n"
 	"running, and no task it ran is waiting for a retry; then exits. For cron and\n"
@@ -435,7 +435,7 @@ const struct cli_cmd cli_cmd_worker = {
 const struct cli_cmd cli_cmd_status = {
 	.name = "status",
 	.synopsis = "taskq status [--json]",
-	.summary = "show the supervisor, workers, task counts and groups",
+	.summary = "Show the supervisor, workers, task counts and groups.",
 	.help =
 	"Says whether a supervisor runs (its pid, uptime, workers), how many tasks are\n"
 	"in each state, what each worker is doing, and the groups that are paused,\n"
@@ -448,7 +448,7 @@ const struct cli_cmd cli_cmd_status = {
 const struct cli_cmd cli_cmd_shutdown = {
 	.name = "shutdown",
 	.synopsis = "taskq shutdown [--now] [--grace DUR] [--no-wait]",
-	.summary = "stop the supervisor; running tasks are requeued",
+	.summary = "Stop the supervisor; running tasks are requeued.",
 	.help =
 	"Stops the supervisor: workers stop claiming, running tasks get the grace\n"
 	"period to finish, then are stopped (TERM, then KILL) and go back to the\n"

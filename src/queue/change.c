@@ -8,6 +8,7 @@
 
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../common/sys.h"
@@ -134,4 +135,133 @@ int tq_queue_request_kill(struct tq_queue *q, int64_t id, int sig, struct tq_err
 		return rc;
 	return tq_err_set(err, TQ_ESTATE, "task %lld is %s, not running", (long long)id,
 			  tq_state_name(s));
+}
+
+/* ------------------------------------------------------------------ */
+/* Manual retries                                                     */
+
+static int retry_in_txn(struct tq_queue *q, int64_t id, struct tq_err *err)
+{
+	sqlite3_stmt *st;
+	enum tq_state s = TQ_QUEUED;
+	int rc;
+
+	if ((rc = state_of(q, id, &s, err)) < 0)
+		return rc;
+	if (!tq_state_final(s))
+		return tq_err_set(err, TQ_ESTATE, "task %lld is %s; only a finished task "
+				  "can be retried", (long long)id, tq_state_name(s));
+	st = tq_db_stmt(q, ST_RETRY_ATTEMPTS,
+			"UPDATE attempts SET counted = 0 WHERE task_id = ?1", err);
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	sqlite3_bind_int64(st, 1, id);
+	if ((rc = tq_db_exec_st(q, st, err, "retry task")) < 0)
+		return rc;
+	st = tq_db_stmt(q, ST_RETRY_TASK,
+		"UPDATE tasks SET state = 'queued', run_after = 0, finished_at = NULL,"
+		" exit_code = NULL, signal = NULL, outcome = NULL, category = NULL,"
+		" reason = NULL WHERE id = ?1", err);
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	sqlite3_bind_int64(st, 1, id);
+	return tq_db_exec_st(q, st, err, "retry task");
+}
+
+int tq_queue_retry(struct tq_queue *q, int64_t id, struct tq_err *err)
+{
+	int rc;
+
+	if ((rc = tq_db_begin(q, err)) < 0)
+		return rc;
+	if ((rc = retry_in_txn(q, id, err)) < 0 || (rc = tq_db_commit(q, err)) < 0) {
+		tq_db_rollback(q);
+		return rc;
+	}
+	return 0;
+}
+
+int tq_queue_retry_failed(struct tq_queue *q, const char *batch, int64_t *n,
+			  struct tq_err *err)
+{
+	sqlite3_stmt *st;
+	int64_t *ids = NULL;
+	size_t count = 0, cap = 0;
+	int rc;
+
+	*n = 0;
+	if ((rc = tq_db_begin(q, err)) < 0)
+		return rc;
+	st = tq_db_stmt(q, ST_FAILED_IDS,
+		"SELECT id FROM tasks WHERE state IN ('failed','timed_out')"
+		" AND (?1 IS NULL OR batch = ?1) ORDER BY id", err);
+	if (st == NULL) {
+		rc = err ? err->code : TQ_EIO;
+		goto out;
+	}
+	tq_bind_text(st, 1, batch);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (count == cap) {
+			size_t ncap = cap ? cap * 2 : 64;
+			int64_t *ni = reallocarray(ids, ncap, sizeof(*ni));
+			if (ni == NULL) {
+				tq_db_done(st);
+				rc = tq_err_set(err, TQ_ENOMEM, "out of memory");
+				goto out;
+			}
+			ids = ni;
+			cap = ncap;
+		}
+		ids[count++] = sqlite3_column_int64(st, 0);
+	}
+	tq_db_done(st);
+	if (rc != SQLITE_DONE) {
+		rc = tq_db_error(q, rc, err, "find failed tasks");
+		goto out;
+	}
+	rc = 0;
+	for (size_t i = 0; i < count && rc == 0; i++)
+		rc = retry_in_txn(q, ids[i], err);
+	if (rc == 0 && (rc = tq_db_commit(q, err)) == 0)
+		*n = (int64_t)count;
+out:
+	if (rc < 0)
+		tq_db_rollback(q);
+	free(ids);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Group pauses                                                       */
+
+static int group_update(struct tq_queue *q, enum tq_stmt slot, const char *sql,
+			const char *name, struct tq_err *err)
+{
+	sqlite3_stmt *st = tq_db_stmt(q, slot, sql, err);
+	int rc;
+
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	tq_bind_text(st, 1, name);
+	if ((rc = tq_db_exec_st(q, st, err, "change group")) < 0)
+		return rc;
+	if (sqlite3_changes(q->db) == 0)
+		return tq_err_set(err, TQ_ENOTFOUND, "group %s: no such group (no task "
+				  "has used it)", name);
+	return 0;
+}
+
+int tq_queue_group_pause(struct tq_queue *q, const char *name, struct tq_err *err)
+{
+	/* Pausing a group before its first task is submitted is allowed. */
+	return group_update(q, ST_GROUP_PAUSE_HAND,
+			    "INSERT INTO groups(name, paused) VALUES (?1, 1)"
+			    " ON CONFLICT(name) DO UPDATE SET paused = 1", name, err);
+}
+
+int tq_queue_group_resume(struct tq_queue *q, const char *name, struct tq_err *err)
+{
+	return group_update(q, ST_GROUP_RESUME,
+			    "UPDATE groups SET paused = 0, paused_until = 0, pause_reason = NULL"
+			    " WHERE name = ?1", name, err);
 }

@@ -25,12 +25,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <bsd/stdlib.h>
 #include <bsd/unistd.h>
 
 #include "../common/env.h"
 #include "../common/parse.h"
 #include "../common/sys.h"
 #include "../queue/logstore.h"
+#include "classify.h"
+#include "policy.h"
 #include "proc.h"
 #include "spawn.h"
 
@@ -62,6 +65,7 @@ struct run {
 	int kill_sig;              /* taskq kill, with this signal */
 	int shutdown_stop;
 	char note[TQ_ERR_MAX];     /* a log error or a stdin problem */
+	int64_t log_line;          /* where this attempt's output begins */
 };
 
 static int64_t renew_every(const struct run *r)
@@ -122,6 +126,7 @@ static int start(struct run *r, struct tq_err *err)
 		r->child.in_fd = fcntl(r->child.out_fd, F_DUPFD_CLOEXEC, 3);
 	tq_proc_start_time(r->child.pid, &start_ticks, NULL);
 	tq_log_position(r->log, &off, &line);
+	r->log_line = line;
 	if (tq_queue_set_process(r->w->q, r->t->id, r->t->attempt, r->child.pid,
 				 r->child.pid, start_ticks, off, line, err) == TQ_ESTALE)
 		r->lease_lost = 1;
@@ -479,6 +484,131 @@ static void describe(struct run *r, struct tq_finish *f, char *reason, size_t n)
 	f->reason = reason[0] ? reason : NULL;
 }
 
+/* ------------------------------------------------------------------ */
+/* Classification and the retry policy                                */
+
+#define TAIL_LINES 4000 /* at most this many lines are read for the tails */
+
+struct tails {
+	char *buf[2];              /* stdout, stderr: the last bytes, whole lines */
+	size_t len[2], cap[2];
+};
+
+/* Append one line to its stream's tail, keeping about the last
+ * TQ_CLASSIFY_TAIL bytes (dropping whole lines from the front). */
+static int tail_line(const struct tq_log_line *l, void *arg)
+{
+	struct tails *t = arg;
+	int s = l->stream == TQ_STREAM_STDERR;
+	size_t need = t->len[s] + l->len + 1;
+
+	if (need > t->cap[s]) {
+		size_t cap = need > 2 * TQ_CLASSIFY_TAIL ? need : 2 * TQ_CLASSIFY_TAIL;
+		char *nb = realloc(t->buf[s], cap);
+		if (nb == NULL)
+			return 1; /* stop: classify with what we have */
+		t->buf[s] = nb;
+		t->cap[s] = cap;
+	}
+	memcpy(t->buf[s] + t->len[s], l->text, l->len);
+	t->len[s] += l->len;
+	t->buf[s][t->len[s]++] = '\n';
+	if (t->len[s] > TQ_CLASSIFY_TAIL + TQ_LOG_LINE_MAX) {
+		const char *cut = memchr(t->buf[s] + t->len[s] - TQ_CLASSIFY_TAIL, '\n',
+					 TQ_CLASSIFY_TAIL);
+		size_t drop = cut ? (size_t)(cut + 1 - t->buf[s]) : t->len[s] - TQ_CLASSIFY_TAIL;
+		memmove(t->buf[s], t->buf[s] + drop, t->len[s] - drop);
+		t->len[s] -= drop;
+	}
+	return 0;
+}
+
+/* The last lines of this attempt's output (not earlier attempts'). */
+static void read_tails(struct run *r, struct tails *t)
+{
+	struct tq_log_range all = { .stream = TQ_STREAM_ALL, .tail = 0 };
+	struct tq_err err = TQ_ERR_INIT;
+	int64_t total = 0;
+
+	if (tq_log_read(r->w->q, r->t->id, &all, NULL, NULL, &total, &err) < 0)
+		return;
+	all.offset = total - TAIL_LINES + 1;
+	if (all.offset < r->log_line)
+		all.offset = r->log_line;
+	if (all.offset < 1)
+		all.offset = 1;
+	all.limit = -1;
+	if (all.offset <= total)
+		tq_log_read(r->w->q, r->t->id, &all, tail_line, t, NULL, &err);
+}
+
+static int counted_attempts(struct run *r)
+{
+	struct tq_attempt *a = NULL;
+	size_t n = 0;
+	int counted = 0;
+
+	if (tq_queue_attempts(r->w->q, r->t->id, &a, &n, NULL) < 0)
+		return r->t->attempt;
+	for (size_t i = 0; i < n; i++)
+		counted += a[i].counted;
+	tq_attempt_list_free(a, n);
+	return counted;
+}
+
+static const char *base_name(const char *p)
+{
+	const char *s = strrchr(p, '/');
+
+	return s && s[1] ? s + 1 : p;
+}
+
+/*
+ * An attempt that did not succeed: find its category and reason from the
+ * evidence, then let the policy say whether it is retried, and when.
+ * reason holds the runner's own reason on entry; the classifier's replaces
+ * it when a rule (not only the runner's verdict) decided.
+ */
+static void classify_attempt(struct run *r, struct tq_finish *f, char *reason, size_t n)
+{
+	struct tq_classify_input in = { .outcome = f->outcome, .exit_code = f->exit_code,
+		.signal = f->signal, .program = base_name(r->t->argv[0]),
+		.agent = r->t->agent, .now_ms = tq_now_ms() };
+	struct tq_policy_input pin = { .outcome = f->outcome,
+		.max_retries = r->t->max_retries, .retry_lost = r->t->retry_lost,
+		.backoff_ms = r->t->backoff_ms, .backoff_max_ms = r->t->backoff_max_ms };
+	struct tq_policy_decision d;
+	struct tq_classification c;
+	struct tails t = { 0 };
+
+	if (f->outcome == TQ_OUT_SUCCEEDED || f->next == TQ_NEXT_REQUEUE)
+		return;
+	read_tails(r, &t);
+	in.out_tail = t.buf[0] ? t.buf[0] : "";
+	in.out_len = t.len[0];
+	in.err_tail = t.buf[1] ? t.buf[1] : "";
+	in.err_len = t.len[1];
+	tq_classify(r->w->rules, &in, &c, NULL, 0);
+	free(t.buf[0]);
+	free(t.buf[1]);
+	f->category = c.category;
+	if (c.reason[0] && strncmp(c.rule, "outcome.", 8) != 0)
+		reasonf(reason, n, "%s", c.reason);
+	f->reason = reason[0] ? reason : NULL;
+	pin.category = c.category;
+	pin.transient = c.transient;
+	pin.provider_retry_at = c.retry_at;
+	pin.counted = counted_attempts(r);
+	pin.now_ms = tq_now_ms();
+	tq_policy_decide(&pin, arc4random(), &d);
+	f->next = d.next;
+	f->retry_at = d.retry_at;
+	if (d.pause_group) {
+		f->pause_group = r->t->group;
+		f->pause_until = d.retry_at;
+	}
+}
+
 static int record(struct run *r, struct tq_finish *f)
 {
 	struct tq_err err = TQ_ERR_INIT;
@@ -498,9 +628,14 @@ static int record(struct run *r, struct tq_finish *f)
 		tq_worker_log(r->w, "task %lld: record: %s", (long long)r->t->id, err.msg);
 		return rc;
 	}
-	tq_worker_log(r->w, "task %lld attempt %d: %s%s%s", (long long)r->t->id,
-		      r->t->attempt, tq_outcome_name(f->outcome), f->reason ? ": " : "",
-		      f->reason ? f->reason : "");
+	tq_worker_log(r->w, "task %lld attempt %d: %s%s%s%s%s", (long long)r->t->id,
+		      r->t->attempt, tq_outcome_name(f->outcome),
+		      f->category ? " (" : "", f->category ? tq_category_name(f->category) : "",
+		      f->category ? ")" : "", f->next == TQ_NEXT_RETRY ? ", retry scheduled" :
+		      f->next == TQ_NEXT_REQUEUE ? ", requeued" : "");
+	if (f->reason)
+		tq_worker_log(r->w, "task %lld attempt %d: reason: %s", (long long)r->t->id,
+			      r->t->attempt, f->reason);
 	return 0;
 }
 
@@ -560,6 +695,7 @@ int tq_runner_run(struct worker *w, struct tq_task *t)
 		goto out;
 	}
 	describe(&r, &f, reason, sizeof(reason));
+	classify_attempt(&r, &f, reason, sizeof(reason));
 	rc = record(&r, &f);
 out:
 	tq_log_close(r.log, NULL);

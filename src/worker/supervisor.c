@@ -38,10 +38,12 @@
 #include <unistd.h>
 
 #include <bsd/libutil.h>
+#include <bsd/stdlib.h>
 #include <bsd/unistd.h>
 
 #include "../common/sys.h"
 #include "../queue/queue.h"
+#include "policy.h"
 #include "proc.h"
 #include "worker.h"
 
@@ -251,6 +253,31 @@ static int worker_alive(struct sup *s, int64_t worker_id)
 	return alive;
 }
 
+/* A lost attempt is retried only with --retry-lost (a task that kills its
+ * worker, say by exhausting memory, must not do so forever). */
+static void lost_policy(struct sup *s, const struct tq_expired *e, struct tq_finish *f)
+{
+	struct tq_policy_input in = { .outcome = TQ_OUT_LOST, .retry_lost = e->retry_lost,
+				      .max_retries = e->max_retries, .now_ms = tq_now_ms() };
+	struct tq_policy_decision d;
+	struct tq_attempt *a = NULL;
+	struct tq_task t;
+	size_t n = 0;
+
+	if (!e->retry_lost || tq_queue_get(s->q, e->task_id, 0, &t, NULL) < 0)
+		return;
+	in.backoff_ms = t.backoff_ms;
+	in.backoff_max_ms = t.backoff_max_ms;
+	tq_task_release(&t);
+	if (tq_queue_attempts(s->q, e->task_id, &a, &n, NULL) == 0)
+		for (size_t i = 0; i < n; i++)
+			in.counted += a[i].counted;
+	tq_attempt_list_free(a, n);
+	tq_policy_decide(&in, arc4random(), &d);
+	f->next = d.next;
+	f->retry_at = d.retry_at;
+}
+
 /* Kill what remains of tasks that ran under a worker that is gone, and
  * record their attempts as lost. worker_id 0: tasks with expired leases. */
 static void recover(struct sup *s, int64_t worker_id, const char *why)
@@ -281,6 +308,7 @@ static void recover(struct sup *s, int64_t worker_id, const char *why)
 			tq_proc_signal(ex[i].pid, ex[i].proc_start, SIGKILL, NULL);
 		}
 		snprintf(reason, sizeof(reason), "%s", why);
+		lost_policy(s, &ex[i], &f);
 		if (tq_queue_finish(s->q, &f, NULL, &err) < 0)
 			slog("task %lld: %s", (long long)ex[i].task_id, err.msg);
 		else

@@ -169,6 +169,13 @@ static int start(struct worker *w, struct tq_err *err)
 		return rc;
 	if ((w->bellfd = tq_doorbell_open(w->o->home, err)) < 0)
 		return w->bellfd;
+	if (tq_rules_load(&w->rules, NULL, err) < 0) {
+		/* A broken config must not stop tasks: built-in rules, loudly. */
+		tq_worker_log(w, "%s; using the built-in classification rules only",
+			      err->msg);
+		if ((rc = tq_rules_load(&w->rules, "", err)) < 0)
+			return rc;
+	}
 	tq_proc_start_time(getpid(), &ticks, NULL);
 	return tq_queue_worker_add(w->q, (int)getpid(), ticks, w->o->slot,
 				   w->o->supervisor_pid, &w->id, err);
@@ -199,6 +206,7 @@ int tq_worker_main(const struct tq_worker_opts *o)
 	tq_worker_log(&w, "stopped");
 out:
 	tq_queue_close(w.q);
+	tq_rules_free(w.rules);
 	tq_close(w.sigfd);
 	tq_close(w.bellfd);
 	return status;

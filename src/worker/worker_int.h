@@ -8,6 +8,7 @@
 #include <sys/signalfd.h>
 
 #include "../queue/queue.h"
+#include "classify.h"
 #include "worker.h"
 
 struct worker {
@@ -20,6 +21,7 @@ struct worker {
 	int stop_signal;        /* which one, for the exit status */
 	int64_t stop_at;        /* mono ms: the running task's grace ends */
 	int poked;              /* SIGUSR1: look at the store now */
+	struct tq_rules *rules; /* classification rules (classify.h) */
 };
 
 /* Log a line to the worker's stderr (the supervisor's log). */

@@ -848,6 +848,58 @@ static void test_expired(void **state)
 	assert_int_equal(state_of(f->q, id), TQ_FAILED);
 }
 
+static void test_manual_retry(void **state)
+{
+	struct fx *f = *state;
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_task_spec s = spec_of(argv_true);
+	int64_t a, b, c, n = 0;
+	int attempt = 0;
+
+	a = submit_simple(f->q, 0, NULL);
+	s.batch = "nightly";
+	b = submit(f->q, &s);
+	c = submit(f->q, &s);
+	assert_int_equal(tq_queue_retry(f->q, a, &err), TQ_ESTATE);
+	assert_non_null(strstr(err.msg, "only a finished task"));
+	assert_int_equal(claim_id(f->q, &attempt), a);
+	finish(f->q, a, attempt, TQ_OUT_FAILED, TQ_NEXT_FINAL, 0);
+	assert_int_equal(claim_id(f->q, &attempt), b);
+	finish(f->q, b, attempt, TQ_OUT_FAILED, TQ_NEXT_FINAL, 0);
+	assert_int_equal(claim_id(f->q, &attempt), c);
+	finish(f->q, c, attempt, TQ_OUT_SUCCEEDED, TQ_NEXT_FINAL, 0);
+	assert_int_equal(tq_queue_retry(f->q, a, &err), 0);
+	assert_int_equal(state_of(f->q, a), TQ_QUEUED);
+	assert_int_equal(sql_int(tq_queue_home(f->q),
+				 "SELECT count(*) FROM attempts WHERE counted = 1 AND task_id = 1"), 0);
+	assert_int_equal(claim_id(f->q, &attempt), a);
+	assert_int_equal(attempt, 2);       /* a new attempt, history kept */
+	finish(f->q, a, attempt, TQ_OUT_FAILED, TQ_NEXT_FINAL, 0);
+	/* --failed --batch: only the batch's failed task */
+	assert_int_equal(tq_queue_retry_failed(f->q, "nightly", &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(state_of(f->q, b), TQ_QUEUED);
+	assert_int_equal(state_of(f->q, a), TQ_FAILED);
+	assert_int_equal(state_of(f->q, c), TQ_SUCCEEDED);
+	assert_int_equal(tq_queue_retry_failed(f->q, NULL, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(tq_queue_retry(f->q, 999, &err), TQ_ENOTFOUND);
+}
+
+static void test_group_pause_resume(void **state)
+{
+	struct fx *f = *state;
+	struct tq_err err = TQ_ERR_INIT;
+	int64_t a = submit_simple(f->q, 0, "api");
+
+	assert_int_equal(tq_queue_group_pause(f->q, "api", &err), 0);
+	assert_int_equal(claim_id(f->q, NULL), 0);
+	assert_int_equal(tq_queue_group_resume(f->q, "api", &err), 0);
+	assert_int_equal(claim_id(f->q, NULL), a);
+	assert_int_equal(tq_queue_group_resume(f->q, "nope", &err), TQ_ENOTFOUND);
+	assert_non_null(strstr(err.msg, "no such group"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -873,6 +925,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_submit_many_atomic, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_list_filters, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_expired, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_manual_retry, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_group_pause_resume, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Retries: a rate-limited agent call is retried with backoff (within its
+# jitter bounds) and pauses its group meanwhile; auth failures and
+# --retries 0 are not retried; manual retry, list --category, resume.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib_serve.sh"
+
+# A stand-in for `claude -p --output-format stream-json`: fails with the
+# documented 429 (or 401) result the first N runs (counted in a file), then
+# succeeds.
+cat > "$TQ_TMP/agent.sh" <<'AGENT'
+#!/bin/sh
+# agent.sh N STATEFILE [rate|auth]
+n=$(cat "$2" 2>/dev/null || echo 0); n=$((n + 1)); echo "$n" > "$2"
+if [ "$n" -le "$1" ]; then
+	if [ "${3:-rate}" = auth ]; then
+		echo '{"type":"assistant","message":{"model":"<synthetic>","content":[]},"error":"authentication_failed"}'
+		echo '{"type":"result","subtype":"success","is_error":true,"api_error_status":401,"result":"Invalid API key · Fix external API key"}'
+	else
+		echo '{"type":"system","subtype":"api_retry","attempt":1,"max_retries":0,"retry_delay_ms":0,"error_status":429,"error":"rate_limit"}'
+		echo '{"type":"assistant","message":{"model":"<synthetic>","content":[]},"error":"rate_limit"}'
+		echo '{"is_error":true,"type":"result","api_error_status":429,"subtype":"success","result":"API Error: Request rejected (429) · Number of request tokens has exceeded your per-minute rate limit"}'
+	fi
+	exit 1
+fi
+echo '{"type":"result","subtype":"success","is_error":false,"result":"done"}'
+AGENT
+chmod +x "$TQ_TMP/agent.sh"
+
+serve_start 2
+
+check "a task that hits a rate limit twice, then succeeds: 3 attempts"
+a=$(submit_id --group api --backoff 1s --backoff-max 10s -- "$TQ_TMP/agent.sh" 2 "$TQ_TMP/a.n")
+wait_for "[ \"\$(tq_sql \"select count(*) from attempts where task_id = $a and ended_at is not null\")\" -ge 1 ]" 20
+check "while it waits, its group is paused: another task of the group stays queued"
+b=$(submit_id --group api -- true)
+c=$(submit_id --group other -- true)
+wait_state "$c" succeeded
+assert_eq queued "$(state_of "$b")"
+assert_contains "$(tq status)" "group api:"
+assert_contains "$(tq status)" "paused until"
+wait_state "$a" succeeded 30
+assert_eq "3" "$(tq_sql "select count(*) from attempts where task_id = $a")"
+assert_eq "rate_limit|rate_limit|" "$(tq_sql "select group_concat(coalesce(category,''), '|') from (select category from attempts where task_id = $a order by attempt)")"
+assert_contains "$(tq_sql "select reason from attempts where task_id = $a and attempt = 1")" "Request rejected (429)"
+wait_state "$b" succeeded
+check "b did not start before the pause ended"
+assert_eq 1 "$(tq_sql "select (select started_at from tasks where id = $b) >= (select retry_at from attempts where task_id = $a and attempt = 1) - 5")"
+check "backoff within its jitter bounds: [d/2, d] for d = 1s, then 2s"
+for n in 1 2; do
+	d=$((1000 << (n - 1)))
+	wait_ms=$(tq_sql "select retry_at - ended_at from attempts where task_id = $a and attempt = $n")
+	[ "$wait_ms" -ge $((d / 2 - 50)) ] && [ "$wait_ms" -le "$d" ] ||
+		fail "attempt $n waited $wait_ms ms, not within [$((d / 2)), $d]"
+	gap=$(tq_sql "select (select started_at from attempts where task_id = $a and attempt = $((n + 1))) - retry_at from attempts where task_id = $a and attempt = $n")
+	[ "$gap" -ge 0 ] || fail "attempt $((n + 1)) started $gap ms before its retry time"
+done
+
+check "--retries 0: a rate limit fails at once"
+d=$(submit_id --retries 0 --group r0 -- "$TQ_TMP/agent.sh" 5 "$TQ_TMP/d.n")
+wait_state "$d" failed
+assert_eq "1|rate_limit" "$(tq_sql "select attempt, category from tasks where id = $d")"
+
+check "an auth failure is not retried"
+e=$(submit_id --group au -- "$TQ_TMP/agent.sh" 5 "$TQ_TMP/e.n" auth)
+wait_state "$e" failed
+assert_eq "1|auth" "$(tq_sql "select attempt, category from tasks where id = $e")"
+assert_contains "$(tq_sql "select reason from tasks where id = $e")" "Invalid API key"
+
+check "list --category finds them"
+assert_exit 0 tq list --category rate_limit --json
+assert_eq "[$d]" "$(out | pyjson '[t["id"] for t in d]' | tr -d ' ')"
+assert_exit 2 tq list --category nonsense
+
+check "taskq retry runs a failed task again, with a fresh budget"
+echo 0 > "$TQ_TMP/e.n"
+assert_exit 0 tq retry "$e"
+wait_state "$e" failed
+assert_eq 2 "$(tq_sql "select count(*) from attempts where task_id = $e")"
+check "a succeeded task can be run again; a waiting one cannot be retried"
+assert_exit 0 tq retry "$c"
+wait_state "$c" succeeded
+assert_exit 0 tq pause hold
+g=$(submit_id --group hold -- true)
+assert_exit 1 tq retry "$g"
+assert_contains "$(err)" "only a finished task"
+assert_exit 0 tq resume hold
+assert_exit 0 tq retry --failed
+assert_contains "$(out)" "queued again"
+
+check "pause and resume a group by hand"
+assert_exit 0 tq pause api
+f=$(submit_id --group api -- true)
+assert_eq queued "$(state_of "$f")"
+assert_exit 0 tq resume api
+wait_state "$f" succeeded
+assert_exit 2 tq resume no-such-group
+assert_one_line_error
