@@ -25,8 +25,8 @@
 #include "common/sys.h"
 #include "queue/logstore.h"
 #include "worker/classify.h"
+#include "worker/evidence.h"
 
-#define CLASSIFY_TAIL_LINES 4000 /* lines read for the tails, as the runner */
 
 static const char classify_help[] =
 	"Classify attempt N (default: the last) of a finished task again from\n"
@@ -66,77 +66,24 @@ struct classify_req {
 	const char *config;
 };
 
-/* The last bytes of each stream, whole lines, as the runner gathers them. */
-struct tails {
-	char *buf[2];
-	size_t len[2], cap[2];
-	int oom;
-};
-
-static int tail_line(const struct tq_log_line *l, void *arg)
-{
-	struct tails *t = arg;
-	int s = l->stream == TQ_STREAM_STDERR;
-	size_t need = t->len[s] + l->len + 1;
-
-	if (need > t->cap[s]) {
-		size_t cap = need > 2 * TQ_CLASSIFY_TAIL ? need : 2 * TQ_CLASSIFY_TAIL;
-		char *nb = realloc(t->buf[s], cap);
-
-		if (nb == NULL)
-			return t->oom = 1;
-		t->buf[s] = nb;
-		t->cap[s] = cap;
-	}
-	memcpy(t->buf[s] + t->len[s], l->text, l->len);
-	t->len[s] += l->len;
-	t->buf[s][t->len[s]++] = '\n';
-	if (t->len[s] > TQ_CLASSIFY_TAIL + TQ_LOG_LINE_MAX) {
-		/* keep about the last TQ_CLASSIFY_TAIL bytes, from a line start */
-		const char *cut = memchr(t->buf[s] + t->len[s] - TQ_CLASSIFY_TAIL, '\n',
-					 TQ_CLASSIFY_TAIL);
-		size_t drop = cut ? (size_t)(cut + 1 - t->buf[s]) : t->len[s] - TQ_CLASSIFY_TAIL;
-
-		memmove(t->buf[s], t->buf[s] + drop, t->len[s] - drop);
-		t->len[s] -= drop;
-	}
-	return 0;
-}
-
 /*
  * Read attempt k's (att[k]) last lines into t. Its lines are [first, last]:
  * first its log_line (0 when it never started a process: no output, unless
  * it is the first attempt), last the line before the next attempt's.
  */
 static int read_tails(struct tq_queue *q, int64_t id, const struct tq_attempt *att,
-		      size_t n, size_t k, struct tails *t, struct tq_err *err)
+		      size_t n, size_t k, struct tq_tails *t, struct tq_err *err)
 {
-	struct tq_log_range r = { .stream = TQ_STREAM_ALL, .tail = 0 };
-	int64_t total = 0, first = att[k].log_line, last;
-	int rc;
+	int64_t first = att[k].log_line, last = -1;
 
 	if (first <= 0 && k > 0)
 		return 0;
-	if (first <= 0)
-		first = 1;
-	if ((rc = tq_log_read(q, id, &r, NULL, NULL, &total, err)) < 0)
-		return rc;
-	last = total;
 	for (size_t j = k + 1; j < n; j++)
 		if (att[j].log_line > 0) {
 			last = att[j].log_line - 1;
 			break;
 		}
-	if (last > total)
-		last = total;
-	if (last < first)
-		return 0;
-	r.offset = last - first + 1 > CLASSIFY_TAIL_LINES ? last - CLASSIFY_TAIL_LINES + 1
-							   : first;
-	r.limit = last - r.offset + 1;
-	if ((rc = tq_log_read(q, id, &r, tail_line, t, NULL, err)) < 0)
-		return rc;
-	return t->oom ? tq_err_set(err, TQ_ENOMEM, "read log: out of memory") : 0;
+	return tq_tails_read(q, id, first, last, t, err);
 }
 
 static const char *base_name(const char *p)
@@ -282,7 +229,7 @@ static int classify_task(const struct cli_ctx *c, const struct classify_req *r,
 	struct tq_queue *q = NULL;
 	struct tq_task t = { 0 };
 	struct tq_attempt *att = NULL;
-	struct tails tl = { 0 };
+	struct tq_tails tl = TQ_TAILS_INIT;
 	struct tq_classification out;
 	char *explain = NULL;
 	size_t n = 0, k = 0;
@@ -318,8 +265,7 @@ static int classify_task(const struct cli_ctx *c, const struct classify_req *r,
 			rc = cli_runtime(c, "out of memory");
 	}
 	free(explain);
-	free(tl.buf[0]);
-	free(tl.buf[1]);
+	tq_tails_release(&tl);
 	tq_attempt_list_free(att, n);
 	tq_task_release(&t);
 	tq_queue_close(q);

@@ -33,6 +33,7 @@
 #include "../common/sys.h"
 #include "../queue/logstore.h"
 #include "classify.h"
+#include "evidence.h"
 #include "policy.h"
 #include "proc.h"
 #include "spawn.h"
@@ -487,61 +488,6 @@ static void describe(struct run *r, struct tq_finish *f, char *reason, size_t n)
 /* ------------------------------------------------------------------ */
 /* Classification and the retry policy                                */
 
-#define TAIL_LINES 4000 /* at most this many lines are read for the tails */
-
-struct tails {
-	char *buf[2];              /* stdout, stderr: the last bytes, whole lines */
-	size_t len[2], cap[2];
-};
-
-/* Append one line to its stream's tail, keeping about the last
- * TQ_CLASSIFY_TAIL bytes (dropping whole lines from the front). */
-static int tail_line(const struct tq_log_line *l, void *arg)
-{
-	struct tails *t = arg;
-	int s = l->stream == TQ_STREAM_STDERR;
-	size_t need = t->len[s] + l->len + 1;
-
-	if (need > t->cap[s]) {
-		size_t cap = need > 2 * TQ_CLASSIFY_TAIL ? need : 2 * TQ_CLASSIFY_TAIL;
-		char *nb = realloc(t->buf[s], cap);
-		if (nb == NULL)
-			return 1; /* stop: classify with what we have */
-		t->buf[s] = nb;
-		t->cap[s] = cap;
-	}
-	memcpy(t->buf[s] + t->len[s], l->text, l->len);
-	t->len[s] += l->len;
-	t->buf[s][t->len[s]++] = '\n';
-	if (t->len[s] > TQ_CLASSIFY_TAIL + TQ_LOG_LINE_MAX) {
-		const char *cut = memchr(t->buf[s] + t->len[s] - TQ_CLASSIFY_TAIL, '\n',
-					 TQ_CLASSIFY_TAIL);
-		size_t drop = cut ? (size_t)(cut + 1 - t->buf[s]) : t->len[s] - TQ_CLASSIFY_TAIL;
-		memmove(t->buf[s], t->buf[s] + drop, t->len[s] - drop);
-		t->len[s] -= drop;
-	}
-	return 0;
-}
-
-/* The last lines of this attempt's output (not earlier attempts'). */
-static void read_tails(struct run *r, struct tails *t)
-{
-	struct tq_log_range all = { .stream = TQ_STREAM_ALL, .tail = 0 };
-	struct tq_err err = TQ_ERR_INIT;
-	int64_t total = 0;
-
-	if (tq_log_read(r->w->q, r->t->id, &all, NULL, NULL, &total, &err) < 0)
-		return;
-	all.offset = total - TAIL_LINES + 1;
-	if (all.offset < r->log_line)
-		all.offset = r->log_line;
-	if (all.offset < 1)
-		all.offset = 1;
-	all.limit = -1;
-	if (all.offset <= total)
-		tq_log_read(r->w->q, r->t->id, &all, tail_line, t, NULL, &err);
-}
-
 static int counted_attempts(struct run *r)
 {
 	struct tq_attempt *a = NULL;
@@ -579,18 +525,18 @@ static void classify_attempt(struct run *r, struct tq_finish *f, char *reason, s
 		.backoff_ms = r->t->backoff_ms, .backoff_max_ms = r->t->backoff_max_ms };
 	struct tq_policy_decision d;
 	struct tq_classification c;
-	struct tails t = { 0 };
+	struct tq_tails t = TQ_TAILS_INIT;
 
 	if (f->outcome == TQ_OUT_SUCCEEDED || f->next == TQ_NEXT_REQUEUE)
 		return;
-	read_tails(r, &t);
+	/* this attempt's lines only: a retried task's log holds them all */
+	tq_tails_read(r->w->q, r->t->id, r->log_line, -1, &t, NULL);
 	in.out_tail = t.buf[0] ? t.buf[0] : "";
 	in.out_len = t.len[0];
 	in.err_tail = t.buf[1] ? t.buf[1] : "";
 	in.err_len = t.len[1];
 	tq_classify(r->w->rules, &in, &c, NULL, 0);
-	free(t.buf[0]);
-	free(t.buf[1]);
+	tq_tails_release(&t);
 	f->category = c.category;
 	if (c.reason[0] && strncmp(c.rule, "outcome.", 8) != 0)
 		reasonf(reason, n, "%s", c.reason);
