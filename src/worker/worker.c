@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -187,6 +188,11 @@ int tq_worker_main(const struct tq_worker_opts *o)
 	struct tq_err err = TQ_ERR_INIT;
 	int status = 0;
 
+	/* Each claim builds and frees a small SQLite sort; with glibc's default
+	 * trim threshold the freed top of the heap goes back to the kernel and
+	 * is faulted in again on the next claim (measured: a third of the claim
+	 * time). A worker's heap is small; keep it. */
+	mallopt(M_TRIM_THRESHOLD, 64 * 1024 * 1024);
 	setproctitle("worker %d: starting", o->slot);
 	if (start(&w, &err) < 0) {
 		tq_worker_log(&w, "cannot start: %s", err.msg);

@@ -30,15 +30,22 @@ chmod +x "$TQ_TMP/agent.sh"
 serve_start 2
 
 check "a task that hits a rate limit twice, then succeeds: 3 attempts"
-a=$(submit_id --group api --backoff 1s --backoff-max 10s -- "$TQ_TMP/agent.sh" 2 "$TQ_TMP/a.n")
+a=$(submit_id --group api --backoff 2s --backoff-max 10s -- "$TQ_TMP/agent.sh" 2 "$TQ_TMP/a.n")
 wait_for "[ \"\$(tq_sql \"select count(*) from attempts where task_id = $a and ended_at is not null\")\" -ge 1 ]" 20
 check "while it waits, its group is paused: another task of the group stays queued"
 b=$(submit_id --group api -- true)
 c=$(submit_id --group other -- true)
 wait_state "$c" succeeded
-assert_eq queued "$(state_of "$b")"
-assert_contains "$(tq status)" "group api:"
-assert_contains "$(tq status)" "paused until"
+pause_end=$(tq_sql "select retry_at from attempts where task_id = $a and attempt = 1")
+# Look now only while the pause surely holds (a loaded machine may be slow to
+# get here); the check after a succeeds is the one that always runs.
+if [ $(($(_tq_now_ms) + 300)) -lt "$pause_end" ]; then
+	assert_eq queued "$(state_of "$b")"
+	assert_contains "$(tq status)" "group api:"
+	assert_contains "$(tq status)" "paused until"
+else
+	echo "(machine too slow to look inside the pause; checking start times only)"
+fi
 wait_state "$a" succeeded 30
 assert_eq "3" "$(tq_sql "select count(*) from attempts where task_id = $a")"
 assert_eq "rate_limit|rate_limit|" "$(tq_sql "select group_concat(coalesce(category,''), '|') from (select category from attempts where task_id = $a order by attempt)")"
@@ -46,9 +53,9 @@ assert_contains "$(tq_sql "select reason from attempts where task_id = $a and at
 wait_state "$b" succeeded
 check "b did not start before the pause ended"
 assert_eq 1 "$(tq_sql "select (select started_at from tasks where id = $b) >= (select retry_at from attempts where task_id = $a and attempt = 1) - 5")"
-check "backoff within its jitter bounds: [d/2, d] for d = 1s, then 2s"
+check "backoff within its jitter bounds: [d/2, d] for d = 2s, then 4s"
 for n in 1 2; do
-	d=$((1000 << (n - 1)))
+	d=$((2000 << (n - 1)))
 	wait_ms=$(tq_sql "select retry_at - ended_at from attempts where task_id = $a and attempt = $n")
 	[ "$wait_ms" -ge $((d / 2 - 50)) ] && [ "$wait_ms" -le "$d" ] ||
 		fail "attempt $n waited $wait_ms ms, not within [$((d / 2)), $d]"
