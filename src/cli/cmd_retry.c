@@ -5,6 +5,7 @@
  * rate limit set).
  */
 #include "cli.h"
+#include "worker/doorbell.h"
 
 #include <string.h>
 
@@ -73,6 +74,7 @@ static int run_retry(struct cli_ctx *c, int argc, char **argv)
 	} else {
 		rc = retry_ids(c, q, ids, n);
 	}
+	tq_doorbell_ring(tq_queue_home(q)); /* an idle worker starts them now */
 	tq_queue_close(q);
 	return rc;
 }
@@ -102,10 +104,12 @@ static int run_group_change(struct cli_ctx *c, int argc, char **argv,
 		return rc;
 	if (q == NULL)
 		return cli_usage(c, "group %s: no such group", name);
-	if (change(q, name, &err) < 0)
+	if (change(q, name, &err) < 0) {
 		rc = cli_fail(c, &err);
-	else
+	} else {
 		printf("group %s %s\n", name, done);
+		tq_doorbell_ring(tq_queue_home(q)); /* resumed tasks start now */
+	}
 	tq_queue_close(q);
 	return rc;
 }

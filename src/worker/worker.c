@@ -136,6 +136,11 @@ static int step(struct worker *w)
 	int rc = tq_queue_claim(w->q, w->id, w->o->lease_ms, &t, &err);
 
 	if (rc == 0) {
+		/* There may be more: wake the next idle worker, which claims and
+		 * rings in turn, so a backlog (a resumed group, tasks a finished
+		 * one unblocked) reaches every idle worker at once, not at its
+		 * next timer. A worker that finds nothing does not ring. */
+		tq_doorbell_ring(w->o->home);
 		/* Say at once which task this worker runs (status, kill). */
 		tq_queue_worker_beat(w->q, w->id, t.id, NULL);
 		rc = tq_runner_run(w, &t);

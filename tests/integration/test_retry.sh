@@ -100,6 +100,7 @@ assert_exit 0 tq pause api
 f=$(submit_id --group api -- true)
 assert_eq queued "$(state_of "$f")"
 assert_exit 0 tq resume api
-wait_state "$f" succeeded
+# resume wakes an idle worker at once: well inside its 10 s idle timer
+wait_state "$f" succeeded 5
 assert_exit 2 tq resume no-such-group
 assert_one_line_error
