@@ -51,8 +51,9 @@
  * - A failed log write (ENOSPC, EFBIG) keeps the whole records that reached
  *   the file and truncates the torn one after them, so nothing written before
  *   is damaged and the next record does not glue onto half a record; the
- *   records of that call that did not get out are lost (the worker kills the
- *   task anyway). If even the truncate fails the writer refuses further
+ *   records of that call that did not get out are lost, and so are the
+ *   partial lines still buffered (they would follow the gap); the worker
+ *   kills the task anyway. If even the truncate fails the writer refuses further
  *   writes.
  */
 #include "logstore.h"
@@ -816,6 +817,10 @@ static int write_failed(struct tq_log *l, size_t put, struct tq_err *err)
 	l->npidx = npidx;
 	l->done = l->pend = s;
 	l->blen = 0;
+	/* A partial line still buffered would follow the lost records: written
+	 * later (at close, or when space returns) it would glue a fragment onto
+	 * output that is missing. Drop it with them. */
+	l->part[0].len = l->part[1].len = 0;
 	write_index(l);
 	l->npidx = 0;
 	return rc;

@@ -1250,10 +1250,13 @@ static void test_efbig_rlimit(void **state)
 
 	/* Many lines in one call: the whole records that reached the file
 	 * before the limit stay (a reader may have seen them), the torn one
-	 * goes. */
+	 * goes, and so does the partial line the call ended with: written at
+	 * close, once there is room, it would follow the lost records. */
 	{
-		char *big = malloc(1000 * 100);
+		static const char partial[] = "partial-no-newline";
+		char *big = malloc(1000 * 100 + sizeof(partial));
 		assert_non_null(big);
+		memcpy(big + 1000 * 100, partial, sizeof(partial) - 1);
 		for (int i = 0; i < 1000; i++) {
 			char buf[128];
 			snprintf(buf, sizeof(buf), "%05d %093d\n", i, 0);
@@ -1262,7 +1265,8 @@ static void test_efbig_rlimit(void **state)
 		l = wopen(f, 19, 0);
 		assert_int_equal(sigaction(SIGXFSZ, &ign, &oldsa), 0);
 		assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
-		rc = tq_log_write(l, TQ_STREAM_STDOUT, big, 1000 * 100, 0, &err);
+		rc = tq_log_write(l, TQ_STREAM_STDOUT, big,
+				  1000 * 100 + sizeof(partial) - 1, 0, &err);
 		assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
 		assert_int_equal(sigaction(SIGXFSZ, &oldsa, NULL), 0);
 		assert_int_equal(rc, TQ_ENOSPC);
