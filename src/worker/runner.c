@@ -33,6 +33,7 @@
 #include "../common/sys.h"
 #include "../queue/logstore.h"
 #include "classify.h"
+#include "doorbell.h"
 #include "evidence.h"
 #include "policy.h"
 #include "proc.h"
@@ -574,6 +575,11 @@ static int record(struct run *r, struct tq_finish *f)
 		tq_worker_log(r->w, "task %lld: record: %s", (long long)r->t->id, err.msg);
 		return rc;
 	}
+	/* A retry or a pause is a new time at which work appears: wake an idle
+	 * worker so it sleeps until then, not until its old timeout (up to its
+	 * idle heartbeat); its claim at that time wakes the others in turn. */
+	if (f->next != TQ_NEXT_FINAL)
+		tq_doorbell_ring(r->w->o->home);
 	tq_worker_log(r->w, "task %lld attempt %d: %s%s%s%s%s", (long long)r->t->id,
 		      r->t->attempt, tq_outcome_name(f->outcome),
 		      f->category ? " (" : "", f->category ? tq_category_name(f->category) : "",
