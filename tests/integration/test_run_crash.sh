@@ -71,3 +71,13 @@ c.execute("ROLLBACK")
 ' "$TASKQ_HOME/taskq.db"
 wait_state "$t7" succeeded 20
 assert_eq 1 "$(tq_sql "select count(*) from attempts where task_id = $t7")"
+
+check "--retry-lost: a task whose worker died runs again"
+t8=$(submit_id --retry-lost --backoff 200ms --shell "if [ -e $TQ_TMP/t8.ran ]; then exit 0; fi; touch $TQ_TMP/t8.ran; exec sleep 1000")
+wait_for "[ -n \"\$(task_pid $t8)\" ] && [ -e $TQ_TMP/t8.ran ]" 10
+wait_for "[ -n \"\$(tq_sql \"select pid from workers where task_id = $t8 and stopped_at is null\")\" ]" 10
+kill -9 "$(tq_sql "select pid from workers where task_id = $t8 and stopped_at is null")"
+wait_state "$t8" succeeded 30
+assert_eq "lost|succeeded" "$(tq_sql "select group_concat(outcome, '|') from (select outcome from attempts where task_id = $t8 order by attempt)")"
+check "without --retry-lost a lost task is not retried (t1 above)"
+assert_eq 1 "$(tq_sql "select count(*) from attempts where task_id = $t1")"
