@@ -41,6 +41,7 @@
 #include <bsd/stdlib.h>
 #include <bsd/unistd.h>
 
+#include "../common/diag.h"
 #include "../common/sys.h"
 #include "../queue/queue.h"
 #include "policy.h"
@@ -84,18 +85,13 @@ static void slog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 static void slog(const char *fmt, ...)
 {
-	char when[32], msg[1024];
-	time_t now = time(NULL);
-	struct tm tm;
+	char who[64];
 	va_list ap;
 
+	snprintf(who, sizeof(who), "taskq supervisor (pid %d)", (int)getpid());
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	tq_diag(who, fmt, ap);
 	va_end(ap);
-	if (localtime_r(&now, &tm) == NULL ||
-	    strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm) == 0)
-		snprintf(when, sizeof(when), "-");
-	fprintf(stderr, "%s taskq supervisor (pid %d): %s\n", when, (int)getpid(), msg);
 }
 
 int tq_self_exe(char *buf, size_t n, struct tq_err *err)
@@ -587,17 +583,9 @@ static void loop(struct sup *s)
 
 static int setup_signals(struct sup *s)
 {
-	sigset_t set;
+	static const int sigs[] = { SIGCHLD, SIGTERM, SIGINT, SIGHUP };
 
-	signal(SIGPIPE, SIG_IGN);
-	sigemptyset(&set);
-	sigaddset(&set, SIGCHLD);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGHUP);
-	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
-		return -1;
-	s->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	s->sigfd = tq_signalfd_open(sigs, sizeof(sigs) / sizeof(sigs[0]));
 	return s->sigfd < 0 ? -1 : 0;
 }
 

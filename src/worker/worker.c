@@ -26,6 +26,7 @@
 
 #include <bsd/unistd.h>
 
+#include "../common/diag.h"
 #include "../common/sys.h"
 #include "doorbell.h"
 #include "proc.h"
@@ -36,19 +37,13 @@
 
 void tq_worker_log(struct worker *w, const char *fmt, ...)
 {
-	char msg[TQ_ERR_MAX + 256], when[32];
-	time_t now = time(NULL);
-	struct tm tm;
+	char who[64];
 	va_list ap;
 
+	snprintf(who, sizeof(who), "taskq worker %d (pid %d)", w->o->slot, (int)getpid());
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	tq_diag(who, fmt, ap);
 	va_end(ap);
-	if (localtime_r(&now, &tm) == NULL ||
-	    strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm) == 0)
-		snprintf(when, sizeof(when), "-");
-	fprintf(stderr, "%s taskq worker %d (pid %d): %s\n", when, w->o->slot,
-		(int)getpid(), msg);
 }
 
 void tq_worker_on_signal(struct worker *w, const struct signalfd_siginfo *si)
@@ -76,19 +71,9 @@ void tq_worker_on_signal(struct worker *w, const struct signalfd_siginfo *si)
 
 static int setup_signals(struct worker *w)
 {
-	sigset_t set;
+	static const int sigs[] = { SIGCHLD, SIGTERM, SIGINT, SIGUSR1, SIGHUP };
 
-	/* A write to a task's closed stdin must be EPIPE, not our death. */
-	signal(SIGPIPE, SIG_IGN);
-	sigemptyset(&set);
-	sigaddset(&set, SIGCHLD);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGUSR1);
-	sigaddset(&set, SIGHUP);
-	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
-		return -1;
-	w->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	w->sigfd = tq_signalfd_open(sigs, sizeof(sigs) / sizeof(sigs[0]));
 	return w->sigfd < 0 ? -1 : 0;
 }
 
