@@ -53,6 +53,14 @@ struct cli_cmd {
 };
 
 extern const struct cli_cmd cli_cmd_submit;
+extern const struct cli_cmd cli_cmd_ask;
+extern const struct cli_cmd cli_cmd_result;
+extern const struct cli_cmd cli_cmd_stats;
+extern const struct cli_cmd cli_cmd_session;
+extern const struct cli_cmd cli_cmd_wait;
+extern const struct cli_cmd cli_cmd_batch;
+extern const struct cli_cmd cli_cmd_group;
+extern const struct cli_cmd cli_cmd_clear;
 extern const struct cli_cmd cli_cmd_list;
 extern const struct cli_cmd cli_cmd_show;
 extern const struct cli_cmd cli_cmd_classify;

@@ -29,8 +29,16 @@
 
 const struct cli_cmd *const cli_cmds[] = {
 	&cli_cmd_submit,
+	&cli_cmd_ask,
+	&cli_cmd_wait,
 	&cli_cmd_list,
 	&cli_cmd_show,
+	&cli_cmd_result,
+	&cli_cmd_stats,
+	&cli_cmd_session,
+	&cli_cmd_batch,
+	&cli_cmd_group,
+	&cli_cmd_clear,
 	&cli_cmd_classify,
 	&cli_cmd_log,
 	&cli_cmd_poll,

@@ -670,4 +670,18 @@ int tq_queue_cursor_get(struct tq_queue *q, int64_t id, const char *reader,
 int tq_queue_cursor_advance(struct tq_queue *q, int64_t id, const char *reader,
 			    int64_t from, int64_t to, struct tq_err *err);
 
+/* ------------------------------------------------------------------ */
+/* Agent results, sessions and statistics (stats.c)                   */
+
+/*
+ * The agent session to resume for session key: the agent_session of the
+ * last succeeded attempt of a task with that key (sessions table), or
+ * *agent_session NULL when there is none yet. *agent_session is malloc'd.
+ */
+int tq_queue_session_get(struct tq_queue *q, const char *key, char **agent_session,
+			 struct tq_err *err);
+
+/* ------------------------------------------------------------------ */
+/* Batches, group settings and retention (batch.c)                    */
+
 #endif

@@ -32,11 +32,14 @@
 #include "../common/parse.h"
 #include "../common/sys.h"
 #include "../queue/logstore.h"
+#include "agent.h"
 #include "classify.h"
 #include "doorbell.h"
 #include "evidence.h"
+#include "onexit.h"
 #include "policy.h"
 #include "proc.h"
+#include "result.h"
 #include "spawn.h"
 
 #define READ_CHUNK (64 * 1024)
@@ -49,6 +52,8 @@ struct run {
 	struct tq_child child;
 	struct tq_log *log;
 	struct tq_term term;
+	struct tq_agent_run agent;     /* an agent task's command and workspace */
+	struct tq_result_parser *rp;   /* an agent task's result, from stdout */
 	char *buf;                 /* READ_CHUNK bytes */
 	int status;
 	int exited;
@@ -109,9 +114,15 @@ static int start(struct run *r, struct tq_err *err)
 
 	if ((rc = build_env(r->t, &env, err)) < 0)
 		return rc;
-	r->child.argv = r->t->argv;
+	if ((rc = tq_agent_prepare(r->w->q, r->t, &env, &r->agent, err)) < 0) {
+		tq_env_release(&env);
+		return rc;
+	}
+	if (r->t->agent != NULL)
+		r->rp = tq_result_parser_new(r->agent.parser[0] ? r->agent.parser : NULL);
+	r->child.argv = r->agent.argv != NULL ? r->agent.argv : r->t->argv;
 	r->child.envp = env.vars;
-	r->child.cwd = r->t->cwd;
+	r->child.cwd = r->agent.cwd != NULL ? r->agent.cwd : r->t->cwd;
 	r->child.in = r->t->pty ? TQ_SPAWN_STDIN_PTY :
 		      r->t->stdin_mode == TQ_STDIN_NULL ? TQ_SPAWN_STDIN_NULL :
 		      TQ_SPAWN_STDIN_PIPE;
@@ -177,6 +188,8 @@ static int pump_out(struct run *r, int fd, enum tq_stream s)
 			return 1; /* EOF; EIO is a pty master's EOF */
 		if (n < 0)
 			return errno == EAGAIN ? 0 : 1;
+		if (s == TQ_STREAM_STDOUT && r->rp != NULL)
+			tq_result_feed(r->rp, r->buf, (size_t)n);
 		if (r->overflow || r->log_failed)
 			continue;
 		int rc = tq_log_write(r->log, s, r->buf, (size_t)n, tq_mono_ms(), &err);
@@ -588,6 +601,8 @@ static int record(struct run *r, struct tq_finish *f)
 	if (f->reason)
 		tq_worker_log(r->w, "task %lld attempt %d: reason: %s", (long long)r->t->id,
 			      r->t->attempt, f->reason);
+	if (tq_state_final(state))
+		tq_on_exit_run(r->w, r->t, state, f->exit_code);
 	return 0;
 }
 
@@ -613,9 +628,11 @@ int tq_runner_run(struct worker *w, struct tq_task *t)
 	struct run r = { .w = w, .t = t, .child = TQ_CHILD_INIT };
 	struct tq_err err = TQ_ERR_INIT;
 	struct tq_finish f = { 0 };
+	struct tq_result res = { 0 };
 	char reason[TQ_ERR_MAX];
 	int rc;
 
+	r.agent = (struct tq_agent_run)TQ_AGENT_RUN_INIT;
 	setproctitle("worker %d: task %lld %s", w->o->slot, (long long)t->id, t->name);
 	if ((r.buf = malloc(READ_CHUNK)) == NULL) {
 		tq_err_set(&err, TQ_ENOMEM, "out of memory");
@@ -648,11 +665,17 @@ int tq_runner_run(struct worker *w, struct tq_task *t)
 	}
 	describe(&r, &f, reason, sizeof(reason));
 	classify_attempt(&r, &f, reason, sizeof(reason));
+	if (r.rp != NULL) {
+		tq_result_end(r.rp, &res);
+		f.result = &res;
+	}
 	rc = record(&r, &f);
 out:
 	tq_log_close(r.log, NULL);
 	close_in(&r);
 	tq_spawn_release(&r.child);
+	tq_agent_cleanup(&r.agent);
+	tq_result_parser_free(r.rp);
 	free(r.buf);
 	setproctitle("worker %d: idle", w->o->slot);
 	return rc;

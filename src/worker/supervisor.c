@@ -44,12 +44,14 @@
 #include "../common/diag.h"
 #include "../common/sys.h"
 #include "../queue/queue.h"
+#include "agent.h"
 #include "policy.h"
 #include "proc.h"
 #include "worker.h"
 
 #define TICK_MS 1000                 /* maintenance: leases, restarts */
 #define DRAIN_TICK_MS 200            /* drain: how often to look for the end */
+#define HOUSEKEEP_MS (60 * 1000)     /* workspaces, retention */
 #define RESTART_MIN_MS 500
 #define RESTART_MAX_MS 60000
 #define HEALTHY_MS 60000             /* a worker up this long resets backoff */
@@ -541,9 +543,24 @@ static int drain_done(struct sup *s)
 	return pending == 0;
 }
 
+/*
+ * Housekeeping, at start and then every HOUSEKEEP_MS: workspaces a crash
+ * left behind, and retention of finished tasks.
+ */
+static void housekeep(struct sup *s)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	int n = 0;
+
+	if (tq_workspace_sweep(s->q, s->o->home, &n, &err) < 0)
+		slog("workspace sweep: %s", err.msg);
+	else if (n > 0)
+		slog("removed %d workspace%s of finished tasks", n, n == 1 ? "" : "s");
+}
+
 static void loop(struct sup *s)
 {
-	int64_t next_tick = tq_mono_ms();
+	int64_t next_tick = tq_mono_ms(), next_housekeep = tq_mono_ms();
 
 	for (;;) {
 		struct pollfd p[1 + TQ_MAX_WORKERS];
@@ -569,6 +586,10 @@ static void loop(struct sup *s)
 		if (!s->stopping)
 			recover(s, 0, "lease expired");
 		learn_worker_ids(s);
+		if (!s->stopping && tq_mono_ms() >= next_housekeep) {
+			housekeep(s);
+			next_housekeep = tq_mono_ms() + HOUSEKEEP_MS;
+		}
 		if (s->o->drain && !s->stopping && drain_done(s)) {
 			slog("drained: nothing left to run");
 			s->stopping = 1;
