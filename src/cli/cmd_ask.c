@@ -1,7 +1,14 @@
 /*
  * cmd_ask.c - placeholder, filled in by its issue's work.
  */
-#include "cli.h"
+#include "ask.h"
+
+int cli_ask_apply(struct cli_submit *s, const struct cli_ask *a, struct tq_err *err)
+{
+	(void)s;
+	(void)a;
+	return tq_err_set(err, TQ_EINVAL, "agent tasks are not built yet");
+}
 
 static int run_ask(struct cli_ctx *c, int argc, char **argv)
 {

@@ -82,4 +82,18 @@ int cli_submit_prepare(const struct cli_ctx *c, struct cli_submit *s);
  * by an unfinished task prints that task's id and says so on stderr. */
 int cli_submit_store(const struct cli_ctx *c, struct cli_submit *s);
 
+/*
+ * The --file importer (import.c), apart from the store so that it can be
+ * fuzzed: parse JSON lines (buf, len bytes; blank lines skipped) into task
+ * specs, each line on top of the options given on the command line
+ * (defaults, already prepared; NULL: none). On a bad line returns
+ * TQ_EINVAL with err "line N: what is wrong" and *out NULL.
+ */
+struct cli_import;
+int cli_import_parse(const char *buf, size_t len, const struct cli_submit *defaults,
+		     struct cli_import **out, struct tq_err *err);
+/* The specs, in file order; valid until cli_import_free. */
+const struct tq_task_spec *cli_import_specs(const struct cli_import *im, size_t *n);
+void cli_import_free(struct cli_import *im);
+
 #endif

@@ -106,6 +106,25 @@ static int load_stdin_file(struct run *r, struct tq_err *err)
 	return 0;
 }
 
+static const char *base_name(const char *p);
+
+/* Which parser reads the task's final result from its output: the agent
+ * profile's, or for a plain command that runs an agent CLI itself
+ * (`taskq submit -- claude -p ...`) the one named for the program. */
+static const char *result_parser(const struct run *r)
+{
+	static const char *const known[] = { "claude", "gemini", "codex", "opencode" };
+	const char *prog;
+
+	if (r->t->agent != NULL)
+		return r->agent.parser[0] ? r->agent.parser : NULL;
+	prog = base_name(r->t->argv[0]);
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+		if (strcmp(prog, known[i]) == 0)
+			return known[i];
+	return NULL;
+}
+
 static int start(struct run *r, struct tq_err *err)
 {
 	struct tq_env env = TQ_ENV_INIT;
@@ -118,8 +137,7 @@ static int start(struct run *r, struct tq_err *err)
 		tq_env_release(&env);
 		return rc;
 	}
-	if (r->t->agent != NULL)
-		r->rp = tq_result_parser_new(r->agent.parser[0] ? r->agent.parser : NULL);
+	r->rp = tq_result_parser_new(result_parser(r));
 	r->child.argv = r->agent.argv != NULL ? r->agent.argv : r->t->argv;
 	r->child.envp = env.vars;
 	r->child.cwd = r->agent.cwd != NULL ? r->agent.cwd : r->t->cwd;
