@@ -13,13 +13,22 @@
  *
  * --wait[=DUR] then waits for the task to end, reading the store as `taskq
  * log` does and printing through its line printer (cli.h, cmd_log.c).
+ *
+ * The queue controls (--unique, --after, --after-any, --delay, --at,
+ * --session, --on-exit) only fill the spec: the store makes a --unique check
+ * and its insert atomic, blocks and cancels dependents, and schedules.
+ * --file FILE parses every line first (import.c), then stores them all in
+ * one transaction. The options and the state they build are shared with
+ * `taskq ask` through submit.h; ask's option keys start where ours end.
  */
 #include "cli.h"
 #include "output.h"
+#include "submit.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -34,6 +43,11 @@
 
 extern char **environ;
 
+/* Longer than the 4095 bytes C99 promises every compiler takes (which
+ * -Wpedantic enforces); GCC and Clang take any length, and one string keeps
+ * `taskq help submit` and `taskq submit --help` the same text. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Woverlength-strings"
 static const char submit_help[] =
 	"CMD and its ARGS are stored exactly, byte for byte. The -- is needed only\n"
 	"when CMD starts with '-'; options after CMD belong to CMD.\n"
@@ -72,6 +86,22 @@ static const char submit_help[] =
 	"  --backoff-max DUR  the longest wait between retries (default 30m)\n"
 	"  --no-start       do not start a supervisor if none runs (also:\n"
 	"                   TASKQ_AUTOSTART=0)\n"
+	"  --unique KEY     add nothing while an unfinished task (queued, scheduled,\n"
+	"                   blocked, running) holds KEY: print that task's id\n"
+	"                   instead (and say so on stderr); exit 0\n"
+	"  --after ID[,ID...]  run only after those tasks succeeded; if one does\n"
+	"                   not, this task is canceled with the reason (repeatable)\n"
+	"  --after-any ID[,ID...]  run after those tasks ended, however they ended\n"
+	"  --delay DUR      do not start before DUR from now\n"
+	"  --at TIME        do not start before TIME: 04:00 (the next 04:00, local),\n"
+	"                   2026-11-23T04:00 (local), 2026-11-23T04:00:00Z,\n"
+	"                   2026-11-23T04:00+02:00\n"
+	"  --session KEY    tasks with the same KEY run one at a time, in order\n"
+	"  --on-exit CMD    after the task ends, the worker runs CMD with /bin/sh,\n"
+	"                   with TASKQ_ID, TASKQ_STATE, TASKQ_EXIT_CODE, TASKQ_LOG\n"
+	"                   set; its failure never changes the task\n"
+	"  --file FILE      add one task per line of FILE (- for stdin), all in one\n"
+	"                   transaction; see below\n"
 	"  --json           print {\"id\":N} instead of the bare id\n"
 	"  --wait[=DUR]     wait up to DUR (default 10s; 0: no limit) for the task\n"
 	"                   to end; see below\n"
@@ -86,6 +116,23 @@ static const char submit_help[] =
 	"  taskq submit -- make -C src all\n"
 	"  taskq submit --timeout 2h --label kind=review -- claude -p \"review src/\"\n"
 	"  taskq submit --shell 'sort big.txt | uniq -c > counts.txt'\n"
+	"  taskq submit --unique nightly --at 02:00 -- ./nightly.sh\n"
+	"  taskq submit --batch review --file tasks.jsonl\n"
+	"\n"
+	"--file: each line is one JSON object with the fields of the options:\n"
+	"  {\"cmd\":[\"make\",\"-C\",\"site1\"],\"name\":\"site1\",\"batch\":\"nightly\"}\n"
+	"  {\"shell\":\"gzip -9 *.log\",\"cwd\":\"logs\",\"unique\":\"gzip-logs\"}\n"
+	"Fields: cmd (an array of strings) or shell (a string); name, cwd (relative\n"
+	"to --cwd), env (an object, added to the environment; a null value unsets),\n"
+	"timeout, kill_grace, backoff, backoff_max, delay (durations: \"30m\", or\n"
+	"seconds as a number), at, retries, priority, max_output (\"50M\" or bytes),\n"
+	"group, batch, unique, session, on_exit, labels (an object), after and\n"
+	"after_any (an id, an array of ids, or \"3,4\"), retry_lost, pty (true or\n"
+	"false); for an agent task instead of cmd: prompt, agent, model, sources\n"
+	"(an object NAME: PATH), isolate. The options given on the command line\n"
+	"are the defaults of every line. A bad line (an unknown field, a wrong\n"
+	"type) adds nothing: the error names FILE:LINE. Blank lines are skipped.\n"
+	"Prints one id per line (--json: one array), in the file's order.\n"
 	"\n"
 	"After the task is stored, submit rings the workers' doorbell, and starts a\n"
 	"supervisor in the background (taskq serve) if none runs.\n"
@@ -102,90 +149,65 @@ static const char submit_help[] =
 	"\"reason\":...,\"lines\":[...],\"total\":N} (lines as in log --json: all\n"
 	"of them when done, else the last 20). Only the inline form takes a value:\n"
 	"--wait=30s; a bare --wait means 10s.\n";
+#pragma GCC diagnostic pop
 
+/*
+ * The options ask shares (cli_submit_opts), then --file, which only submit
+ * takes. One list, so the two tables cannot drift apart.
+ */
+#define SUBMIT_OPTS                                   \
+	{ "shell", OPT_SHELL, 1, 0 },                 \
+	{ "cwd", OPT_CWD, 1, 0 },                     \
+	{ "env", OPT_ENV, 1, 0 },                     \
+	{ "unset", OPT_UNSET, 1, 0 },                 \
+	{ "clean-env", OPT_CLEAN_ENV, 0, 0 },         \
+	{ "name", OPT_NAME, 1, 0 },                   \
+	{ "timeout", OPT_TIMEOUT, 1, 0 },             \
+	{ "label", OPT_LABEL, 1, 0 },                 \
+	{ "priority", OPT_PRIORITY, 1, 0 },           \
+	{ "batch", OPT_BATCH, 1, 0 },                 \
+	{ "json", OPT_JSON, 0, 0 },                   \
+	{ "kill-grace", OPT_KILL_GRACE, 1, 0 },       \
+	{ "max-output", OPT_MAX_OUTPUT, 1, 0 },       \
+	{ "stdin-file", OPT_STDIN_FILE, 1, 0 },       \
+	{ "stdin", OPT_STDIN, 1, 0 },                 \
+	{ "pty", OPT_PTY, 0, 0 },                     \
+	{ "no-start", OPT_NO_START, 0, 0 },           \
+	{ "group", OPT_GROUP, 1, 0 },                 \
+	{ "retries", OPT_RETRIES, 1, 0 },             \
+	{ "retry-lost", OPT_RETRY_LOST, 0, 0 },       \
+	{ "backoff", OPT_BACKOFF, 1, 0 },             \
+	{ "backoff-max", OPT_BACKOFF_MAX, 1, 0 },     \
+	{ "unique", OPT_UNIQUE, 1, 0 },               \
+	{ "after", OPT_AFTER, 1, 0 },                 \
+	{ "after-any", OPT_AFTER_ANY, 1, 0 },         \
+	{ "delay", OPT_DELAY, 1, 0 },                 \
+	{ "at", OPT_AT, 1, 0 },                       \
+	{ "on-exit", OPT_ON_EXIT, 1, 0 },             \
+	{ "session", OPT_SESSION, 1, 0 }
+
+/* Keys 256..511 (ask's own start at 512). */
 enum {
 	OPT_SHELL = 256, OPT_CWD, OPT_ENV, OPT_UNSET, OPT_CLEAN_ENV, OPT_NAME,
 	OPT_TIMEOUT, OPT_LABEL, OPT_PRIORITY, OPT_BATCH, OPT_JSON, OPT_KILL_GRACE,
 	OPT_MAX_OUTPUT, OPT_STDIN_FILE, OPT_STDIN, OPT_PTY, OPT_NO_START, OPT_GROUP,
-	OPT_RETRIES, OPT_RETRY_LOST, OPT_BACKOFF, OPT_BACKOFF_MAX,
+	OPT_RETRIES, OPT_RETRY_LOST, OPT_BACKOFF, OPT_BACKOFF_MAX, OPT_UNIQUE,
+	OPT_AFTER, OPT_AFTER_ANY, OPT_DELAY, OPT_AT, OPT_ON_EXIT, OPT_SESSION,
+	OPT_FILE,
+	OPT_SUBMIT_LAST_ /* must stay below 512 */
 };
+_Static_assert(OPT_SUBMIT_LAST_ < 512, "submit's option keys must stay below ask's");
 
-static const struct cli_opt submit_opts[] = {
-	{ "shell", OPT_SHELL, 1, 0 },
-	{ "cwd", OPT_CWD, 1, 0 },
-	{ "env", OPT_ENV, 1, 0 },
-	{ "unset", OPT_UNSET, 1, 0 },
-	{ "clean-env", OPT_CLEAN_ENV, 0, 0 },
-	{ "name", OPT_NAME, 1, 0 },
-	{ "timeout", OPT_TIMEOUT, 1, 0 },
-	{ "label", OPT_LABEL, 1, 0 },
-	{ "priority", OPT_PRIORITY, 1, 0 },
-	{ "batch", OPT_BATCH, 1, 0 },
-	{ "json", OPT_JSON, 0, 0 },
-	{ "kill-grace", OPT_KILL_GRACE, 1, 0 },
-	{ "max-output", OPT_MAX_OUTPUT, 1, 0 },
-	{ "stdin-file", OPT_STDIN_FILE, 1, 0 },
-	{ "stdin", OPT_STDIN, 1, 0 },
-	{ "pty", OPT_PTY, 0, 0 },
-	{ "no-start", OPT_NO_START, 0, 0 },
-	{ "group", OPT_GROUP, 1, 0 },
-	{ "retries", OPT_RETRIES, 1, 0 },
-	{ "retry-lost", OPT_RETRY_LOST, 0, 0 },
-	{ "backoff", OPT_BACKOFF, 1, 0 },
-	{ "backoff-max", OPT_BACKOFF_MAX, 1, 0 },
+const struct cli_opt cli_submit_opts[] = {
+	SUBMIT_OPTS,
 	{ NULL, 0, 0, 0 },
 };
 
-/* A growable array of borrowed strings (argv pointers). */
-struct strv {
-	const char **v;
-	size_t n, cap;
+static const struct cli_opt submit_opts[] = {
+	SUBMIT_OPTS,
+	{ "file", OPT_FILE, 1, 0 },
+	{ NULL, 0, 0, 0 },
 };
-
-/* Everything submit collects before it builds the spec. */
-struct submit {
-	struct tq_task_spec spec;
-	const char *shell;
-	const char *cwd_flag;
-	struct strv sets, unsets;
-	struct tq_label *labels;  /* key and value point into label_bufs */
-	char **label_bufs;        /* owned copies of each --label K=V */
-	size_t nlabels, labels_cap;
-	int clean_env, json, no_start;
-	int wait;                 /* --wait given */
-	int64_t wait_ms;          /* its limit; 0: none */
-	const char *stdin_file;
-	char *stdin_data;         /* --stdin-file's bytes */
-	char cwd[PATH_MAX];
-	char *shell_argv[4];
-	struct tq_env env;
-};
-
-static int strv_push(struct strv *s, const char *p)
-{
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 8;
-		const char **v = reallocarray(s->v, cap, sizeof(*v));
-		if (v == NULL)
-			return TQ_ENOMEM;
-		s->v = v;
-		s->cap = cap;
-	}
-	s->v[s->n++] = p;
-	return 0;
-}
-
-static void submit_release(struct submit *s)
-{
-	free(s->sets.v);
-	free(s->unsets.v);
-	for (size_t i = 0; i < s->nlabels; i++)
-		free(s->label_bufs[i]);
-	free(s->label_bufs);
-	free(s->labels);
-	free(s->stdin_data);
-	tq_env_release(&s->env);
-}
 
 static int oom(const struct cli_ctx *c)
 {
@@ -217,7 +239,7 @@ static int check_kv(const struct cli_ctx *c, const char *flag, const char *kv)
 	return CLI_OK;
 }
 
-static int add_label(const struct cli_ctx *c, struct submit *s, const char *kv)
+static int add_label(const struct cli_ctx *c, struct cli_submit *s, const char *kv)
 {
 	char *buf, *eq;
 	int rc;
@@ -287,9 +309,49 @@ static int resolve_cwd(const struct cli_ctx *c, const char *dir, char *out, size
 	return CLI_OK;
 }
 
-/* One option; a->val holds its value. */
-static int take_opt(const struct cli_ctx *c, struct submit *s, int k,
-		    const struct cli_args *a)
+/* --after / --after-any ID[,ID...]: the store has one kind per task (its
+ * spec holds one after_any flag), so the two cannot be mixed in one task. */
+static int take_after(const struct cli_ctx *c, struct cli_submit *s, int any,
+		      const char *val)
+{
+	const char *flag = any ? "--after-any" : "--after";
+	struct tq_err err = TQ_ERR_INIT;
+
+	if (s->after_kinds & (any ? CLI_AFTER_SUCCESS : CLI_AFTER_ANY))
+		return cli_usage(c, "give --after or --after-any, not both: a task "
+				 "waits for all of its dependencies the same way");
+	if (cli_ids_parse(val, &s->after, &s->nafter, &s->after_cap, &err) < 0)
+		return err.code == TQ_ENOMEM ? oom(c) :
+		       cli_usage(c, "%s %s", flag, err.msg);
+	s->after_kinds |= any ? CLI_AFTER_ANY : CLI_AFTER_SUCCESS;
+	s->spec.after_any = any;
+	return CLI_OK;
+}
+
+/* --delay DUR / --at TIME: both set run_after, so only one may be given. */
+static int take_when(const struct cli_ctx *c, struct cli_submit *s, const char *flag,
+		     const char *val)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	int64_t now = tq_now_ms(), v;
+
+	if (s->when_flag != NULL && strcmp(s->when_flag, flag) != 0)
+		return cli_usage(c, "give --delay or --at, not both");
+	s->when_flag = flag;
+	if (strcmp(flag, "--delay") == 0) {
+		if (tq_parse_duration(val, &v, &err) < 0)
+			return cli_usage(c, "--delay %s", err.msg);
+		s->delay_ms = v;
+		s->spec.run_after = v > 0 ? now + v : 0;
+		return CLI_OK;
+	}
+	if (cli_time_parse(val, now, &s->spec.run_after, &err) < 0)
+		return cli_usage(c, "--at %s", err.msg);
+	return CLI_OK;
+}
+
+int cli_submit_take_opt(const struct cli_ctx *c, struct cli_submit *s, int k,
+			const struct cli_args *a)
 {
 	struct tq_err err = TQ_ERR_INIT;
 	int64_t v;
@@ -306,12 +368,12 @@ static int take_opt(const struct cli_ctx *c, struct submit *s, int k,
 	case OPT_ENV:
 		if (check_kv(c, "--env", a->val) != CLI_OK)
 			return CLI_USAGE;
-		return strv_push(&s->sets, a->val) < 0 ? oom(c) : CLI_OK;
+		return cli_strv_push(&s->sets, a->val) < 0 ? oom(c) : CLI_OK;
 	case OPT_UNSET:
 		if (*a->val == '\0' || strchr(a->val, '=') != NULL)
 			return cli_usage(c, "--unset \"%s\": expected a variable name",
 					 a->val);
-		return strv_push(&s->unsets, a->val) < 0 ? oom(c) : CLI_OK;
+		return cli_strv_push(&s->unsets, a->val) < 0 ? oom(c) : CLI_OK;
 	case OPT_CLEAN_ENV:
 		s->clean_env = 1;
 		return CLI_OK;
@@ -381,17 +443,37 @@ static int take_opt(const struct cli_ctx *c, struct submit *s, int k,
 		if (tq_parse_duration(a->val, &s->spec.backoff_max_ms, &err) < 0)
 			return cli_usage(c, "--backoff-max %s", err.msg);
 		return CLI_OK;
+	case OPT_UNIQUE:
+		s->spec.unique_key = a->val;
+		return check_name(c, "--unique", a->val);
+	case OPT_AFTER:
+	case OPT_AFTER_ANY:
+		return take_after(c, s, k == OPT_AFTER_ANY, a->val);
+	case OPT_DELAY:
+		return take_when(c, s, "--delay", a->val);
+	case OPT_AT:
+		return take_when(c, s, "--at", a->val);
+	case OPT_ON_EXIT:
+		if (*a->val == '\0')
+			return cli_usage(c, "--on-exit: empty command");
+		if (strlen(a->val) > CLI_ON_EXIT_MAX)
+			return cli_usage(c, "--on-exit: longer than %d bytes", CLI_ON_EXIT_MAX);
+		s->spec.on_exit = a->val;
+		return CLI_OK;
+	case OPT_SESSION:
+		s->spec.session = a->val;
+		return check_name(c, "--session", a->val);
 	case CLI_OPT_HELP:
-		cli_print_help(&cli_cmd_submit, stdout);
+		/* the running command's help: ask passes its help key here too */
+		cli_print_help(c->cmd, stdout);
 		return -1; /* done, exit 0 */
 	default:
 		return CLI_USAGE;
 	}
 }
 
-/* The command: from --shell, or the arguments from a->i - 1 on. */
-static int take_command(const struct cli_ctx *c, struct submit *s,
-			const struct cli_args *a, int have_cmd)
+int cli_submit_take_command(const struct cli_ctx *c, struct cli_submit *s,
+			    const struct cli_args *a, int have_cmd)
 {
 	size_t bytes = 0;
 
@@ -405,7 +487,7 @@ static int take_command(const struct cli_ctx *c, struct submit *s,
 		s->spec.argc = 3;
 		s->spec.shell = 1;
 	} else if (!have_cmd) {
-		return cli_usage(c, "no command given; usage: %s", cli_cmd_submit.synopsis);
+		return cli_usage(c, "no command given; usage: %s", c->cmd->synopsis);
 	} else {
 		s->spec.argv = a->argv + a->i - 1;
 		s->spec.argc = (size_t)(a->argc - a->i + 1);
@@ -421,7 +503,7 @@ static int take_command(const struct cli_ctx *c, struct submit *s,
 }
 
 /* The task's environment: see the top of the file for the order. */
-static int build_env(const struct cli_ctx *c, struct submit *s)
+static int build_env(const struct cli_ctx *c, struct cli_submit *s)
 {
 	struct tq_err err = TQ_ERR_INIT;
 	size_t bytes;
@@ -443,50 +525,82 @@ static int build_env(const struct cli_ctx *c, struct submit *s)
 	return CLI_OK;
 }
 
+/*
+ * Read all of path ("-": standard input, when allow_stdin) into a malloc'd
+ * buffer with a NUL after the last byte (*data, *len), refusing more than
+ * max bytes. flag names the option in messages.
+ */
+static int read_all(const struct cli_ctx *c, const char *flag, const char *path,
+		    int allow_stdin, int64_t max, const char *max_text, char **data,
+		    size_t *len)
+{
+	int fd = allow_stdin && strcmp(path, "-") == 0 ? 0 : -1;
+	char *buf = NULL, *nb;
+	size_t cap;
+	struct stat sb;
+	ssize_t r = 0;
+	int rc = CLI_OK;
+
+	*data = NULL;
+	*len = 0;
+	if (fd < 0 && (fd = tq_open(path, O_RDONLY, 0)) < 0)
+		return cli_usage(c, "%s \"%s\": %s", flag, path, strerror(errno));
+	if (fstat(fd, &sb) < 0 || S_ISDIR(sb.st_mode)) {
+		rc = cli_usage(c, "%s \"%s\": not a readable file", flag, path);
+		goto out;
+	}
+	/* a regular file is read in one go; a pipe grows the buffer */
+	cap = S_ISREG(sb.st_mode) && sb.st_size > 0 && sb.st_size <= max ?
+	      (size_t)sb.st_size + 2 : 65536;
+	for (;;) {
+		if (*len + 1 >= cap || buf == NULL) {
+			if (buf != NULL)
+				cap *= 2;
+			if ((int64_t)cap > max + 2)
+				cap = (size_t)max + 2;
+			if ((nb = realloc(buf, cap)) == NULL) {
+				rc = oom(c);
+				goto out;
+			}
+			buf = nb;
+		}
+		if ((r = tq_read(fd, buf + *len, cap - 1 - *len)) <= 0)
+			break;
+		*len += (size_t)r;
+		if ((int64_t)*len > max) {
+			rc = cli_usage(c, "%s \"%s\": larger than %s", flag, path, max_text);
+			goto out;
+		}
+	}
+	if (r < 0) {
+		rc = cli_runtime(c, "%s \"%s\": %s", flag, path, strerror(errno));
+		goto out;
+	}
+	buf[*len] = '\0';
+	*data = buf;
+	buf = NULL;
+out:
+	if (fd > 0)
+		tq_close(fd);
+	free(buf);
+	if (rc != CLI_OK)
+		*len = 0;
+	return rc;
+}
+
 /* --stdin-file: the bytes are stored with the task, so the file may change
  * or go away before the task runs. */
-static int read_stdin_file(const struct cli_ctx *c, struct submit *s)
+static int read_stdin_file(const struct cli_ctx *c, struct cli_submit *s)
 {
-	struct stat sb;
-	size_t cap, len = 0;
-	ssize_t r;
-	int fd;
+	size_t len;
+	int rc;
 
 	if (s->stdin_file == NULL)
 		return CLI_OK;
-	if ((fd = tq_open(s->stdin_file, O_RDONLY, 0)) < 0)
-		return cli_usage(c, "--stdin-file \"%s\": %s", s->stdin_file, strerror(errno));
-	if (fstat(fd, &sb) < 0 || S_ISDIR(sb.st_mode)) {
-		tq_close(fd);
-		return cli_usage(c, "--stdin-file \"%s\": not a readable file", s->stdin_file);
-	}
-	cap = S_ISREG(sb.st_mode) && sb.st_size > 0 ? (size_t)sb.st_size + 1 : 65536;
-	for (;;) {
-		if (len == cap || s->stdin_data == NULL) {
-			char *nb;
-			if (s->stdin_data != NULL)
-				cap *= 2;
-			if ((int64_t)cap > TQ_STDIN_FILE_MAX + 1)
-				cap = (size_t)TQ_STDIN_FILE_MAX + 1;
-			if ((nb = realloc(s->stdin_data, cap)) == NULL) {
-				tq_close(fd);
-				return oom(c);
-			}
-			s->stdin_data = nb;
-		}
-		if ((r = tq_read(fd, s->stdin_data + len, cap - len)) <= 0)
-			break;
-		len += (size_t)r;
-		if ((int64_t)len > TQ_STDIN_FILE_MAX) {
-			tq_close(fd);
-			return cli_usage(c, "--stdin-file \"%s\": larger than 256M",
-					 s->stdin_file);
-		}
-	}
-	tq_close(fd);
-	if (r < 0)
-		return cli_runtime(c, "--stdin-file \"%s\": %s", s->stdin_file,
-				   strerror(errno));
+	rc = read_all(c, "--stdin-file", s->stdin_file, 0, TQ_STDIN_FILE_MAX, "256M",
+		      &s->stdin_data, &len);
+	if (rc != CLI_OK)
+		return rc;
 	s->spec.stdin_data = s->stdin_data;
 	s->spec.stdin_len = len;
 	return CLI_OK;
@@ -494,7 +608,7 @@ static int read_stdin_file(const struct cli_ctx *c, struct submit *s)
 
 /* Wake an idle worker, and start a supervisor if none runs. A failure to
  * start one is reported but does not fail the submit: the task is stored. */
-static void after_store(const struct cli_ctx *c, struct submit *s, const char *home)
+static void after_store(const struct cli_ctx *c, struct cli_submit *s, const char *home)
 {
 	const char *auto_env = getenv("TASKQ_AUTOSTART");
 	struct tq_err err = TQ_ERR_INIT;
@@ -627,7 +741,7 @@ static int show_waited(const struct cli_ctx *c, struct tq_queue *q, const struct
 	return CLI_OK;
 }
 
-static int wait_and_show(const struct cli_ctx *c, struct submit *s, struct tq_queue *q,
+static int wait_and_show(const struct cli_ctx *c, struct cli_submit *s, struct tq_queue *q,
 			 int64_t id)
 {
 	struct tq_err err = TQ_ERR_INIT;
@@ -646,7 +760,8 @@ static int wait_and_show(const struct cli_ctx *c, struct submit *s, struct tq_qu
  * which knows no options with an optional value. Only the inline form
  * takes one, so a bare --wait never takes the command's name for its
  * value. Returns 1 (and *rc) if it was --wait, else 0. */
-static int take_wait(const struct cli_ctx *c, struct submit *s, struct cli_args *a, int *rc)
+int cli_submit_take_wait(const struct cli_ctx *c, struct cli_submit *s,
+			 struct cli_args *a, int *rc)
 {
 	struct tq_err err = TQ_ERR_INIT;
 	const char *arg;
@@ -667,21 +782,48 @@ static int take_wait(const struct cli_ctx *c, struct submit *s, struct cli_args 
 	return 1;
 }
 
-static int store(const struct cli_ctx *c, struct submit *s)
+int cli_submit_prepare(const struct cli_ctx *c, struct cli_submit *s)
+{
+	int rc;
+
+	if ((rc = resolve_cwd(c, s->cwd_flag, s->cwd, sizeof(s->cwd))) != CLI_OK ||
+	    (rc = build_env(c, s)) != CLI_OK ||
+	    (rc = read_stdin_file(c, s)) != CLI_OK)
+		return rc;
+	s->spec.cwd = s->cwd;
+	s->spec.labels = s->labels;
+	s->spec.nlabels = s->nlabels;
+	s->spec.after = s->after;
+	s->spec.nafter = s->nafter;
+	return CLI_OK;
+}
+
+/* The note for a --unique key already held: the id on stdout is the task
+ * that holds it, so a script can wait for it all the same. */
+static void say_existed(const struct cli_ctx *c, int64_t id, const char *key)
+{
+	fprintf(stderr, "taskq: %s: task %lld holds unique key \"%s\"; not added\n",
+		c->cmd->name, (long long)id, key);
+}
+
+int cli_submit_store(const struct cli_ctx *c, struct cli_submit *s)
 {
 	struct tq_err err = TQ_ERR_INIT;
 	struct tq_queue *q = NULL;
 	int64_t id = 0;
-	int rc;
+	int rc, existed = 0;
 
-	s->spec.cwd = s->cwd;
-	s->spec.labels = s->labels;
-	s->spec.nlabels = s->nlabels;
 	if ((rc = cli_open(c, TQ_OPEN_DURABLE, &q)) != CLI_OK)
 		return rc;
-	if (tq_queue_submit(q, &s->spec, &id, NULL, &err) < 0)
+	/* --delay counts from the insert, not from the parse: opening (and
+	 * perhaps creating) the database took some of it */
+	if (s->delay_ms > 0 && s->when_flag != NULL && strcmp(s->when_flag, "--delay") == 0)
+		s->spec.run_after = tq_now_ms() + s->delay_ms;
+	if (tq_queue_submit(q, &s->spec, &id, &existed, &err) < 0)
 		rc = cli_fail(c, &err);
-	if (rc == CLI_OK)
+	if (rc == CLI_OK && existed)
+		say_existed(c, id, s->spec.unique_key);
+	if (rc == CLI_OK && !existed)
 		after_store(c, s, tq_queue_home(q));
 	if (rc == CLI_OK && s->wait) {
 		rc = wait_and_show(c, s, q, id);
@@ -692,53 +834,206 @@ static int store(const struct cli_ctx *c, struct submit *s)
 	if (rc != CLI_OK)
 		return rc;
 	if (s->json)
-		printf("{\"id\":%lld}\n", (long long)id);
+		printf("{\"id\":%lld%s}\n", (long long)id, existed ? ",\"existed\":true" : "");
 	else
 		printf("%lld\n", (long long)id);
 	return CLI_OK;
 }
 
-static int parse(const struct cli_ctx *c, struct submit *s, int argc, char **argv)
+/* ------------------------------------------------------------------ */
+/* --file                                                             */
+
+/*
+ * Print an error of the importer or of the store as "FILE:LINE: what".
+ * The importer says "line N: ..." (submit.h); the store says "task I: ..."
+ * with I the index of the spec, which cli_import_line maps back to the
+ * file's line.
+ */
+static int file_error(const struct cli_ctx *c, const char *file,
+		      const struct cli_import *im, const struct tq_err *err)
+{
+	const char *name = strcmp(file, "-") == 0 ? "<stdin>" : file;
+	const char *m = err->msg, *rest = NULL;
+	unsigned long long n = 0;
+	int used = 0;
+
+	size_t nspecs = 0;
+
+	if (im != NULL)
+		cli_import_specs(im, &nspecs);
+	if (sscanf(m, "line %llu: %n", &n, &used) == 1 && used > 0) {
+		rest = m + used;
+	} else if (im != NULL && sscanf(m, "task %llu: %n", &n, &used) == 1 && used > 0) {
+		rest = m + used;
+		n = cli_import_line(im, (size_t)n);
+	} else if (nspecs == 1 && err->code != TQ_EBUSY && err->code != TQ_EIO) {
+		/* the store names the task only when there are several */
+		rest = m;
+		n = cli_import_line(im, 0);
+	}
+	if (err->code == TQ_ENOMEM)
+		return oom(c);
+	if (rest == NULL) {
+		cli_usage(c, "%s: %s", name, m);
+		return cli_exit_for(err->code);
+	}
+	if (cli_exit_for(err->code) == CLI_USAGE)
+		return cli_usage(c, "%s:%llu: %s", name, n, rest);
+	return cli_runtime(c, "%s:%llu: %s", name, n, rest);
+}
+
+/* One id per line (or a --json array); a note on stderr for the tasks
+ * that were already there under their unique key. */
+static int print_ids(const struct cli_ctx *c, const struct cli_submit *s,
+		     const int64_t *ids, const int *existed, size_t n)
+{
+	size_t held = 0;
+
+	if (s->json)
+		putchar('[');
+	for (size_t i = 0; i < n; i++) {
+		held += existed[i] != 0;
+		if (s->json)
+			printf("%s{\"id\":%lld%s}", i ? "," : "", (long long)ids[i],
+			       existed[i] ? ",\"existed\":true" : "");
+		else
+			printf("%lld\n", (long long)ids[i]);
+	}
+	if (s->json)
+		puts("]");
+	if (held > 0)
+		fprintf(stderr, "taskq: %s: %zu of %zu task%s already present under "
+			"their unique key; not added again (their ids are printed)\n",
+			c->cmd->name, held, n, n == 1 ? " was" : "s were");
+	return CLI_OK;
+}
+
+/* Store the specs in one transaction: all of them or none. */
+static int store_many(const struct cli_ctx *c, struct cli_submit *s, const char *file,
+		      const struct cli_import *im)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_queue *q = NULL;
+	const struct tq_task_spec *specs;
+	int64_t *ids = NULL;
+	int *existed = NULL;
+	size_t n, added = 0;
+	int rc;
+
+	specs = cli_import_specs(im, &n);
+	if (n == 0)
+		return print_ids(c, s, NULL, NULL, 0);
+	/* SQLite opens and frees a temporary b-tree of ~90K for each insert
+	 * (the CHECK (... IN (...)) lists of the tasks table); with glibc's
+	 * default 128K trim threshold every free gives the heap's top back to
+	 * the kernel and the next insert asks for it again: a third of the
+	 * import's time in brk. This process is short-lived: keep the heap. */
+	mallopt(M_TRIM_THRESHOLD, 64 * 1024 * 1024);
+	ids = calloc(n, sizeof(*ids));
+	existed = calloc(n, sizeof(*existed));
+	if (ids == NULL || existed == NULL) {
+		rc = oom(c);
+		goto out;
+	}
+	if ((rc = cli_open(c, TQ_OPEN_DURABLE, &q)) != CLI_OK)
+		goto out;
+	if (tq_queue_submit_many(q, specs, n, ids, existed, &err) < 0) {
+		rc = file_error(c, file, im, &err);
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++)
+		added += !existed[i];
+	if (added > 0)
+		after_store(c, s, tq_queue_home(q));
+	rc = print_ids(c, s, ids, existed, n);
+out:
+	tq_queue_close(q);
+	free(ids);
+	free(existed);
+	return rc;
+}
+
+/* --file FILE: its lines on top of the command line's options. */
+static int submit_file(const struct cli_ctx *c, struct cli_submit *s, const char *file)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	struct cli_import *im = NULL;
+	char *buf = NULL;
+	size_t len;
+	int rc;
+
+	rc = read_all(c, "--file", file, 1, CLI_IMPORT_FILE_MAX, CLI_IMPORT_FILE_MAX_TEXT,
+		      &buf, &len);
+	if (rc != CLI_OK)
+		return rc;
+	if (cli_import_parse(buf, len, s, &im, &err) < 0)
+		rc = file_error(c, file, NULL, &err);
+	else
+		rc = store_many(c, s, file, im);
+	cli_import_free(im);
+	free(buf);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+
+static int parse(const struct cli_ctx *c, struct cli_submit *s, int argc, char **argv,
+		 const char **file)
 {
 	struct cli_args a;
 	int k, rc;
 
 	cli_args_init(&a, argc, argv, 1);
 	for (;;) {
-		if (take_wait(c, s, &a, &rc)) {
+		if (cli_submit_take_wait(c, s, &a, &rc)) {
 			if (rc != CLI_OK)
 				return rc;
 			continue;
 		}
 		if ((k = cli_next(c, &a, submit_opts)) == CLI_OPT_END)
 			break;
+		if (k == CLI_OPT_ARG && *file != NULL)
+			return cli_usage(c, "give either --file FILE or a command, not both");
 		if (k == CLI_OPT_ARG)
-			return take_command(c, s, &a, 1);
+			return cli_submit_take_command(c, s, &a, 1);
 		if (k == CLI_OPT_ERR)
 			return CLI_USAGE;
-		if ((rc = take_opt(c, s, k, &a)) != CLI_OK)
+		if (k == OPT_FILE) {
+			if (*a.val == '\0')
+				return cli_usage(c, "--file: empty file name");
+			*file = a.val;
+			continue;
+		}
+		if ((rc = cli_submit_take_opt(c, s, k, &a)) != CLI_OK)
 			return rc;
 	}
-	return take_command(c, s, &a, 0);
+	if (*file == NULL)
+		return cli_submit_take_command(c, s, &a, 0);
+	if (s->shell != NULL)
+		return cli_usage(c, "give either --file FILE or --shell \"STRING\", not both");
+	if (s->wait)
+		return cli_usage(c, "--wait takes one task; for the tasks of a file, "
+				 "give them a --batch and run taskq wait --batch NAME");
+	return CLI_OK;
 }
 
 static int run_submit(struct cli_ctx *c, int argc, char **argv)
 {
-	struct submit s = { .spec = TQ_TASK_SPEC_INIT, .env = TQ_ENV_INIT };
+	struct cli_submit s;
+	const char *file = NULL;
 	int rc;
 
-	if ((rc = parse(c, &s, argc, argv)) == CLI_OK &&
-	    (rc = resolve_cwd(c, s.cwd_flag, s.cwd, sizeof(s.cwd))) == CLI_OK &&
-	    (rc = build_env(c, &s)) == CLI_OK &&
-	    (rc = read_stdin_file(c, &s)) == CLI_OK)
-		rc = store(c, &s);
-	submit_release(&s);
+	cli_submit_init(&s);
+	if ((rc = parse(c, &s, argc, argv, &file)) == CLI_OK &&
+	    (rc = cli_submit_prepare(c, &s)) == CLI_OK)
+		rc = file != NULL ? submit_file(c, &s, file) : cli_submit_store(c, &s);
+	cli_submit_release(&s);
 	return rc < 0 ? CLI_OK : rc; /* -1: --help was printed */
 }
 
 const struct cli_cmd cli_cmd_submit = {
 	.name = "submit",
-	.synopsis = "taskq submit [options] [--] CMD [ARGS...]",
+	.synopsis = "taskq submit [options] {[--] CMD [ARGS...] | --file FILE}",
 	.summary = "Add a command to the queue and print its id.",
 	.help = submit_help,
 	.run = run_submit,

@@ -41,6 +41,9 @@ struct cli_submit {
 	size_t nlabels, labels_cap;
 	int64_t *after;                 /* --after / --after-any ids */
 	size_t nafter, after_cap;
+	unsigned after_kinds;           /* CLI_AFTER_*: which of the two were given */
+	const char *when_flag;          /* "--delay" or "--at" once given */
+	int64_t delay_ms;               /* --delay: counted again at the insert */
 	int clean_env, json, no_start;
 	int wait;                       /* --wait given */
 	int64_t wait_ms;                /* its limit; 0: none */
@@ -52,6 +55,15 @@ struct cli_submit {
 	struct cli_strv owned;          /* malloc'd strings freed by release */
 	void *owned_argv;               /* a malloc'd argv array (ask), freed */
 };
+
+enum { CLI_AFTER_SUCCESS = 1 << 0, CLI_AFTER_ANY = 1 << 1 };
+
+/* An --on-exit command is a shell command line, not a script. */
+#define CLI_ON_EXIT_MAX (64 * 1024)
+/* The largest --file: a million tasks with room to spare, in memory at
+ * once (the import is one transaction). */
+#define CLI_IMPORT_FILE_MAX ((int64_t)1024 * 1024 * 1024)
+#define CLI_IMPORT_FILE_MAX_TEXT "1G"
 
 /* submit's options, NULL-terminated (keys >= 256 and < 512; ask's own keys
  * start at 512). Does not include --file, which only submit takes. */
@@ -69,12 +81,18 @@ char *cli_submit_own(struct cli_submit *s, char *p);
 int cli_submit_take_opt(const struct cli_ctx *c, struct cli_submit *s, int k,
 			const struct cli_args *a);
 
+/* The command: --shell's (given before), else the arguments from
+ * a->argv[a->i - 1] on (have_cmd: cli_next returned CLI_OPT_ARG). Borrowed,
+ * not copied. CLI_OK or an exit code after printing the error. */
+int cli_submit_take_command(const struct cli_ctx *c, struct cli_submit *s,
+			    const struct cli_args *a, int have_cmd);
+
 /* --wait[=DUR] at a->argv[a->i]: returns 1 (and *rc) when it was one. */
 int cli_submit_take_wait(const struct cli_ctx *c, struct cli_submit *s,
 			 struct cli_args *a, int *rc);
 
 /* Resolve --cwd, build the environment (scrub, --unset, --env), read
- * --stdin-file; fills the spec's pointers. */
+ * --stdin-file; fills the spec's pointers (cwd, env, labels, after). */
 int cli_submit_prepare(const struct cli_ctx *c, struct cli_submit *s);
 
 /* Insert the task (durably), ring the doorbell, autostart a supervisor,
@@ -94,6 +112,33 @@ int cli_import_parse(const char *buf, size_t len, const struct cli_submit *defau
 		     struct cli_import **out, struct tq_err *err);
 /* The specs, in file order; valid until cli_import_free. */
 const struct tq_task_spec *cli_import_specs(const struct cli_import *im, size_t *n);
-void cli_import_free(struct cli_import *im);
+/* The file's line (1-based) that spec i came from; 0 if i is out of range. */
+size_t cli_import_line(const struct cli_import *im, size_t i);
+void cli_import_free(struct cli_import *im);  /* NULL is fine */
+
+/*
+ * Checks shared by the flags and the lines of --file. They, the importer and
+ * cli_strv_push / cli_submit_init / _release / _own live in import.c, which
+ * needs nothing else of the CLI but cli_ask_apply (ask.h), so a fuzzer links
+ * it alone with the common code. Each returns 0 or TQ_EINVAL (or TQ_ENOMEM)
+ * with a message that does not name the flag or the field.
+ */
+
+/* A task, batch, group, session name, label key or unique key: 1 to
+ * TQ_NAME_MAX - 1 bytes, no control characters. */
+int cli_check_name(const char *s, struct tq_err *err);
+
+/* "ID[,ID...]": appended to *ids (reallocarray'd; *n used, *cap allocated). */
+int cli_ids_parse(const char *s, int64_t **ids, size_t *n, size_t *cap,
+		  struct tq_err *err);
+
+/*
+ * --at TIME: ms since the epoch. ISO-8601 "2026-11-23T04:00", with seconds
+ * (":00"), fractions (".250"), a space for the T, and a zone ("Z", "+02:00",
+ * "-0530"); a date alone is its midnight; no zone is local time. "HH:MM" (or
+ * "HH:MM:SS") is the next such local time after now_ms: today, or tomorrow
+ * if it has passed.
+ */
+int cli_time_parse(const char *s, int64_t now_ms, int64_t *ms, struct tq_err *err);
 
 #endif

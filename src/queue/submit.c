@@ -360,9 +360,56 @@ static int collect_deps(struct tq_queue *q, const struct tq_task_spec *s,
 	return 0;
 }
 
+/*
+ * What the previous task of one tq_queue_submit_many stored, so that a batch
+ * whose tasks share one environment (the --file import: every line without
+ * an env of its own points to the same array) encodes, hashes and looks it
+ * up once instead of once per task, and its group row is added once. Valid
+ * for one transaction only.
+ */
+struct batch_cache {
+	char *const *env;        /* the spec's env array (same pointer and count:
+				  * the same environment) */
+	size_t envc;
+	int64_t env_id;          /* 0: nothing cached */
+	char group[TQ_NAME_MAX]; /* "" : nothing cached */
+};
+
+static int cached_env_id(struct tq_queue *q, const struct tq_task_spec *s,
+			 struct batch_cache *bc, int64_t *id, struct tq_err *err)
+{
+	int rc;
+
+	if (bc->env_id > 0 && bc->env == s->env && bc->envc == s->envc) {
+		*id = bc->env_id;
+		return 0;
+	}
+	if ((rc = env_id(q, s, id, err)) < 0)
+		return rc;
+	bc->env = s->env;
+	bc->envc = s->envc;
+	bc->env_id = *id;
+	return 0;
+}
+
+static int cached_add_group(struct tq_queue *q, const char *group, struct batch_cache *bc,
+			    struct tq_err *err)
+{
+	int rc;
+
+	if (bc->group[0] != '\0' && strcmp(bc->group, group) == 0)
+		return 0;
+	if ((rc = add_group(q, group, err)) < 0)
+		return rc;
+	/* names are checked shorter than TQ_NAME_MAX; a longer one is not cached */
+	if (strlen(group) < sizeof(bc->group))
+		memcpy(bc->group, group, strlen(group) + 1);
+	return 0;
+}
+
 /* Add one task inside the caller's transaction. */
 static int submit_one(struct tq_queue *q, const struct tq_task_spec *s, int64_t now,
-		      int64_t *id, int *existed, struct tq_err *err)
+		      struct batch_cache *bc, int64_t *id, int *existed, struct tq_err *err)
 {
 	char name[TQ_NAME_MAX], group[TQ_NAME_MAX], reason[128];
 	struct insert_ctx c = { .s = s, .now = now, .state = TQ_QUEUED };
@@ -410,8 +457,8 @@ static int submit_one(struct tq_queue *q, const struct tq_task_spec *s, int64_t 
 		tq_derive_group(s->argv, s->argc, s->shell, group, sizeof(group));
 	c.name = s->name ? s->name : name;
 	c.group = s->group ? s->group : group;
-	if ((rc = env_id(q, s, &c.env_id, err)) < 0 ||
-	    (rc = add_group(q, c.group, err)) < 0 ||
+	if ((rc = cached_env_id(q, s, bc, &c.env_id, err)) < 0 ||
+	    (rc = cached_add_group(q, c.group, bc, err)) < 0 ||
 	    (rc = insert_task(q, &c, id, err)) < 0 ||
 	    (rc = insert_extras(q, s, *id, deps, ndeps, err)) < 0)
 		goto out;
@@ -424,13 +471,15 @@ out:
 int tq_queue_submit_many(struct tq_queue *q, const struct tq_task_spec *specs,
 			 size_t n, int64_t *ids, int *existed, struct tq_err *err)
 {
+	struct batch_cache bc = { .env_id = 0 };
 	int64_t now = tq_now_ms();
 	int rc;
 
 	if ((rc = tq_db_begin(q, err)) < 0)
 		return rc;
 	for (size_t i = 0; i < n; i++) {
-		rc = submit_one(q, &specs[i], now, &ids[i], existed ? &existed[i] : NULL, err);
+		rc = submit_one(q, &specs[i], now, &bc, &ids[i],
+				existed ? &existed[i] : NULL, err);
 		if (rc < 0) {
 			tq_db_rollback(q);
 			if (n > 1)
@@ -448,5 +497,24 @@ int tq_queue_submit_many(struct tq_queue *q, const struct tq_task_spec *specs,
 int tq_queue_submit(struct tq_queue *q, const struct tq_task_spec *spec,
 		    int64_t *id, int *existed, struct tq_err *err)
 {
+	int rc;
+
+	/*
+	 * A held --unique key first with a plain read, which takes no lock: the
+	 * overlapping cron runs that --unique is for then do not queue behind
+	 * each other (and behind the workers) for the write lock only to learn
+	 * that there is nothing to add. A task that holds its key in the
+	 * snapshot held it at that instant, so the answer is as atomic as the
+	 * locked check; a key found free is checked again under the lock.
+	 */
+	if (spec->unique_key != NULL && check_spec(spec, NULL) == 0) {
+		if ((rc = find_unique(q, spec->unique_key, id, err)) < 0)
+			return rc;
+		if (*id > 0) {
+			if (existed)
+				*existed = 1;
+			return 0;
+		}
+	}
 	return tq_queue_submit_many(q, spec, 1, id, existed, err);
 }

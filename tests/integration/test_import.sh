@@ -1,0 +1,186 @@
+#!/usr/bin/env bash
+# test_import.sh - taskq submit --file: JSON lines into tasks, the command
+# line's options as defaults, one transaction (all or nothing, counted with
+# sqlite3), a bad line named by its number, 10,000 lines at once, --json,
+# stdin, and --unique keys already held.
+. "$(dirname "$0")/lib.sh"
+
+col() { tq_sql "select $2 from tasks where id = $1"; }
+count() { tq_sql "select count(*) from tasks"; }
+
+mkdir -p "$TQ_TMP/work/sub"
+cd "$TQ_TMP/work"
+real=$(pwd -P)
+
+check "each field of a line lands in its column"
+cat >tasks.jsonl <<'EOF'
+{"cmd":["echo","a b","c"],"name":"first","priority":5,"labels":{"kind":"review"},"timeout":"5m","retries":0}
+
+{"shell":"echo $GREETING > out.txt","cwd":"sub","env":{"GREETING":"hi","HOME":null},"batch":"b2","group":"g2"}
+{"cmd":["true"],"unique":"u1","session":"s1","on_exit":"echo done","max_output":"1M","kill_grace":1.5,"delay":60}
+{"cmd":["true"],"at":"2031-01-02T03:04:05Z","max_output":2048,"timeout":90,"backoff":"1m","backoff_max":"2h","retry_lost":true,"pty":true}
+EOF
+GREETING=outer assert_exit 0 tq submit --file tasks.jsonl
+assert_eq "1 2 3 4" "$(out | tr '\n' ' ' | sed 's/ $//')"
+assert_eq "" "$(err)"
+assert_eq "$(hex_args echo "a b" c)" "$(col 1 "hex(argv)")"
+assert_eq "first|5|300000|0|$real|kind=review" \
+	"$(tq_sql "select name, priority, timeout_ms, max_retries, cwd, (select key || '=' || value from labels where task_id = 1) from tasks where id = 1")"
+assert_eq "$(hex_args /bin/sh -c 'echo $GREETING > out.txt')" "$(col 2 "hex(argv)")"
+assert_eq "1|$real/sub|b2|g2" "$(tq_sql "select shell, cwd, batch, grp from tasks where id = 2")"
+env2=$(db_env 2)
+assert_contains "$env2" "GREETING=hi"
+assert_eq 0 "$(grep -c '^HOME=' <<<"$env2" || true)" "HOME unset by a null"
+assert_eq 1 "$(db_env 1 | grep -c '^HOME=')" "HOME kept without one"
+assert_contains "$(db_env 1)" "GREETING=outer" "a line without env gets the submitter's"
+assert_eq "u1|s1|echo done|1048576|1500|scheduled" \
+	"$(tq_sql "select unique_key, session, on_exit, max_output, kill_grace_ms, state from tasks where id = 3")"
+delay=$(tq_sql "select run_after - created_at from tasks where id = 3")
+[ "$delay" -ge 59000 ] && [ "$delay" -le 60000 ] || fail "delay 60: run_after - created_at = $delay"
+assert_eq "1925089445000|2048|90000|60000|7200000|1|1" \
+	"$(tq_sql "select run_after, max_output, timeout_ms, backoff_ms, backoff_max_ms, retry_lost, pty from tasks where id = 4")"
+assert_eq 1 "$(tq_sql "select count(distinct created_at) from tasks")" "one transaction, one time"
+
+check "the command line's options are defaults; a line's fields win"
+cat >defaults.jsonl <<'EOF'
+{"cmd":["true"]}
+{"cmd":["true"],"priority":-3,"batch":"mine","labels":{"kind":"x","extra":"y"},"timeout":0}
+EOF
+assert_exit 0 tq submit --batch nightly --priority 7 --label kind=cron --timeout 2h --group cron --file defaults.jsonl
+assert_eq "5 6" "$(out | tr '\n' ' ' | sed 's/ $//')"
+assert_eq "nightly|7|7200000|cron|kind=cron" \
+	"$(tq_sql "select batch, priority, timeout_ms, grp, (select group_concat(key || '=' || value) from labels where task_id = 5) from tasks where id = 5")"
+assert_eq "mine|-3|0|cron|extra=y,kind=x" \
+	"$(tq_sql "select batch, priority, timeout_ms, grp, (select group_concat(key || '=' || value, ',') from (select * from labels where task_id = 6 order by key)) from tasks where id = 6")"
+
+check "after and after_any: an id, an array, or a string of ids"
+printf '%s\n' '{"cmd":["true"],"after":1}' '{"cmd":["true"],"after":[1,2]}' \
+	'{"cmd":["true"],"after_any":"1,2"}' >deps.jsonl
+assert_exit 0 tq submit --file deps.jsonl
+assert_eq "7 8 9" "$(out | tr '\n' ' ' | sed 's/ $//')"
+assert_eq "7:1:success 8:1:success 8:2:success 9:1:any 9:2:any" \
+	"$(tq_sql "select task_id || ':' || dep_id || ':' || kind from deps where task_id >= 7 order by task_id, dep_id" | tr '\n' ' ' | sed 's/ $//')"
+
+check "--json prints one array; - reads stdin; a held unique key prints the holder's id"
+printf '%s\n' '{"cmd":["true"],"unique":"u1"}' '{"cmd":["true"],"unique":"u2"}' \
+	'{"cmd":["true"],"unique":"u2"}' | { assert_exit 0 tq submit --json --file -; }
+assert_eq '[{"id":3,"existed":true},{"id":10},{"id":10,"existed":true}]' "$(out)"
+assert_eq "taskq: submit: 2 of 3 tasks were already present under their unique key; not added again (their ids are printed)" "$(err)"
+: | { assert_exit 0 tq submit --json --file -; }
+assert_eq '[]' "$(out)" "an empty file adds nothing"
+printf '\xef\xbb\xbf{"cmd":["true"],"name":"bom"}\r\n\r\n  \t\n' >crlf.jsonl
+assert_exit 0 tq submit --file crlf.jsonl
+assert_eq bom "$(col "$(out)" name)" "a byte order mark and CRLF line ends are accepted"
+
+check "bad lines: the line's number and the reason, exit 2, nothing added"
+before=$(count)
+# bad_line N JSON TEXT: a file whose line N is JSON (after good and blank
+# lines) is refused naming bad.jsonl:N and TEXT
+bad_line() {
+	{
+		echo '{"cmd":["true"]}'
+		echo
+		echo '{"shell":"true"}'
+		printf '%s\n' "$1"
+		echo '{"cmd":["true"]}'
+	} >bad.jsonl
+	assert_exit 2 tq submit --file bad.jsonl
+	assert_one_line_error
+	assert_contains "$(err)" "taskq: submit: bad.jsonl:4: $2"
+	assert_eq "$before" "$(count)" "tasks after a refused file"
+}
+bad_line '{"cmd":"ls"}' '"cmd": expected an array of strings'
+bad_line '{"cmd":["ls",3]}' '"cmd": item 2: expected a string'
+bad_line '{"cmd":["ls"],"priority":"high"}' '"priority": expected a number'
+bad_line '{"cmd":["ls"],"priority":1.5}' '"priority": expected a whole number'
+bad_line '{"cmd":["ls"],"priority":1e999}' '"priority": expected a whole number'
+bad_line '{"cmd":["ls"],"timeout":true}' '"timeout": expected a duration'
+bad_line '{"cmd":["ls"],"timeout":"5x"}' '"timeout": "5x": expected a duration'
+bad_line '{"cmd":["ls"],"labels":["a"]}' '"labels": expected an object'
+bad_line '{"cmd":["ls"],"env":{"A":1}}' '"env": "A": expected a string'
+bad_line '{"cmd":["ls"],"name":""}' '"name": empty name'
+bad_line '{"cmd":["ls"],"comand":["x"]}' 'unknown field "comand"'
+bad_line '{"cmd":["ls"],"cmd":["ls"]}' 'field "cmd" given twice'
+bad_line '{"name":"x"}' 'no command: give "cmd" (an array of strings) or "shell" (a string)'
+bad_line '{"cmd":[]}' '"cmd": empty'
+bad_line '{"cmd":["ls"],"shell":"ls"}' 'give "cmd" or "shell", not both'
+bad_line '{"cmd":["ls"],"after":[1],"after_any":[2]}' 'give "after" or "after_any", not both'
+bad_line '{"cmd":["ls"],"delay":"1m","at":"04:00"}' 'give "delay" or "at", not both'
+bad_line '{"cmd":["ls"],"at":"noon"}' '"at": "noon": expected a time'
+bad_line '{"cmd":["ls"],"cwd":"nowhere"}' '"cwd": "nowhere": No such file or directory'
+bad_line '{"cmd":["ls"],"after":999999}' 'dependency 999999: no such task'
+bad_line '{"cmd":["a\u0000b"]}' 'a string holds U+0000 (NUL)'
+bad_line '["ls"]' 'expected a JSON object'
+bad_line '{"cmd":["ls"]} x' 'not valid JSON'
+bad_line '{"cmd":["ls"]' 'not valid JSON'
+bad_line '{"prompt":"hi","cmd":["ls"]}' 'an agent task takes "prompt", not "cmd" or "shell"'
+bad_line '{"agent":"claude"}' 'an agent task needs "prompt"'
+deep=$(printf '[%.0s' $(seq 5000))
+bad_line "$deep" 'not valid JSON'
+printf '{"cmd":["true"]}\n{"cmd":["x\0y"]}\n' >nul.jsonl
+assert_exit 2 tq submit --file nul.jsonl
+assert_eq 'taskq: submit: nul.jsonl:2: holds a NUL byte' "$(err)"
+printf '{"cmd":["true"],"after":987654}\n' >one.jsonl
+assert_exit 2 tq submit --file one.jsonl
+assert_eq 'taskq: submit: one.jsonl:1: dependency 987654: no such task' "$(err)" \
+	"a one-line file's store error names its line too"
+printf '{"cmd":["true"]}\n{"cmd":1}\n' | { assert_exit 2 tq submit --file -; }
+assert_eq 'taskq: submit: <stdin>:2: "cmd": expected an array of strings such as ["make","all"]' "$(err)"
+assert_eq "$before" "$(count)"
+
+check "--file with a command, --shell or --wait, or a file that is not there: exit 2"
+assert_exit 2 tq submit --file tasks.jsonl -- true
+assert_one_line_error
+assert_exit 2 tq submit --file tasks.jsonl --shell true
+assert_one_line_error
+assert_exit 2 tq submit --wait --file tasks.jsonl
+assert_one_line_error
+assert_contains "$(err)" "wait --batch"
+assert_exit 2 tq submit --file missing.jsonl
+assert_one_line_error
+assert_contains "$(err)" 'missing.jsonl'
+assert_exit 2 tq submit --file sub
+assert_one_line_error
+assert_eq "$before" "$(count)"
+
+check "10,000 lines: one transaction, all added"
+"$TQ_PYTHON" -c '
+import json
+for i in range(10000):
+    print(json.dumps({"cmd": ["echo", "task %d" % i], "name": "t%d" % i, "priority": i % 7}))
+' >big.jsonl
+t0=$(_tq_now_ms)
+assert_exit 0 tq submit --batch big --file big.jsonl
+t1=$(_tq_now_ms)
+echo "submit --file of 10,000 lines: $((t1 - t0)) ms (wall, this machine, under its load)"
+assert_eq 10000 "$(out | wc -l)"
+assert_eq 10000 "$(tq_sql "select count(*) from tasks where batch = 'big'")"
+assert_eq 1 "$(tq_sql "select count(distinct created_at) from tasks where batch = 'big'")" "one transaction, one time"
+assert_eq "$(out | head -1) $(out | tail -1)" "$(tq_sql "select min(id) || ' ' || max(id) from tasks where batch = 'big'")"
+assert_eq "t9999" "$(col "$(out | tail -1)" name)" "ids in the file's order"
+
+check "10,000 lines with a bad line 9,999: nothing added"
+before=$(count)
+"$TQ_PYTHON" -c '
+import json
+for i in range(1, 10001):
+    t = {"cmd": ["echo", str(i)], "batch": "bad"}
+    if i == 9999:
+        t["retries"] = "many"
+    print(json.dumps(t))
+' >big-bad.jsonl
+assert_exit 2 tq submit --file big-bad.jsonl
+assert_eq 'taskq: submit: big-bad.jsonl:9999: "retries": expected a number' "$(err)"
+# a line the store refuses (an unknown dependency) on line 9,999: the same
+"$TQ_PYTHON" -c '
+import json
+for i in range(1, 10001):
+    t = {"cmd": ["echo", str(i)], "batch": "bad"}
+    if i == 9999:
+        t["after"] = 987654
+    print(json.dumps(t))
+' >big-bad2.jsonl
+assert_exit 2 tq submit --file big-bad2.jsonl
+assert_eq 'taskq: submit: big-bad2.jsonl:9999: dependency 987654: no such task' "$(err)"
+assert_eq "$before" "$(count)"
+assert_eq 0 "$(tq_sql "select count(*) from tasks where batch = 'bad'")"
