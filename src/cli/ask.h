@@ -13,16 +13,31 @@ struct cli_ask {
 	const char *prompt;         /* the prompt text (required) */
 	const char *const *sources; /* "NAME=PATH" strings */
 	size_t nsources;
-	int isolate;                /* 1: --isolate; 0: the profile's default */
+	int isolate;                /* 1: --isolate; -1: --no-isolate; 0: the
+				     * profile's default (sources imply 1) */
+	int keep_timeout;           /* 1: the timeout was given (--timeout):
+				     * the profile's default timeout does not
+				     * replace s->spec.timeout_ms */
 };
+
+/* Bytes of a prompt (argument, --prompt-file, stdin). */
+#define CLI_ASK_PROMPT_MAX (8 * 1024 * 1024)
 
 /*
  * Fill s->spec for an agent task from the profile named a->agent: argv from
  * the profile's command template (placeholders kept, expanded by the worker
  * at spawn), agent, model, prompt, isolate, sources_json (each source
- * checked to exist and be readable: a clear usage error otherwise), the
- * profile's environment settings added to s->sets/unsets (so call it before
- * cli_submit_prepare). Owned memory goes to cli_submit_own.
+ * checked to exist and be readable: a clear usage error otherwise; a
+ * relative PATH is taken from the current directory), the name (the
+ * profile's, unless s->spec.name is set), the profile's timeout (unless
+ * a->keep_timeout), the profile's environment settings added to
+ * s->sets/unsets (before the user's own --env, which win; a variable the
+ * user --unset is not set by the profile; so call it before
+ * cli_submit_prepare). A prompt longer than TQ_PROMPT_ARG_MAX goes on the
+ * task's stdin (spec.stdin_mode TQ_STDIN_FILE) with the template's {prompt}
+ * elements replaced as the profile says; TQ_EINVAL when the profile cannot
+ * take it there or the user gave a stdin of their own. Owned memory goes to
+ * cli_submit_own; a->prompt is borrowed and must live until the store.
  *
  * Returns 0, or TQ_EINVAL (unknown profile: the message names the known
  * ones; a missing or unreadable source; an empty prompt) or TQ_ENOMEM with

@@ -1,53 +1,57 @@
 /*
- * profile.c - agent profiles (profile.h). Placeholder: filled in by the
- * agent-profiles work (issue 7).
+ * profile.c - agent profiles (profile.h): the built-in set (profiles.json,
+ * compiled in as tq_profiles_json), the user's config over it, and command
+ * templates.
+ *
+ * Loading is strict: an unknown field, a wrong type, an unknown parser or
+ * placeholder, a profile that extends one that does not exist, is an error
+ * naming the file and the profile, so a typo in a config shows at `taskq
+ * ask` instead of as a task that runs something else. The config's other
+ * top-level keys ("rules", ...) belong to other modules and are not looked
+ * at.
+ *
+ * Invariant: a loaded struct tq_profiles is never modified afterwards; every
+ * profile in it has a non-empty command whose program is literal, a known
+ * parser, and templates whose placeholders are all known.
  */
 #include "profile.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <bsd/stdlib.h>
+#include <bsd/string.h>
+#include <cjson/cJSON.h>
+
+#include "parse.h"
 #include "profiles_json.h"
+#include "sys.h"
+
+#define BUILTIN_FILE "profiles.json (built in)"
+#define DEFAULT_AGENT "claude"
 
 struct tq_profiles {
-	int unused;
+	struct tq_profile *v;
+	size_t n, cap;
+	char *default_name;
 };
 
-int tq_profiles_load(struct tq_profiles **pp, struct tq_err *err)
-{
-	(void)tq_profiles_json;
-	*pp = NULL;
-	return tq_err_set(err, TQ_EINVAL, "agent profiles are not built yet");
-}
+static const char *const parsers[] = { "claude", "gemini", "codex", "opencode", "none",
+				       NULL };
 
-void tq_profiles_free(struct tq_profiles *p)
-{
-	free(p);
-}
+static const char *const placeholder_names[] = { "prompt", "prompt_file", "mcp_config",
+						 "workdir", "session_id", "task_id",
+						 "model", NULL };
 
-const struct tq_profile *tq_profiles_find(const struct tq_profiles *p, const char *name)
-{
-	(void)p;
-	(void)name;
-	return NULL;
-}
-
-void tq_profiles_names(const struct tq_profiles *p, char *buf, size_t n)
-{
-	(void)p;
-	if (n > 0)
-		buf[0] = '\0';
-}
-
-int tq_profile_expand(char *const *argv, size_t argc, const struct tq_placeholders *v,
-		      char ***out, size_t *outc, struct tq_err *err)
-{
-	(void)argv;
-	(void)argc;
-	(void)v;
-	*out = NULL;
-	*outc = 0;
-	return tq_err_set(err, TQ_EINVAL, "agent profiles are not built yet");
-}
+/* ------------------------------------------------------------------ */
+/* String arrays                                                      */
 
 void tq_profile_argv_free(char **v)
 {
@@ -56,4 +60,899 @@ void tq_profile_argv_free(char **v)
 	for (char **p = v; *p != NULL; p++)
 		free(*p);
 	free(v);
+}
+
+/* A NULL-terminated copy of v[0..n). NULL when out of memory. */
+static char **strv_dup(char *const *v, size_t n)
+{
+	char **o = calloc(n + 1, sizeof(*o));
+
+	if (o == NULL)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		if ((o[i] = strdup(v[i])) == NULL) {
+			tq_profile_argv_free(o);
+			return NULL;
+		}
+	}
+	return o;
+}
+
+/* Append a malloc'd string s to the NULL-terminated *v of *n (takes s,
+ * freeing it on failure). 0 or TQ_ENOMEM. */
+static int strv_push(char ***v, size_t *n, char *s)
+{
+	char **nv;
+
+	if (s == NULL)
+		return TQ_ENOMEM;
+	nv = reallocarray(*v, *n + 2, sizeof(**v));
+	if (nv == NULL) {
+		free(s);
+		return TQ_ENOMEM;
+	}
+	nv[(*n)++] = s;
+	nv[*n] = NULL;
+	*v = nv;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Templates                                                          */
+
+static int known_placeholder(const char *name, size_t len)
+{
+	for (size_t i = 0; placeholder_names[i] != NULL; i++)
+		if (strlen(placeholder_names[i]) == len &&
+		    memcmp(placeholder_names[i], name, len) == 0)
+			return 1;
+	return 0;
+}
+
+/* The value of placeholder name (len bytes), or NULL when it has none
+ * (NULL or ""). v NULL: every placeholder has the value "x" (checking). */
+static const char *value_of(const struct tq_placeholders *v, const char *name, size_t len)
+{
+	const char *vals[sizeof(placeholder_names) / sizeof(placeholder_names[0])];
+
+	if (v == NULL)
+		return "x";
+	/* in the order of placeholder_names */
+	vals[0] = v->prompt;
+	vals[1] = v->prompt_file;
+	vals[2] = v->mcp_config;
+	vals[3] = v->workdir;
+	vals[4] = v->session_id;
+	vals[5] = v->task_id;
+	vals[6] = v->model;
+	for (size_t i = 0; placeholder_names[i] != NULL; i++)
+		if (strlen(placeholder_names[i]) == len &&
+		    memcmp(placeholder_names[i], name, len) == 0)
+			return vals[i] != NULL && *vals[i] != '\0' ? vals[i] : NULL;
+	return NULL;
+}
+
+/* Length of a placeholder name at s ([a-z_][a-z0-9_]*) followed by '}',
+ * or 0 when s does not start one. */
+static size_t name_len(const char *s)
+{
+	size_t n = 0;
+
+	if (!((s[0] >= 'a' && s[0] <= 'z') || s[0] == '_'))
+		return 0;
+	while ((s[n] >= 'a' && s[n] <= 'z') || (s[n] >= '0' && s[n] <= '9') || s[n] == '_')
+		n++;
+	return s[n] == '}' ? n : 0;
+}
+
+/* A growing string. */
+struct sbuf {
+	char *p;
+	size_t len, cap;
+};
+
+static int sb_add(struct sbuf *b, const char *s, size_t n)
+{
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 64;
+		char *np;
+
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		if ((np = realloc(b->p, cap)) == NULL)
+			return TQ_ENOMEM;
+		b->p = np;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+	return 0;
+}
+
+/*
+ * Expand one element: *out the malloc'd result, or NULL when the element is
+ * dropped. v NULL only checks (every placeholder has a value).
+ */
+static int expand_one(const char *el, const struct tq_placeholders *v, char **out,
+		      struct tq_err *err)
+{
+	struct sbuf b = { 0 };
+	const char *s = el;
+	size_t n;
+
+	*out = NULL;
+	if (s[0] == '{' && s[1] == '?') {
+		if ((n = name_len(s + 2)) == 0 || !known_placeholder(s + 2, n))
+			return tq_err_set(err, TQ_EINVAL, "\"%s\": unknown placeholder "
+					  "{?%.*s}", el, (int)strcspn(s + 2, "}"), s + 2);
+		if (value_of(v, s + 2, n) == NULL)
+			return 0;
+		s += n + 3;
+		if (*s == '\0')
+			return 0; /* "{?x}" alone: nothing to add */
+	}
+	while (*s != '\0') {
+		const char *brace = strchr(s, '{');
+		const char *val;
+
+		if (brace == NULL) {
+			if (sb_add(&b, s, strlen(s)) < 0)
+				goto oom;
+			break;
+		}
+		if (sb_add(&b, s, (size_t)(brace - s)) < 0)
+			goto oom;
+		s = brace;
+		if (s[1] == '{') { /* "{{": a literal brace */
+			if (sb_add(&b, "{", 1) < 0)
+				goto oom;
+			s += 2;
+			continue;
+		}
+		if ((n = name_len(s + 1)) == 0) { /* not a placeholder: "{}", JSON */
+			if (sb_add(&b, "{", 1) < 0)
+				goto oom;
+			s++;
+			continue;
+		}
+		if (!known_placeholder(s + 1, n)) {
+			free(b.p);
+			return tq_err_set(err, TQ_EINVAL, "\"%s\": unknown placeholder {%.*s} "
+					  "(known: {prompt}, {prompt_file}, {mcp_config}, "
+					  "{workdir}, {session_id}, {task_id}, {model})",
+					  el, (int)n, s + 1);
+		}
+		if ((val = value_of(v, s + 1, n)) == NULL) {
+			free(b.p);
+			return 0; /* no value: the element is dropped */
+		}
+		if (sb_add(&b, val, strlen(val)) < 0)
+			goto oom;
+		s += n + 2;
+	}
+	if (b.p == NULL && sb_add(&b, "", 0) < 0)
+		goto oom;
+	*out = b.p;
+	return 0;
+oom:
+	free(b.p);
+	return tq_err_set(err, TQ_ENOMEM, "expand \"%.40s\": out of memory", el);
+}
+
+int tq_profile_expand(char *const *argv, size_t argc, const struct tq_placeholders *v,
+		      char ***out, size_t *outc, struct tq_err *err)
+{
+	static const struct tq_placeholders none = { 0 };
+	char **o = calloc(1, sizeof(*o));
+	size_t n = 0;
+	int rc;
+
+	*out = NULL;
+	*outc = 0;
+	if (o == NULL)
+		return tq_err_set(err, TQ_ENOMEM, "expand: out of memory");
+	for (size_t i = 0; i < argc; i++) {
+		char *e;
+
+		if ((rc = expand_one(argv[i], v != NULL ? v : &none, &e, err)) < 0)
+			goto fail;
+		if (e != NULL && (rc = strv_push(&o, &n, e)) < 0) {
+			tq_err_set(err, rc, "expand: out of memory");
+			goto fail;
+		}
+	}
+	if (n == 0) {
+		rc = tq_err_set(err, TQ_EINVAL, "the command template expands to nothing");
+		goto fail;
+	}
+	*out = o;
+	*outc = n;
+	return 0;
+fail:
+	tq_profile_argv_free(o);
+	return rc;
+}
+
+int tq_profile_check(char *const *argv, size_t argc, struct tq_err *err)
+{
+	for (size_t i = 0; i < argc; i++) {
+		char *e;
+		int rc = expand_one(argv[i], NULL, &e, err);
+
+		free(e);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+int tq_profile_uses(const char *el, const char *name)
+{
+	size_t len = strlen(name);
+	const char *s = el;
+
+	if (s[0] == '{' && s[1] == '?') {
+		size_t n = name_len(s + 2);
+
+		if (n == len && memcmp(s + 2, name, len) == 0)
+			return 1;
+		s += n + 3;
+	}
+	while ((s = strchr(s, '{')) != NULL) {
+		size_t n;
+
+		if (s[1] == '{') {
+			s += 2;
+			continue;
+		}
+		n = name_len(s + 1);
+		if (n == len && memcmp(s + 1, name, len) == 0)
+			return 1;
+		s++;
+	}
+	return 0;
+}
+
+int tq_profile_prompt_on_stdin(char *const *argv, size_t argc, const char *repl,
+			       char ***out, size_t *outc, struct tq_err *err)
+{
+	char **o = calloc(1, sizeof(*o));
+	size_t n = 0;
+
+	*out = NULL;
+	*outc = 0;
+	if (o == NULL)
+		return tq_err_set(err, TQ_ENOMEM, "out of memory");
+	for (size_t i = 0; i < argc; i++) {
+		const char *e = argv[i];
+
+		if (tq_profile_uses(e, "prompt")) {
+			if (*repl == '\0')
+				continue;
+			e = repl;
+		}
+		if (strv_push(&o, &n, strdup(e)) < 0) {
+			tq_profile_argv_free(o);
+			return tq_err_set(err, TQ_ENOMEM, "out of memory");
+		}
+	}
+	*out = o;
+	*outc = n;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Profiles                                                           */
+
+static void profile_release(struct tq_profile *p)
+{
+	free(p->name);
+	tq_profile_argv_free(p->argv);
+	tq_profile_argv_free(p->interactive);
+	free(p->parser);
+	tq_profile_argv_free(p->env_set);
+	tq_profile_argv_free(p->env_unset);
+	free(p->model);
+	free(p->stdin_prompt);
+	memset(p, 0, sizeof(*p));
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s != NULL ? strdup(s) : NULL;
+}
+
+/* A deep copy of src named name. 0 or TQ_ENOMEM (dst zeroed). */
+static int profile_copy(struct tq_profile *dst, const struct tq_profile *src, const char *name)
+{
+	memset(dst, 0, sizeof(*dst));
+	dst->name = strdup(name);
+	dst->argv = src->argv ? strv_dup(src->argv, src->argc) : NULL;
+	dst->argc = src->argc;
+	dst->interactive = src->interactive ? strv_dup(src->interactive, src->ninteractive) : NULL;
+	dst->ninteractive = src->ninteractive;
+	dst->parser = dup_or_null(src->parser);
+	dst->env_set = strv_dup(src->env_set, src->nenv_set);
+	dst->nenv_set = src->nenv_set;
+	dst->env_unset = strv_dup(src->env_unset, src->nenv_unset);
+	dst->nenv_unset = src->nenv_unset;
+	dst->model = dup_or_null(src->model);
+	dst->isolate = src->isolate;
+	dst->timeout_ms = src->timeout_ms;
+	dst->stdin_prompt = dup_or_null(src->stdin_prompt);
+	if (dst->name == NULL || (src->argv && dst->argv == NULL) ||
+	    (src->interactive && dst->interactive == NULL) ||
+	    (src->parser && dst->parser == NULL) || dst->env_set == NULL ||
+	    dst->env_unset == NULL || (src->model && dst->model == NULL) ||
+	    (src->stdin_prompt && dst->stdin_prompt == NULL)) {
+		profile_release(dst);
+		return TQ_ENOMEM;
+	}
+	return 0;
+}
+
+/* An empty profile called name (env lists allocated, empty). */
+static int profile_new(struct tq_profile *p, const char *name)
+{
+	memset(p, 0, sizeof(*p));
+	p->name = strdup(name);
+	p->env_set = calloc(1, sizeof(char *));
+	p->env_unset = calloc(1, sizeof(char *));
+	if (p->name == NULL || p->env_set == NULL || p->env_unset == NULL) {
+		profile_release(p);
+		return TQ_ENOMEM;
+	}
+	return 0;
+}
+
+static ssize_t find_index(const struct tq_profiles *ps, const char *name)
+{
+	for (size_t i = 0; i < ps->n; i++)
+		if (strcmp(ps->v[i].name, name) == 0)
+			return (ssize_t)i;
+	return -1;
+}
+
+/* Add p (taken) at the end. */
+static int profiles_add(struct tq_profiles *ps, struct tq_profile *p)
+{
+	if (ps->n == ps->cap) {
+		size_t cap = ps->cap ? ps->cap * 2 : 8;
+		struct tq_profile *v = reallocarray(ps->v, cap, sizeof(*v));
+
+		if (v == NULL)
+			return TQ_ENOMEM;
+		ps->v = v;
+		ps->cap = cap;
+	}
+	ps->v[ps->n++] = *p;
+	memset(p, 0, sizeof(*p));
+	return 0;
+}
+
+void tq_profiles_free(struct tq_profiles *ps)
+{
+	if (ps == NULL)
+		return;
+	for (size_t i = 0; i < ps->n; i++)
+		profile_release(&ps->v[i]);
+	free(ps->v);
+	free(ps->default_name);
+	free(ps);
+}
+
+const struct tq_profile *tq_profiles_find(const struct tq_profiles *ps, const char *name)
+{
+	ssize_t i;
+
+	if (ps == NULL)
+		return NULL;
+	if (name == NULL)
+		name = ps->default_name != NULL ? ps->default_name : DEFAULT_AGENT;
+	i = find_index(ps, name);
+	return i < 0 ? NULL : &ps->v[i];
+}
+
+void tq_profiles_names(const struct tq_profiles *ps, char *buf, size_t n)
+{
+	if (n == 0)
+		return;
+	buf[0] = '\0';
+	for (size_t i = 0; ps != NULL && i < ps->n; i++) {
+		if (i > 0)
+			strlcat(buf, ", ", n);
+		strlcat(buf, ps->v[i].name, n);
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Reading one profile's fields                                       */
+
+/* What names the object being read, for messages. */
+struct where {
+	const char *file;
+	const char *profile;
+	struct tq_err *err;
+};
+
+static int bad(const struct where *w, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static int bad(const struct where *w, const char *fmt, ...)
+{
+	char what[TQ_ERR_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	return tq_err_set(w->err, TQ_EINVAL, "%s: profile \"%s\": %s", w->file, w->profile,
+			  what);
+}
+
+static int oom(const struct where *w)
+{
+	return tq_err_set(w->err, TQ_ENOMEM, "%s: out of memory", w->file);
+}
+
+/* A non-empty array of strings, copied into *v / *n (replacing them). */
+static int take_argv(const struct where *w, const char *key, const cJSON *j, char ***v,
+		     size_t *n)
+{
+	char **o;
+	size_t k = 0;
+	const cJSON *it;
+	int rc;
+
+	if (!cJSON_IsArray(j) || cJSON_GetArraySize(j) == 0)
+		return bad(w, "\"%s\" must be a non-empty list of strings", key);
+	if ((o = calloc(1, sizeof(*o))) == NULL)
+		return oom(w);
+	cJSON_ArrayForEach(it, j) {
+		if (!cJSON_IsString(it)) {
+			tq_profile_argv_free(o);
+			return bad(w, "\"%s\" must be a non-empty list of strings", key);
+		}
+		if (strv_push(&o, &k, strdup(it->valuestring)) < 0) {
+			tq_profile_argv_free(o);
+			return oom(w);
+		}
+	}
+	if (o[0][0] == '\0' || strchr(o[0], '{') != NULL) {
+		rc = bad(w, "\"%s\": the program (first element) must be a plain name, "
+			 "not \"%s\"", key, o[0]);
+		tq_profile_argv_free(o);
+		return rc;
+	}
+	if ((rc = tq_profile_check(o, k, w->err)) < 0) {
+		char msg[TQ_ERR_MAX];
+
+		snprintf(msg, sizeof(msg), "%s", w->err->msg);
+		tq_profile_argv_free(o);
+		return bad(w, "\"%s\": %s", key, msg);
+	}
+	tq_profile_argv_free(*v);
+	*v = o;
+	*n = k;
+	return 0;
+}
+
+/* A string or null into *dst (replacing it). */
+static int take_str(const struct where *w, const char *key, const cJSON *j, char **dst)
+{
+	char *s = NULL;
+
+	if (!cJSON_IsNull(j) && !cJSON_IsString(j))
+		return bad(w, "\"%s\" must be a string or null", key);
+	if (cJSON_IsString(j) && (s = strdup(j->valuestring)) == NULL)
+		return oom(w);
+	free(*dst);
+	*dst = s;
+	return 0;
+}
+
+static int valid_var(const char *s)
+{
+	return *s != '\0' && strchr(s, '=') == NULL;
+}
+
+/* "env": {"K": "V" | null}: set or drop each variable in p->env_set. */
+static int take_env(const struct where *w, const cJSON *j, struct tq_profile *p)
+{
+	const cJSON *it;
+
+	if (!cJSON_IsObject(j))
+		return bad(w, "\"env\" must be an object of \"NAME\": \"value\"");
+	cJSON_ArrayForEach(it, j) {
+		size_t len = strlen(it->string), k = 0;
+		char *kv;
+
+		if (!valid_var(it->string))
+			return bad(w, "\"env\": \"%s\" is not a variable name", it->string);
+		if (!cJSON_IsString(it) && !cJSON_IsNull(it))
+			return bad(w, "\"env\": \"%s\" must be a string, or null to drop it",
+				   it->string);
+		/* drop the variable's current setting */
+		for (size_t i = 0; i < p->nenv_set; i++) {
+			if (strncmp(p->env_set[i], it->string, len) == 0 &&
+			    p->env_set[i][len] == '=')
+				free(p->env_set[i]);
+			else
+				p->env_set[k++] = p->env_set[i];
+		}
+		p->nenv_set = k;
+		p->env_set[k] = NULL;
+		if (cJSON_IsNull(it))
+			continue;
+		if (asprintf(&kv, "%s=%s", it->string, it->valuestring) < 0)
+			return oom(w);
+		if (strv_push(&p->env_set, &p->nenv_set, kv) < 0)
+			return oom(w);
+	}
+	return 0;
+}
+
+/* "unset_env": ["NAME", ...], replacing the list. */
+static int take_unset(const struct where *w, const cJSON *j, struct tq_profile *p)
+{
+	char **o;
+	size_t k = 0;
+	const cJSON *it;
+
+	if (!cJSON_IsArray(j))
+		return bad(w, "\"unset_env\" must be a list of variable names");
+	if ((o = calloc(1, sizeof(*o))) == NULL)
+		return oom(w);
+	cJSON_ArrayForEach(it, j) {
+		if (!cJSON_IsString(it) || !valid_var(it->valuestring)) {
+			tq_profile_argv_free(o);
+			return bad(w, "\"unset_env\" must be a list of variable names");
+		}
+		if (strv_push(&o, &k, strdup(it->valuestring)) < 0) {
+			tq_profile_argv_free(o);
+			return oom(w);
+		}
+	}
+	tq_profile_argv_free(p->env_unset);
+	p->env_unset = o;
+	p->nenv_unset = k;
+	return 0;
+}
+
+static int take_parser(const struct where *w, const cJSON *j, struct tq_profile *p)
+{
+	if (cJSON_IsString(j))
+		for (size_t i = 0; parsers[i] != NULL; i++)
+			if (strcmp(j->valuestring, parsers[i]) == 0)
+				return take_str(w, "parser", j, &p->parser);
+	return bad(w, "\"parser\" must be one of claude, gemini, codex, opencode, none%s%s",
+		   cJSON_IsString(j) ? ", not " : "",
+		   cJSON_IsString(j) ? j->valuestring : "");
+}
+
+static int take_timeout(const struct where *w, const cJSON *j, struct tq_profile *p)
+{
+	struct tq_err e = TQ_ERR_INIT;
+	int64_t ms;
+
+	if (cJSON_IsNull(j)) {
+		p->timeout_ms = 0;
+		return 0;
+	}
+	if (!cJSON_IsString(j))
+		return bad(w, "\"timeout\" must be a duration such as \"1h\", or null");
+	if (tq_parse_duration(j->valuestring, &ms, &e) < 0)
+		return bad(w, "\"timeout\" %s", e.msg);
+	p->timeout_ms = ms;
+	return 0;
+}
+
+/* Apply the fields of object j to p. */
+static int apply_fields(const struct where *w, const cJSON *j, struct tq_profile *p)
+{
+	const cJSON *it;
+	int rc = 0;
+
+	cJSON_ArrayForEach(it, j) {
+		const char *k = it->string;
+
+		if (strcmp(k, "_doc") == 0 || strcmp(k, "doc") == 0 || strcmp(k, "extends") == 0)
+			continue;
+		if (strcmp(k, "command") == 0)
+			rc = take_argv(w, k, it, &p->argv, &p->argc);
+		else if (strcmp(k, "interactive") == 0 && cJSON_IsNull(it)) {
+			tq_profile_argv_free(p->interactive);
+			p->interactive = NULL;
+			p->ninteractive = 0;
+		} else if (strcmp(k, "interactive") == 0)
+			rc = take_argv(w, k, it, &p->interactive, &p->ninteractive);
+		else if (strcmp(k, "parser") == 0)
+			rc = take_parser(w, it, p);
+		else if (strcmp(k, "env") == 0)
+			rc = take_env(w, it, p);
+		else if (strcmp(k, "unset_env") == 0)
+			rc = take_unset(w, it, p);
+		else if (strcmp(k, "model") == 0)
+			rc = take_str(w, k, it, &p->model);
+		else if (strcmp(k, "stdin_prompt") == 0)
+			rc = take_str(w, k, it, &p->stdin_prompt);
+		else if (strcmp(k, "timeout") == 0)
+			rc = take_timeout(w, it, p);
+		else if (strcmp(k, "isolate") == 0) {
+			if (!cJSON_IsBool(it))
+				return bad(w, "\"isolate\" must be true or false");
+			p->isolate = cJSON_IsTrue(it);
+		} else
+			rc = bad(w, "unknown field \"%s\" (known: command, interactive, parser, "
+				 "env, unset_env, model, isolate, timeout, stdin_prompt, extends)",
+				 k);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int valid_name(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n >= TQ_PROFILE_NAME_MAX)
+		return 0;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		      (*s >= '0' && *s <= '9') || *s == '-' || *s == '_' || *s == '.'))
+			return 0;
+	return 1;
+}
+
+/* One entry of a "profiles" object: j is an object, or null (remove). */
+static int take_profile(struct tq_profiles *ps, const char *file, const cJSON *j,
+			struct tq_err *err)
+{
+	struct where w = { .file = file, .profile = j->string, .err = err };
+	const cJSON *ext = cJSON_GetObjectItemCaseSensitive(j, "extends");
+	ssize_t at = find_index(ps, j->string);
+	struct tq_profile np;
+	int rc;
+
+	if (!valid_name(j->string))
+		return bad(&w, "a name is 1 to %d letters, digits, '-', '_' or '.'",
+			   TQ_PROFILE_NAME_MAX - 1);
+	if (cJSON_IsNull(j)) {
+		if (at < 0)
+			return bad(&w, "null removes a profile, but there is none of this name");
+		profile_release(&ps->v[at]);
+		memmove(&ps->v[at], &ps->v[at + 1], (ps->n - (size_t)at - 1) * sizeof(*ps->v));
+		ps->n--;
+		return 0;
+	}
+	if (!cJSON_IsObject(j))
+		return bad(&w, "must be an object of fields, or null to remove it");
+	if (at >= 0 && ext == NULL) /* a change to one that exists */
+		return apply_fields(&w, j, &ps->v[at]);
+	if (ext != NULL) {
+		ssize_t base;
+
+		if (!cJSON_IsString(ext))
+			return bad(&w, "\"extends\" must name a profile");
+		if ((base = find_index(ps, ext->valuestring)) < 0)
+			return bad(&w, "extends \"%s\", which is not a built-in profile or one "
+				   "defined above it", ext->valuestring);
+		rc = profile_copy(&np, &ps->v[base], j->string);
+	} else {
+		rc = profile_new(&np, j->string);
+	}
+	if (rc < 0)
+		return oom(&w);
+	if ((rc = apply_fields(&w, j, &np)) < 0)
+		goto fail;
+	if (np.argv == NULL) {
+		rc = bad(&w, "no \"command\" (a list such as [\"mycli\", \"-p\", \"{prompt}\"]), "
+			 "and it extends no profile");
+		goto fail;
+	}
+	if (np.parser == NULL && (np.parser = strdup("none")) == NULL) {
+		rc = oom(&w);
+		goto fail;
+	}
+	if (at >= 0) { /* "extends" on a name that exists: replaced */
+		profile_release(&ps->v[at]);
+		ps->v[at] = np;
+		return 0;
+	}
+	if (profiles_add(ps, &np) < 0) {
+		rc = oom(&w);
+		goto fail;
+	}
+	return 0;
+fail:
+	profile_release(&np);
+	return rc;
+}
+
+/* "line L, column C" of offset off in text. */
+static void where_in(const char *text, size_t off, char *buf, size_t n)
+{
+	size_t line = 1, col = 1;
+
+	for (size_t i = 0; i < off; i++) {
+		if (text[i] == '\n') {
+			line++;
+			col = 1;
+		} else {
+			col++;
+		}
+	}
+	snprintf(buf, n, "line %zu, column %zu", line, col);
+}
+
+/* Parse one file's text: "profiles" and "default_agent" over ps. */
+static int parse_file(struct tq_profiles *ps, const char *file, const char *text, size_t len,
+		      int builtin, struct tq_err *err)
+{
+	const char *end = NULL;
+	cJSON *doc = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+	const cJSON *profs, *def, *it;
+	char at[64];
+	int rc = TQ_EINVAL;
+
+	if (doc == NULL) {
+		where_in(text, end != NULL && end >= text ? (size_t)(end - text) : 0, at,
+			 sizeof(at));
+		return tq_err_set(err, TQ_EINVAL, "%s: invalid JSON at %s", file, at);
+	}
+	if (!cJSON_IsObject(doc)) {
+		tq_err_set(err, TQ_EINVAL, "%s: expected a JSON object", file);
+		goto out;
+	}
+	profs = cJSON_GetObjectItemCaseSensitive(doc, "profiles");
+	def = cJSON_GetObjectItemCaseSensitive(doc, "default_agent");
+	if (profs != NULL && !cJSON_IsObject(profs)) {
+		tq_err_set(err, TQ_EINVAL, "%s: \"profiles\" must be an object of "
+			   "\"NAME\": {...}", file);
+		goto out;
+	}
+	if (builtin && profs == NULL) {
+		tq_err_set(err, TQ_EINVAL, "%s: no \"profiles\"", file);
+		goto out;
+	}
+	if (def != NULL && !cJSON_IsString(def)) {
+		tq_err_set(err, TQ_EINVAL, "%s: \"default_agent\" must be a profile name", file);
+		goto out;
+	}
+	cJSON_ArrayForEach(it, profs) {
+		if ((rc = take_profile(ps, file, it, err)) < 0)
+			goto out;
+	}
+	rc = 0;
+	if (def != NULL) {
+		char *d = strdup(def->valuestring);
+
+		if (d == NULL) {
+			rc = tq_err_set(err, TQ_ENOMEM, "%s: out of memory", file);
+			goto out;
+		}
+		free(ps->default_name);
+		ps->default_name = d;
+	}
+out:
+	cJSON_Delete(doc);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* The config file                                                    */
+
+/* $TASKQ_CONFIG (must exist), else $XDG_CONFIG_HOME/taskq/config.json,
+ * else ~/.config/taskq/config.json. 1 when there is none to look for. */
+static int config_path(char *buf, size_t n, int *must_exist, struct tq_err *err)
+{
+	const char *e = getenv("TASKQ_CONFIG"), *x = getenv("XDG_CONFIG_HOME");
+	const char *h = getenv("HOME");
+	int k;
+
+	*must_exist = 0;
+	if (e != NULL && *e != '\0') {
+		*must_exist = 1;
+		k = snprintf(buf, n, "%s", e);
+	} else if (x != NULL && x[0] == '/') {
+		k = snprintf(buf, n, "%s/taskq/config.json", x);
+	} else if (h != NULL && *h != '\0') {
+		k = snprintf(buf, n, "%s/.config/taskq/config.json", h);
+	} else {
+		return 1;
+	}
+	if (k < 0 || (size_t)k >= n)
+		return tq_err_set(err, TQ_EINVAL, "config file path longer than %zu bytes", n - 1);
+	return 0;
+}
+
+/* The whole file; *text NULL when it does not exist and need not. */
+static int read_config(const char *path, int must_exist, char **text, size_t *len,
+		       struct tq_err *err)
+{
+	struct stat st;
+	char *buf = NULL;
+	ssize_t got;
+	int fd, rc = 0;
+
+	*text = NULL;
+	*len = 0;
+	if ((fd = tq_open(path, O_RDONLY, 0)) < 0) {
+		if (errno == ENOENT && !must_exist)
+			return 0;
+		rc = tq_err_sys(err, "open %s", path);
+		/* a config named but missing is the user's mistake, not the store's */
+		if (rc == TQ_ENOTFOUND && err != NULL)
+			err->code = TQ_EINVAL;
+		return rc == TQ_ENOTFOUND ? TQ_EINVAL : rc;
+	}
+	if (fstat(fd, &st) < 0)
+		rc = tq_err_sys(err, "stat %s", path);
+	else if (!S_ISREG(st.st_mode))
+		rc = tq_err_set(err, TQ_EINVAL, "%s: not a regular file", path);
+	else if (st.st_size > TQ_PROFILE_CONFIG_MAX)
+		rc = tq_err_set(err, TQ_EINVAL, "%s: larger than %d bytes", path,
+				TQ_PROFILE_CONFIG_MAX);
+	else if ((buf = malloc((size_t)st.st_size + 1)) == NULL)
+		rc = tq_err_set(err, TQ_ENOMEM, "read %s: out of memory", path);
+	else if ((got = tq_read_full(fd, buf, (size_t)st.st_size)) < 0)
+		rc = tq_err_sys(err, "read %s", path);
+	else {
+		buf[got] = '\0';
+		*text = buf;
+		*len = (size_t)got;
+		buf = NULL;
+	}
+	free(buf);
+	tq_close(fd);
+	return rc;
+}
+
+int tq_profiles_load_file(struct tq_profiles **pp, const char *path, struct tq_err *err)
+{
+	struct tq_profiles *ps = calloc(1, sizeof(*ps));
+	char file[PATH_MAX], *text = NULL;
+	size_t len = 0;
+	int rc, must_exist = 1;
+
+	*pp = NULL;
+	if (ps == NULL)
+		return tq_err_set(err, TQ_ENOMEM, "profiles: out of memory");
+	rc = parse_file(ps, BUILTIN_FILE, tq_profiles_json, sizeof(tq_profiles_json) - 1, 1,
+			err);
+	if (rc < 0)
+		goto out;
+	if (path == NULL) {
+		if ((rc = config_path(file, sizeof(file), &must_exist, err)) < 0)
+			goto out;
+		path = rc == 0 ? file : "";
+		rc = 0;
+	}
+	if (*path != '\0' && (rc = read_config(path, must_exist, &text, &len, err)) < 0)
+		goto out;
+	if (text != NULL && (rc = parse_file(ps, path, text, len, 0, err)) < 0)
+		goto out;
+	if (tq_profiles_find(ps, NULL) == NULL) {
+		char names[256];
+
+		tq_profiles_names(ps, names, sizeof(names));
+		rc = tq_err_set(err, TQ_EINVAL, "%s: \"default_agent\" is \"%s\", which is not a "
+				"profile (known: %s)", text != NULL ? path : BUILTIN_FILE,
+				ps->default_name ? ps->default_name : DEFAULT_AGENT, names);
+	}
+out:
+	free(text);
+	if (rc < 0) {
+		tq_profiles_free(ps);
+		return rc;
+	}
+	*pp = ps;
+	return 0;
+}
+
+int tq_profiles_load(struct tq_profiles **pp, struct tq_err *err)
+{
+	return tq_profiles_load_file(pp, NULL, err);
 }

@@ -1,15 +1,48 @@
 /*
  * agent.h - what a worker does for an agent task (t->agent != NULL) around
  * its run: expand the stored command template, set up the isolated
- * workspace, and clean up after.
+ * workspace, and clean up after; the supervisor's sweep of workspaces a
+ * crash left behind; and `taskq ask --interactive`, which runs an agent in
+ * the foreground on the terminal in the same kind of workspace.
+ *
+ * A workspace is a fresh directory HOME/work/taskq-<uuid> (HOME: the state
+ * directory; when HOME/work cannot be created, $TMPDIR/taskq-<uuid>), mode
+ * 0700, holding:
+ *   .taskq-task            who owns it: {"task":ID,"attempt":N,"home":HOME}
+ *                          or, for --interactive, {"pid":P,"start":T,...}
+ *   prompt.md              the prompt
+ *   .mcp.json, .cursor/mcp.json   {"mcpServers":{}}
+ *   .gemini/settings.json  {"mcpServers":{},"general":{"maxAttempts":1}}
+ *   opencode.json          {"$schema":...,"mcp":{}}
+ *   NAME -> PATH           one symlink per source
+ * The empty MCP configs keep the agent from the user's MCP servers where the
+ * CLI honours a project file (with the profile's flags: see profiles.json);
+ * gemini's maxAttempts caps its own retries, which it has no variable for.
+ * The tasks of one --session use one workspace path in turn (derived from
+ * the key), because claude and gemini find a session to resume by the
+ * directory it ran in; it is still created fresh and removed after each.
  */
 #ifndef TQ_AGENT_H
 #define TQ_AGENT_H
 
 #include <limits.h>
+#include <stdint.h>
+#include <sys/types.h>
 
 #include "../common/env.h"
 #include "../queue/queue.h"
+
+/* The workspace directory's name prefix and owner file. */
+#define TQ_WORKSPACE_PREFIX "taskq-"
+#define TQ_WORKSPACE_OWNER ".taskq-task"
+/* A workspace with no owner file (a crash between mkdir and writing it) is
+ * removed by the sweep once it is this old. */
+#define TQ_WORKSPACE_ORPHAN_MS (60 * 60 * 1000)
+/* Directory depth the removal descends; deeper trees are left for a person. */
+#define TQ_WORKSPACE_DEPTH_MAX 128
+/* gemini's general.maxAttempts in a workspace (its default is 10): no
+ * retries of its own, taskq's are in charge (profiles.json). */
+#define TQ_WORKSPACE_GEMINI_ATTEMPTS 1
 
 struct tq_agent_run {
 	char **argv;               /* the expanded command (owned), or NULL:
@@ -18,6 +51,9 @@ struct tq_agent_run {
 	const char *cwd;           /* where to run: workspace or t->cwd */
 	char workspace[PATH_MAX];  /* "" when not isolated */
 	char parser[32];           /* output parser name for result.h; "" none */
+	dev_t ws_dev;              /* the workspace's identity: cleanup removes */
+	ino_t ws_ino;              /* that directory only, never a newer one of
+				    * the same name (the next task of a session) */
 };
 
 #define TQ_AGENT_RUN_INIT { .argv = NULL }
@@ -27,9 +63,10 @@ struct tq_agent_run {
  * resolve {session_id} from the task's session (the agent session of the
  * previous succeeded task with that key, tq_queue_session_get), create the
  * workspace when t->isolate (sources as symlinks, prompt.md, empty MCP
- * configs), expand the template, and adjust env. Not an agent task: only
- * ar->cwd = t->cwd. On error (a source gone, the workspace not creatable)
- * returns < 0 with err: the runner records spawn_failed.
+ * configs), expand the template, and adjust env (PWD is the workspace). Not
+ * an agent task: only ar->cwd = t->cwd. On error (a source gone, the
+ * workspace not creatable) returns < 0 with err: the runner records
+ * spawn_failed. Whatever it returns, tq_agent_cleanup(ar) undoes it.
  */
 int tq_agent_prepare(struct tq_queue *q, const struct tq_task *t, struct tq_env *env,
 		     struct tq_agent_run *ar, struct tq_err *err);
@@ -39,10 +76,51 @@ void tq_agent_cleanup(struct tq_agent_run *ar);
 
 /*
  * Remove workspaces under HOME/work whose task is finished or gone (never
- * one of a task that is running or waiting); the supervisor calls this at
- * start and now and then. *removed (may be NULL) counts them.
+ * one of a task that is running or waiting), or whose --interactive process
+ * is gone; also those in $TMPDIR that name this HOME. A running task's
+ * workspace of an earlier attempt (its worker died) goes too. The
+ * supervisor calls this at start and now and then. *removed (may be NULL)
+ * counts them. An error reading one workspace skips it; the return is < 0
+ * only when the store cannot be read.
  */
 int tq_workspace_sweep(struct tq_queue *q, const char *home, int *removed,
 		       struct tq_err *err);
+
+/*
+ * Check one source as a workspace will link it: name is a plain file name
+ * (no '/', not "." or "..", not one of the workspace's own files) and path
+ * exists and is readable (a directory also searchable). TQ_EINVAL with
+ * "source \"NAME\": ..." otherwise. The CLI calls it at submit; the worker
+ * again before linking (the path may have gone since).
+ */
+int tq_workspace_check_source(const char *name, const char *path, struct tq_err *err);
+
+/* `taskq ask --interactive`: what to run. Pointers are borrowed. */
+struct tq_agent_interactive {
+	const char *home;          /* the state directory: workspaces in HOME/work */
+	struct tq_queue *q;        /* to tell whether a session's workspace is in
+				    * use; NULL: never reuse one */
+	char *const *argv;         /* the profile's interactive template */
+	size_t argc;
+	const char *prompt;        /* NULL or "": none (the agent starts empty) */
+	const char *model;
+	const char *session_key;   /* --session: the workspace path to use */
+	const char *session_id;    /* the agent session to resume, or NULL */
+	const char *sources_json;  /* {"NAME":"PATH",...}, or NULL */
+	char *const *envp;         /* the agent's whole environment */
+};
+
+/*
+ * Create a workspace, run the expanded interactive command in it in the
+ * foreground (the caller's stdin, stdout, stderr and process group, so the
+ * terminal's ^C reaches the agent; taskq itself ignores the terminal's
+ * SIGINT/SIGQUIT meanwhile and passes SIGTERM/SIGHUP on), wait for it,
+ * remove the workspace. *status: the agent's exit status the shell's way
+ * (its code, or 128+N for signal N). Returns 0, or < 0 with err when the
+ * agent could not be started (workspace, a source, exec). The caller's
+ * signal mask is restored.
+ */
+int tq_agent_interactive(const struct tq_agent_interactive *in, int *status,
+			 struct tq_err *err);
 
 #endif
