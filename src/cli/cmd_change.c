@@ -1,23 +1,36 @@
 /*
  * cmd_change.c - the commands that change tasks directly in the store:
  * `taskq cancel ID...` (a task that has not started) and `taskq remove
- * ID...` (a task that is not running, with its log).
+ * ID...` (any task, with its log).
  *
  * Every id is parsed before any is touched, so a typo in the third id
  * changes nothing. Then each id is handled on its own: what was done goes to
  * stdout ("canceled 5"), what failed to stderr, one line each, and the exit
  * code is the worst of them (2 for an unknown id over 1 for a wrong state).
- * Stopping a running task is `kill`'s job (a worker owns the process);
- * these commands never signal anything.
+ *
+ * Removing a running task goes through its worker, as `taskq kill` does:
+ * the CLI never signals a task itself. The kill is stored, the worker is
+ * poked (SIGUSR1, its pid and start time checked), and remove waits, with a
+ * deadline, for the worker to record the end; only then is the row deleted.
+ * A running task whose worker is not alive is refused at once: it is
+ * recovered when its lease expires, and can be removed then.
  */
 #include "cli.h"
 #include "queue/logstore.h"
 
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "common/sys.h"
+#include "worker/proc.h"
+
+/* How long remove waits for a killed task's end beyond its kill grace. */
+#define REMOVE_WAIT_MARGIN_MS 15000
+#define REMOVE_POLL_MS 20
 
 static const struct cli_opt no_opts[] = { { NULL, 0, 0, 0 } };
 
@@ -68,15 +81,89 @@ static int cancel_one(const struct cli_ctx *c, struct tq_queue *q, int64_t id)
 	return CLI_OK;
 }
 
+/* The live worker (pid checked against its start time) with id, or 0. */
+static int worker_pid(struct tq_queue *q, int64_t worker_id, int64_t *start)
+{
+	struct tq_worker_info *ws = NULL;
+	size_t n = 0;
+	int pid = 0;
+
+	if (worker_id == 0 || tq_queue_workers(q, &ws, &n, NULL) < 0)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (ws[i].id == worker_id && tq_proc_same(ws[i].pid, ws[i].proc_start)) {
+			pid = ws[i].pid;
+			*start = ws[i].proc_start;
+		}
+	free(ws);
+	return pid;
+}
+
+/*
+ * Kill running task id through its worker and wait until the end is
+ * recorded. 0 once it no longer runs; otherwise an error was printed and
+ * its exit code is returned.
+ */
+static int stop_running(const struct cli_ctx *c, struct tq_queue *q, int64_t id)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_task t;
+	int64_t start = 0, deadline;
+	int pid;
+
+	if (tq_queue_get(q, id, 0, &t, &err) < 0)
+		return cli_fail(c, &err);
+	if (t.state != TQ_RUNNING) {
+		tq_task_release(&t);
+		return 0;
+	}
+	pid = worker_pid(q, t.worker_id, &start);
+	deadline = tq_mono_ms() + t.kill_grace_ms + REMOVE_WAIT_MARGIN_MS;
+	tq_task_release(&t);
+	if (pid == 0)
+		return cli_runtime(c, "task %lld is running, but its worker is not alive; it "
+				   "is recovered when its lease expires: remove it then",
+				   (long long)id);
+	if (tq_queue_request_kill(q, id, SIGTERM, &err) < 0) {
+		if (err.code == TQ_ESTATE) /* it ended meanwhile */
+			return 0;
+		return cli_fail(c, &err);
+	}
+	tq_proc_signal(pid, start, SIGUSR1, NULL); /* act now, not at its next renewal */
+	for (;;) {
+		if (tq_queue_get(q, id, 0, &t, &err) < 0)
+			return err.code == TQ_ENOTFOUND ? 0 : cli_fail(c, &err);
+		if (t.state != TQ_RUNNING) {
+			tq_task_release(&t);
+			return 0;
+		}
+		tq_task_release(&t);
+		if (tq_mono_ms() > deadline)
+			return cli_runtime(c, "task %lld: killed, but its worker has not recorded "
+					   "its end yet; not removed", (long long)id);
+		tq_sleep_ms(REMOVE_POLL_MS);
+	}
+}
+
 /* Remove the row, then the log and its index: the other order would lose
  * the log of a task whose removal then failed; a log left behind is only
- * disk space. */
+ * disk space. A running task is killed first (stop_running); if a worker
+ * claims a queued task between our read and the delete, the store says
+ * so (TQ_ESTATE) and it is killed like any running one. */
 static int remove_one(const struct cli_ctx *c, struct tq_queue *q, int64_t id)
 {
 	struct tq_err err = TQ_ERR_INIT;
+	int rc;
 
-	if (tq_queue_remove(q, id, &err) < 0)
-		return cli_fail(c, &err);
+	for (int tries = 0; tq_queue_remove(q, id, &err) < 0; tries++) {
+		if (err.code == TQ_ENOTFOUND && tries > 0)
+			break; /* removed by someone else meanwhile */
+		if (err.code != TQ_ESTATE || tries >= 3)
+			return cli_fail(c, &err);
+		if ((rc = stop_running(c, q, id)) != 0)
+			return rc;
+		memset(&err, 0, sizeof(err));
+	}
 	if (tq_log_remove(q, id, &err) < 0)
 		return cli_runtime(c, "task %lld removed, but not its log: %s",
 				   (long long)id, err.msg);
@@ -128,10 +215,13 @@ const struct cli_cmd cli_cmd_remove = {
 	.name = "remove",
 	.alias = "rm",
 	.synopsis = "taskq remove ID...",
-	.summary = "Delete tasks that are not running, with their attempts and logs.",
+	.summary = "Delete tasks, with their attempts and logs; kill running ones first.",
 	.help = "The task's row, attempts, labels and log file are deleted; its id is\n"
 		"never reused. A task that has not started counts as canceled for the\n"
-		"tasks waiting on it. A running task is not touched (an error, exit 1).\n"
-		"Prints \"ID removed\" for each.\n",
+		"tasks waiting on it. A running task is killed first, as taskq kill does\n"
+		"(TERM to its process group, KILL after its --kill-grace): remove waits\n"
+		"for its worker to record the end (at most the kill grace + 15s), then\n"
+		"deletes it. A running task whose worker is dead is refused (exit 1)\n"
+		"until it is recovered. Prints \"ID removed\" for each.\n",
 	.run = run_remove,
 };

@@ -20,7 +20,7 @@
 #include "worker/worker.h"
 
 enum { O_WORKERS = 256, O_FOREGROUND, O_GRACE, O_LEASE, O_NOW, O_SLOT, O_SUP, O_JSON,
-       O_NOWAIT };
+       O_NOWAIT, O_RETENTION };
 
 static int parse_ms(const struct cli_ctx *c, const struct cli_args *a, int64_t *ms)
 {
@@ -57,12 +57,14 @@ static int run_supervisor(struct cli_ctx *c, int argc, char **argv, int drain)
 {
 	static const struct cli_opt opts[] = {
 		{ "workers", O_WORKERS, 1, 'w' }, { "foreground", O_FOREGROUND, 0, 'f' },
-		{ "grace", O_GRACE, 1, 0 }, { "lease", O_LEASE, 1, 0 }, { NULL, 0, 0, 0 },
+		{ "grace", O_GRACE, 1, 0 }, { "lease", O_LEASE, 1, 0 },
+		{ "retention", O_RETENTION, 1, 0 }, { NULL, 0, 0, 0 },
 	};
 	char home[PATH_MAX], exe[PATH_MAX];
 	struct tq_serve_opts o = {
 		.workers = TQ_DEFAULT_WORKERS, .foreground = drain, .drain = drain,
 		.grace_ms = TQ_DEFAULT_SHUTDOWN_GRACE_MS, .lease_ms = TQ_DEFAULT_LEASE_MS,
+		.retention_ms = -1, /* the stored setting, else the default */
 	};
 	struct cli_args a;
 	int k, rc = CLI_OK;
@@ -75,6 +77,7 @@ static int run_supervisor(struct cli_ctx *c, int argc, char **argv, int drain)
 		case O_FOREGROUND: o.foreground = 1; break;
 		case O_GRACE: rc = parse_ms(c, &a, &o.grace_ms); break;
 		case O_LEASE: rc = parse_ms(c, &a, &o.lease_ms); break;
+		case O_RETENTION: rc = parse_ms(c, &a, &o.retention_ms); break;
 		case CLI_OPT_ARG: return cli_usage(c, "unexpected argument \"%s\"", a.val);
 		default: return CLI_USAGE;
 		}
@@ -146,6 +149,7 @@ struct status {
 	int running;
 	int64_t started_at;
 	int64_t workers_target;
+	int64_t retention_ms;      /* in force, or that the next supervisor uses */
 	int64_t counts[TQ_STATE_COUNT];
 	struct tq_worker_info *ws;
 	size_t nws;
@@ -164,12 +168,27 @@ static int64_t meta_int(struct tq_queue *q, const char *key)
 	return n;
 }
 
+/* The retention a supervisor stored, else the default it would use. */
+static int64_t retention_of(struct tq_queue *q)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	char *v = NULL;
+	int64_t ms = TQ_DEFAULT_RETENTION_MS;
+
+	if (q != NULL && tq_queue_meta_get(q, TQ_META_RETENTION, &v, NULL) == 0 && v != NULL &&
+	    tq_parse_int(v, 0, INT64_MAX, &ms, &err) < 0)
+		ms = TQ_DEFAULT_RETENTION_MS;
+	free(v);
+	return ms;
+}
+
 static int load_status(const struct cli_ctx *c, struct tq_queue *q, const char *home,
 		       struct status *s)
 {
 	struct tq_err err = TQ_ERR_INIT;
 
 	s->running = tq_supervisor_running(home, &s->pid);
+	s->retention_ms = retention_of(q);
 	if (q == NULL)
 		return CLI_OK;
 	if (tq_queue_counts(q, s->counts, &err) < 0 ||
@@ -202,6 +221,12 @@ static void print_status_human(const struct status *s, const char *home)
 		printf("supervisor: not running (start one with: taskq serve)\n");
 	}
 	printf("state directory: %s\n", home);
+	if (s->retention_ms > 0) {
+		tq_format_duration(s->retention_ms, buf, sizeof(buf));
+		printf("retention: finished tasks are removed after %s\n", buf);
+	} else {
+		printf("retention: finished tasks are kept forever\n");
+	}
 	printf("tasks:");
 	for (int i = 0; i < TQ_STATE_COUNT; i++)
 		printf("%s %s %lld", i ? "," : "", tq_state_name((enum tq_state)i),
@@ -248,6 +273,7 @@ static cJSON *status_json(const struct status *s, const char *home)
 		cJSON_AddNumberToObject(o, "workers", (double)s->workers_target);
 	}
 	cJSON_AddStringToObject(o, "home", home);
+	cJSON_AddNumberToObject(o, "retention_ms", (double)s->retention_ms);
 	t = cJSON_AddObjectToObject(o, "tasks");
 	for (int i = 0; i < TQ_STATE_COUNT; i++)
 		cJSON_AddNumberToObject(t, tq_state_name((enum tq_state)i), (double)s->counts[i]);
@@ -387,7 +413,8 @@ static int run_shutdown(struct cli_ctx *c, int argc, char **argv)
 
 const struct cli_cmd cli_cmd_serve = {
 	.name = "serve",
-	.synopsis = "taskq serve [--workers N] [--foreground] [--grace DUR] [--lease DUR]",
+	.synopsis = "taskq serve [--workers N] [--foreground] [--grace DUR] [--lease DUR]\n"
+		    "                   [--retention DUR]",
 	.summary = "Run the supervisor and its workers (submit starts one when needed).",
 	.help =
 	"Starts the supervisor for the state directory: it keeps N workers (default 2)\n"
@@ -402,6 +429,11 @@ const struct cli_cmd cli_cmd_serve = {
 	"                      they are stopped and requeued (default 30s)\n"
 	"      --lease DUR     how long a task's lease lasts without renewal before a\n"
 	"                      dead worker's task is recovered (default 10s)\n"
+	"      --retention DUR remove finished tasks and their logs once they ended\n"
+	"                      more than DUR ago, checked at start and every minute\n"
+	"                      (default 7d; 0 keeps them forever). Kept in the\n"
+	"                      database: later supervisors (an autostarted one too)\n"
+	"                      use it until another --retention\n"
 	"\n"
 	"SIGTERM or SIGINT stop it gracefully; it exits 143 or 130.\n",
 	.run = run_serve,
@@ -409,7 +441,7 @@ const struct cli_cmd cli_cmd_serve = {
 
 const struct cli_cmd cli_cmd_drain = {
 	.name = "drain",
-	.synopsis = "taskq drain [--workers N] [--grace DUR] [--lease DUR]",
+	.synopsis = "taskq drain [--workers N] [--grace DUR] [--lease DUR] [--retention DUR]",
 	.summary = "Run tasks in the foreground until none is left, then exit.",
 	.help =
 	"Runs a supervisor in the foreground until no task can run now, nothing is\n"
@@ -419,6 +451,7 @@ const struct cli_cmd cli_cmd_drain = {
 	"  -w, --workers N     workers (default 2)\n"
 	"      --grace DUR     shutdown grace on SIGTERM/SIGINT (default 30s)\n"
 	"      --lease DUR     lease length (default 10s)\n"
+	"      --retention DUR as for serve: finished tasks older than DUR are removed\n"
 	"\n"
 	"Exit status: 0 if every task it ran succeeded, 1 otherwise.\n",
 	.run = run_drain,
@@ -437,9 +470,10 @@ const struct cli_cmd cli_cmd_status = {
 	.synopsis = "taskq status [--json]",
 	.summary = "Show the supervisor, workers, task counts and groups.",
 	.help =
-	"Says whether a supervisor runs (its pid, uptime, workers), how many tasks are\n"
-	"in each state, what each worker is doing, and the groups that are paused,\n"
-	"limited, or have work.\n"
+	"Says whether a supervisor runs (its pid, uptime, workers), how long finished\n"
+	"tasks are kept (serve --retention), how many tasks are in each state, what\n"
+	"each worker is doing, and the groups that are paused, limited (group set\n"
+	"--parallel), or have work: running and queued tasks, the limit, the pause.\n"
 	"\n"
 	"      --json          one JSON object\n",
 	.run = run_status,

@@ -1,19 +1,489 @@
 /*
- * cmd_wait.c - placeholder, filled in by its issue's work.
+ * cmd_wait.c - `taskq wait ID...` and `taskq wait --batch NAME`: block until
+ * the tasks have ended, then exit with how they ended, so a cron line or a
+ * script can branch on it.
+ *
+ * Waiting polls the store: a read of the first task still open (or of the
+ * batch's open count, through the tasks_batch index) every 10 ms at first,
+ * backing off to WAIT_POLL_MAX_MS, and to WAIT_POLL_SLOW_MS once the wait
+ * has lasted a minute. A read costs well under a millisecond (a few for a
+ * batch of many thousands), so waiting costs next to nothing and needs no
+ * supervisor, no lock and no file of its own. The wait ends when no task
+ * is queued, scheduled (a retry's backoff), blocked or running; a task of
+ * a batch retried by hand while we wait is open again.
+ *
+ * Exit status: 0 when every task succeeded; for one task its own status
+ * (cli_task_status: N, 128+N, 124, 127, 1); for several or a batch 1 when
+ * any did not succeed; 124 when --timeout passed first; 2 for an unknown id
+ * or batch.
  */
 #include "cli.h"
+#include "output.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/parse.h"
+#include "common/sys.h"
+#include "worker/supervisor.h"
+
+#define WAIT_POLL_MIN_MS 10
+#define WAIT_POLL_MAX_MS 100
+#define WAIT_POLL_SLOW_MS 500      /* after WAIT_SLOW_AFTER_MS of waiting */
+#define WAIT_SLOW_AFTER_MS 60000
+#define WAIT_EXIT_TIMEOUT 124      /* as timeout(1) */
+#define WAIT_SHOW_FAILURES 20      /* human output: failures listed by name */
+
+enum { O_BATCH = 256, O_TIMEOUT, O_JSON };
+
+struct waiter {
+	const struct cli_ctx *c;
+	struct tq_queue *q;
+	int json;
+	int64_t timeout_ms;        /* -1: none */
+	const char *batch;         /* --batch, or NULL */
+	/* ids */
+	int64_t *ids;
+	struct tq_task *tasks;     /* one per id, the last read */
+	int *gone;                 /* removed while we waited */
+	size_t n;
+	/* batch */
+	struct tq_batch b;
+};
+
+/* ------------------------------------------------------------------ */
+/* Reading                                                            */
+
+/* Read every id once; unknown ids are usage errors, each reported. */
+static int load_ids(struct waiter *w)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	int rc = CLI_OK;
+
+	for (size_t i = 0; i < w->n; i++) {
+		if (w->q == NULL) {
+			rc = cli_usage(w->c, "task %lld: no such task", (long long)w->ids[i]);
+			continue;
+		}
+		if (tq_queue_get(w->q, w->ids[i], 0, &w->tasks[i], &err) < 0) {
+			int code = cli_fail(w->c, &err);
+			rc = code > rc ? code : rc;
+		}
+	}
+	return rc;
+}
+
+/*
+ * Read again the first task still open; while it has ended, go on to the
+ * next. 1 when all have ended. Every task must end before the wait does,
+ * so a poll reads one task, not all of them: waiting on a thousand ids
+ * costs what waiting on one does. A task read as ended is not read again.
+ */
+static int refresh_ids(struct waiter *w, int *rc)
+{
+	struct tq_err err = TQ_ERR_INIT;
+
+	for (size_t i = 0; i < w->n; i++) {
+		struct tq_task t;
+		int r;
+		if (w->gone[i] || tq_state_final(w->tasks[i].state))
+			continue;
+		r = tq_queue_get(w->q, w->ids[i], 0, &t, &err);
+		if (r == TQ_ENOTFOUND) {
+			w->gone[i] = 1;
+			continue;
+		}
+		if (r < 0) {
+			*rc = cli_fail(w->c, &err);
+			return 1;
+		}
+		tq_task_release(&w->tasks[i]);
+		w->tasks[i] = t;
+		if (!tq_state_final(t.state))
+			return 0;
+	}
+	return 1;
+}
+
+/* The batch's open count; once it is 0, its counts for the summary. */
+static int refresh_batch(struct waiter *w, int *rc)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_batch b;
+	int64_t open = 0;
+	int r;
+
+	if (tq_queue_batch_open(w->q, w->batch, &open, &err) < 0) {
+		*rc = cli_fail(w->c, &err);
+		return 1;
+	}
+	if (open > 0)
+		return 0;
+	r = tq_queue_batch_get(w->q, w->batch, &b, &err);
+	if (r == TQ_ENOTFOUND) {
+		/* every task of it was removed while we waited */
+		tq_batch_release(&w->b);
+		return 1;
+	}
+	if (r < 0) {
+		*rc = cli_fail(w->c, &err);
+		return 1;
+	}
+	tq_batch_release(&w->b);
+	w->b = b;
+	return tq_batch_done(&b);
+}
+
+/* Poll until done or the deadline. Returns 1 when done, 0 on timeout;
+ * *rc is set on an error (then 1 is returned). */
+static int wait_loop(struct waiter *w, int *rc)
+{
+	int64_t start = tq_mono_ms(), pause = WAIT_POLL_MIN_MS;
+
+	for (;;) {
+		int64_t now, cap;
+		int done = w->batch ? refresh_batch(w, rc) : refresh_ids(w, rc);
+		if (done || *rc != CLI_OK)
+			return 1;
+		now = tq_mono_ms();
+		if (w->timeout_ms >= 0 && now - start >= w->timeout_ms)
+			return 0;
+		cap = now - start >= WAIT_SLOW_AFTER_MS ? WAIT_POLL_SLOW_MS : WAIT_POLL_MAX_MS;
+		pause = pause * 2 > cap ? cap : pause * 2;
+		if (w->timeout_ms >= 0 && start + w->timeout_ms - now < pause)
+			pause = start + w->timeout_ms - now;
+		tq_sleep_ms(pause > 0 ? pause : 0);
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Results                                                            */
+
+static int ids_status(const struct waiter *w, int done)
+{
+	int all_ok = 1;
+
+	if (!done)
+		return WAIT_EXIT_TIMEOUT;
+	for (size_t i = 0; i < w->n; i++)
+		if (w->gone[i] || w->tasks[i].state != TQ_SUCCEEDED)
+			all_ok = 0;
+	if (all_ok)
+		return CLI_OK;
+	if (w->n == 1)
+		return w->gone[0] ? CLI_RUNTIME : cli_task_status(&w->tasks[0]);
+	return CLI_RUNTIME;
+}
+
+static int batch_status(const struct waiter *w, int done)
+{
+	if (!done)
+		return WAIT_EXIT_TIMEOUT;
+	return w->b.total > 0 && w->b.counts[TQ_SUCCEEDED] == w->b.total ? CLI_OK
+									 : CLI_RUNTIME;
+}
+
+/* "failed, exit status 3: no rule matched" */
+static void print_task_line(const struct tq_task *t)
+{
+	int st = cli_task_status(t);
+	char *reason = t->reason && t->state != TQ_SUCCEEDED ? cli_esc(t->reason, 0, NULL)
+							     : NULL;
+
+	printf("%lld %s", (long long)t->id, tq_state_name(t->state));
+	if (st > 0)
+		printf(", exit status %d", st);
+	if (t->category != TQ_CAT_NONE)
+		printf(" (%s)", tq_category_name(t->category));
+	if (reason != NULL)
+		printf(": %s", reason);
+	printf("\n");
+	free(reason);
+}
+
+static void print_counts(const int64_t *counts)
+{
+	int first = 1;
+
+	for (int s = 0; s < TQ_STATE_COUNT; s++) {
+		if (counts[s] == 0)
+			continue;
+		printf("%s %lld %s", first ? ":" : ",", (long long)counts[s],
+		       tq_state_name((enum tq_state)s));
+		first = 0;
+	}
+	printf("\n");
+}
+
+/* The tasks of the batch that ended without succeeding (at most limit;
+ * -1: all), or every task with all. */
+static int batch_tasks(struct waiter *w, int all, int64_t limit, struct tq_task **ts,
+		       size_t *n)
+{
+	struct tq_filter f = TQ_FILTER_INIT;
+	struct tq_err err = TQ_ERR_INIT;
+
+	f.batch = w->batch;
+	f.limit = limit;
+	if (!all)
+		f.states = 1u << TQ_FAILED | 1u << TQ_TIMED_OUT | 1u << TQ_KILLED |
+			   1u << TQ_CANCELED;
+	if (w->b.total == 0) {
+		*ts = NULL;
+		*n = 0;
+		return CLI_OK;
+	}
+	if (tq_queue_list(w->q, &f, ts, n, &err) < 0)
+		return cli_fail(w->c, &err);
+	return CLI_OK;
+}
+
+static int print_human(struct waiter *w)
+{
+	struct tq_task *ts = NULL;
+	size_t n = 0;
+	int rc;
+	char *name;
+
+	if (w->batch == NULL) {
+		for (size_t i = 0; i < w->n; i++)
+			if (w->gone[i])
+				printf("%lld removed while waiting\n", (long long)w->ids[i]);
+			else
+				print_task_line(&w->tasks[i]);
+		return CLI_OK;
+	}
+	if ((name = cli_esc(w->batch, 0, NULL)) == NULL)
+		return cli_runtime(w->c, "out of memory");
+	printf("batch %s: %lld task%s", name, (long long)w->b.total,
+	       w->b.total == 1 ? "" : "s");
+	free(name);
+	print_counts(w->b.counts);
+	if ((rc = batch_tasks(w, 0, WAIT_SHOW_FAILURES + 1, &ts, &n)) != CLI_OK)
+		return rc;
+	for (size_t i = 0; i < n && i < WAIT_SHOW_FAILURES; i++)
+		print_task_line(&ts[i]);
+	if (n > WAIT_SHOW_FAILURES)
+		printf("... and more: taskq batch show %s\n", w->batch);
+	tq_task_list_free(ts, n);
+	return CLI_OK;
+}
+
+static cJSON *task_json(const struct tq_task *t, int *oom)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (o == NULL) {
+		*oom = 1;
+		return NULL;
+	}
+	cli_json_int(o, "id", t->id, 1, oom);
+	cli_json_bytes(o, "name", t->name, oom);
+	cli_json_task_end(o, t, oom);
+	cli_json_name(o, "category", t->category != TQ_CAT_NONE ?
+		      tq_category_name(t->category) : NULL, oom);
+	return o;
+}
+
+static void add_item(cJSON *arr, cJSON *x, int *oom)
+{
+	if (x == NULL || !cJSON_AddItemToArray(arr, x)) {
+		cJSON_Delete(x);
+		*oom = 1;
+	}
+}
+
+static int print_json(struct waiter *w, int done, int status)
+{
+	cJSON *o = cJSON_CreateObject(), *arr = cJSON_CreateArray(), *cnt = NULL;
+	int64_t counts[TQ_STATE_COUNT] = { 0 }, total = 0;
+	struct tq_task *ts = NULL;
+	size_t n = 0;
+	int oom = o == NULL || arr == NULL, rc = CLI_OK;
+
+	if (w->batch) {
+		memcpy(counts, w->b.counts, sizeof(counts));
+		total = w->b.total;
+		if ((rc = batch_tasks(w, 1, -1, &ts, &n)) != CLI_OK)
+			goto out;
+		for (size_t i = 0; !oom && i < n; i++)
+			add_item(arr, task_json(&ts[i], &oom), &oom);
+	} else {
+		for (size_t i = 0; !oom && i < w->n; i++) {
+			cJSON *x;
+			if (w->gone[i]) {
+				x = cJSON_CreateObject();
+				cli_json_int(x, "id", w->ids[i], 1, &oom);
+				cli_json_bool(x, "removed", 1, &oom);
+			} else {
+				x = task_json(&w->tasks[i], &oom);
+				counts[w->tasks[i].state]++;
+			}
+			total++;
+			add_item(arr, x, &oom);
+		}
+	}
+	cli_json_bytes(o, "batch", w->batch, &oom);
+	cli_json_bool(o, "done", done, &oom);
+	cli_json_bool(o, "timed_out", !done, &oom);
+	cli_json_int(o, "exit_status", status, 1, &oom);
+	cli_json_int(o, "total", total, 1, &oom);
+	if (!oom && (cnt = cJSON_AddObjectToObject(o, "counts")) == NULL)
+		oom = 1;
+	for (int s = 0; !oom && s < TQ_STATE_COUNT; s++)
+		cli_json_int(cnt, tq_state_name((enum tq_state)s), counts[s], 1, &oom);
+	if (!oom && cJSON_AddItemToObject(o, "tasks", arr))
+		arr = NULL; /* o owns it */
+	else
+		oom = 1;
+	if (!oom && cli_json_print(o, stdout) < 0)
+		oom = 1;
+	if (oom)
+		rc = cli_runtime(w->c, "out of memory");
+out:
+	tq_task_list_free(ts, n);
+	cJSON_Delete(arr);
+	cJSON_Delete(o);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* The command                                                        */
+
+static int parse_args(struct waiter *w, int argc, char **argv)
+{
+	static const struct cli_opt opts[] = {
+		{ "batch", O_BATCH, 1, 'b' }, { "timeout", O_TIMEOUT, 1, 't' },
+		{ "json", O_JSON, 0, 0 }, { NULL, 0, 0, 0 },
+	};
+	struct tq_err err = TQ_ERR_INIT;
+	struct cli_args a;
+	int k, rc = CLI_OK;
+
+	if ((w->ids = calloc((size_t)argc, sizeof(*w->ids))) == NULL)
+		return cli_runtime(w->c, "out of memory");
+	cli_args_init(&a, argc, argv, 0);
+	while (rc == CLI_OK && (k = cli_next(w->c, &a, opts)) != CLI_OPT_END) {
+		switch (k) {
+		case CLI_OPT_HELP: cli_print_help(w->c->cmd, stdout); return -1;
+		case O_BATCH:
+			if (a.val[0] == '\0' || strlen(a.val) >= TQ_NAME_MAX)
+				return cli_usage(w->c, "--batch \"%s\": expected a batch name of "
+						 "1 to %d bytes", a.val, TQ_NAME_MAX - 1);
+			w->batch = a.val;
+			break;
+		case O_TIMEOUT:
+			if (tq_parse_duration(a.val, &w->timeout_ms, &err) < 0)
+				return cli_usage(w->c, "--timeout %s", err.msg);
+			break;
+		case O_JSON: w->json = 1; break;
+		case CLI_OPT_ARG: rc = cli_parse_id(w->c, a.val, &w->ids[w->n++]); break;
+		default: return CLI_USAGE;
+		}
+	}
+	if (rc != CLI_OK)
+		return rc;
+	if (w->batch && w->n > 0)
+		return cli_usage(w->c, "give task ids or --batch NAME, not both");
+	if (!w->batch && w->n == 0)
+		return cli_usage(w->c, "no task id or --batch given; usage: %s",
+				 w->c->cmd->synopsis);
+	return CLI_OK;
+}
+
+/* One line on stderr when nothing can run the open tasks: waiting would
+ * last forever (a cron line that forgot `taskq serve`). */
+static void warn_no_supervisor(const struct waiter *w)
+{
+	if (!tq_supervisor_running(tq_queue_home(w->q), NULL))
+		fprintf(stderr, "taskq: wait: note: no supervisor is running; the tasks "
+			"wait for one (taskq serve)\n");
+}
 
 static int run_wait(struct cli_ctx *c, int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	return cli_runtime(c, "not implemented yet");
+	struct waiter w = { .c = c, .timeout_ms = -1 };
+	int rc = parse_args(&w, argc, argv), done = 0, status;
+
+	if (rc != CLI_OK)
+		goto out;
+	if ((rc = cli_open(c, TQ_OPEN_NOCREATE, &w.q)) != CLI_OK)
+		goto out;
+	cli_output_init();
+	if (w.batch) {
+		struct tq_err err = TQ_ERR_INIT;
+		if (w.q == NULL) {
+			rc = cli_usage(c, "batch %s: no such batch (no task has it)", w.batch);
+			goto out;
+		}
+		if (tq_queue_batch_get(w.q, w.batch, &w.b, &err) < 0) {
+			rc = cli_fail(c, &err);
+			goto out;
+		}
+		done = tq_batch_done(&w.b);
+	} else {
+		w.tasks = calloc(w.n, sizeof(*w.tasks));
+		w.gone = calloc(w.n, sizeof(*w.gone));
+		if (w.tasks == NULL || w.gone == NULL) {
+			rc = cli_runtime(c, "out of memory");
+			goto out;
+		}
+		if ((rc = load_ids(&w)) != CLI_OK)
+			goto out;
+		done = 1;
+		for (size_t i = 0; i < w.n; i++)
+			done = done && tq_state_final(w.tasks[i].state);
+	}
+	if (!done) {
+		warn_no_supervisor(&w);
+		done = wait_loop(&w, &rc);
+		if (rc != CLI_OK)
+			goto out;
+	}
+	status = w.batch ? batch_status(&w, done) : ids_status(&w, done);
+	rc = w.json ? print_json(&w, done, status) : print_human(&w);
+	if (rc == CLI_OK && !done) {
+		char buf[64];
+		tq_format_duration(w.timeout_ms, buf, sizeof(buf));
+		fflush(stdout);
+		fprintf(stderr, "taskq: wait: timed out after %s; the tasks go on\n", buf);
+	}
+	if (rc == CLI_OK)
+		rc = status;
+out:
+	if (w.tasks)
+		for (size_t i = 0; i < w.n; i++)
+			tq_task_release(&w.tasks[i]);
+	free(w.tasks);
+	free(w.gone);
+	free(w.ids);
+	tq_batch_release(&w.b);
+	tq_queue_close(w.q);
+	return rc < 0 ? CLI_OK : rc;
 }
 
 const struct cli_cmd cli_cmd_wait = {
 	.name = "wait",
 	.synopsis = "taskq wait ID... | --batch NAME [--timeout DUR] [--json]",
 	.summary = "Wait for tasks or a batch to end.",
-	.help = "",
+	.help =
+	"Blocks until every task given has ended (succeeded, failed, timed out,\n"
+	"killed or canceled), or every task of the batch has. A task waiting for a\n"
+	"retry has not ended. Then prints one line per task (for a batch: its counts\n"
+	"and the tasks that did not succeed). Needs no running supervisor to wait,\n"
+	"but one must run for the tasks to end.\n"
+	"\n"
+	"  -b, --batch NAME    wait for every task of the batch\n"
+	"  -t, --timeout DUR   give up after DUR (30s, 5m, 2h): exit 124; the tasks\n"
+	"                      go on\n"
+	"      --json          one object: batch, done, timed_out, exit_status,\n"
+	"                      total, counts (by state) and tasks (id, name, state,\n"
+	"                      outcome, exit_code, signal, exit_status, reason,\n"
+	"                      category)\n"
+	"\n"
+	"Exit status: 0 if every task succeeded; for a single ID its own status\n"
+	"(N for exit code N, 128+N for signal N, 124 timed out, 127 not started,\n"
+	"1 otherwise; see taskq help log); for several ids or a batch, 1 if any did\n"
+	"not succeed; 124 if --timeout passed first; 2 for an unknown id or batch.\n",
 	.run = run_wait,
 };

@@ -306,6 +306,10 @@ struct tq_task {
 	int64_t *after;            /* only with TQ_GET_DEPS: ids waited for */
 	int *after_any;            /* per dep: 1 if it needs only to end */
 	size_t nafter;
+	/* only from tq_queue_list: the agent cost summed over its attempts
+	 * (has_cost 0 when no attempt reported one) */
+	double cost_usd;
+	int has_cost;
 };
 
 enum tq_get_flags {
@@ -681,7 +685,177 @@ int tq_queue_cursor_advance(struct tq_queue *q, int64_t id, const char *reader,
 int tq_queue_session_get(struct tq_queue *q, const char *key, char **agent_session,
 			 struct tq_err *err);
 
+/*
+ * How a session advances (tq_queue_finish, in its transaction): when an
+ * attempt of a task with a session key ends with the task succeeded and a
+ * result that is not an error and names an agent session, the sessions row
+ * of the key takes that agent session and the task as its last task --
+ * unless a later task of the key already advanced it (a retried old link
+ * does not move the session back). A failed, timed out or killed link, or
+ * a success whose result is an error, leaves the session where it was.
+ *
+ * Costs: a tq_result's cost_usd < 0 means the agent reported none (Gemini,
+ * Codex); it is stored as NULL, and read back into tq_attempt.cost_usd as
+ * -1 (an attempt without a result reads 0 and has_result 0).
+ */
+
+/* One task of a session, for `taskq session show`. */
+struct tq_session_task {
+	int64_t id;
+	enum tq_state state;
+	char *name;
+	int attempt;
+	char *agent_session;  /* reported by its last attempt that reported one */
+	int64_t finished_at;  /* 0: not finished */
+};
+
+struct tq_session_info {
+	char *key;
+	char *agent_session;  /* the one to resume; NULL: none yet */
+	int64_t last_task_id; /* the task that set it; 0: none */
+	int64_t updated_at;   /* ms; 0: never */
+	struct tq_session_task *tasks; /* in submit order */
+	size_t ntasks;
+};
+
+/*
+ * A session's tasks (oldest first) and its current agent session.
+ * TQ_ENOTFOUND when no task has the key and it never advanced. s is
+ * caller-owned; release it with tq_session_info_release, also after a
+ * failed call.
+ */
+int tq_queue_session_show(struct tq_queue *q, const char *key,
+			  struct tq_session_info *s, struct tq_err *err);
+void tq_session_info_release(struct tq_session_info *s);
+
+/* Which attempts tq_queue_stats sums. */
+struct tq_stats_filter {
+	const char *batch;    /* NULL: any */
+	const char *group;    /* NULL: any */
+	int64_t since;        /* attempts started at or after (ms); 0: all */
+};
+
+#define TQ_STATS_FILTER_INIT { .batch = NULL }
+
+/* Sums over a set of attempts. */
+struct tq_stats_row {
+	char *model;              /* per-model rows: the model (NULL: unnamed) */
+	int64_t attempts;
+	int64_t results;          /* attempts with an agent result */
+	int64_t errors;           /* of those, is_error */
+	double cost_usd;          /* over the attempts that reported a cost */
+	int64_t costed;           /* how many did */
+	int64_t input_tokens;
+	int64_t output_tokens;
+	int64_t cache_read_tokens;
+	int64_t cache_creation_tokens;
+	int64_t num_turns;
+	int64_t runtime_ms;       /* wall time of ended attempts */
+	int64_t agent_ms;         /* the agents' own duration_ms */
+};
+
+struct tq_stats {
+	int64_t tasks;                          /* distinct tasks */
+	struct tq_stats_row total;              /* model NULL */
+	int64_t outcomes[TQ_OUTCOME_COUNT];     /* [TQ_OUT_NONE]: not ended */
+	int64_t categories[TQ_CATEGORY_COUNT];  /* [TQ_CAT_NONE]: none */
+	struct tq_stats_row *models;            /* attempts with a result, by
+						 * model, costliest first */
+	size_t nmodels;
+};
+
+/*
+ * Sum the attempts that f selects: counts by outcome and category, wall
+ * time, and the agent results' cost, tokens, turns and duration, in total
+ * and per model. With f->batch the read goes through the batch's index;
+ * otherwise it scans and sorts the attempts (about a second of CPU for a
+ * million). s is
+ * caller-owned; release it with tq_stats_release, also after a failed call.
+ */
+int tq_queue_stats(struct tq_queue *q, const struct tq_stats_filter *f,
+		   struct tq_stats *s, struct tq_err *err);
+void tq_stats_release(struct tq_stats *s);
+
 /* ------------------------------------------------------------------ */
 /* Batches, group settings and retention (batch.c)                    */
+
+/*
+ * A batch (submit --batch NAME): its tasks counted by state, and totals.
+ * name is owned; release with tq_batch_release / tq_batch_list_free.
+ */
+struct tq_batch {
+	char *name;
+	int64_t counts[TQ_STATE_COUNT];
+	int64_t total;
+	int64_t first_created;     /* ms: its first and last submit */
+	int64_t last_created;
+	int64_t first_started;     /* ms; 0: no task has started */
+	int64_t last_finished;     /* ms; 0: no task has finished */
+	double cost_usd;           /* sum of every attempt's cost_usd */
+	int has_cost;              /* some attempt reported a cost */
+};
+
+/* 1 when no task of b is queued, scheduled (a retry's backoff included),
+ * blocked or running. */
+int tq_batch_done(const struct tq_batch *b);
+
+void tq_batch_release(struct tq_batch *b);
+void tq_batch_list_free(struct tq_batch *list, size_t n);
+
+/*
+ * Every batch, the one submitted to last first. Reads the tasks_batch
+ * index and each batch's attempts, never the other tasks. *list is
+ * malloc'd (an empty queue: NULL and 0).
+ */
+int tq_queue_batches(struct tq_queue *q, struct tq_batch **list, size_t *n,
+		     struct tq_err *err);
+
+/* One batch. TQ_ENOTFOUND when no task has that batch name. b is zeroed
+ * first and owns its name after a success. */
+int tq_queue_batch_get(struct tq_queue *q, const char *name, struct tq_batch *b,
+		       struct tq_err *err);
+
+/* How many tasks of batch name are not finished yet (queued, scheduled,
+ * blocked, running): the cheap check `taskq wait --batch` polls with (no
+ * cost, no times). 0 for a name no task has. */
+int tq_queue_batch_open(struct tq_queue *q, const char *name, int64_t *open,
+			struct tq_err *err);
+
+/*
+ * Set a group's parallel limit (0: unlimited within the worker count; at
+ * most TQ_PARALLEL_MAX): the claim starts a task of the group only while
+ * fewer than parallel of its tasks run. A group no task has used yet is
+ * created with the limit. Running tasks are not touched when it drops.
+ */
+#define TQ_PARALLEL_MAX 100000
+int tq_queue_group_set_parallel(struct tq_queue *q, const char *name, int64_t parallel,
+				struct tq_err *err);
+
+/*
+ * Remove finished tasks (succeeded, failed, timed_out, killed, canceled)
+ * whose finished_at is before `before` (ms since the epoch; INT64_MAX: every
+ * finished task), oldest first, at most max of them in one transaction, with
+ * their attempts, labels, dependency rows, cursors and stdin (cascades), then
+ * their log files (tq_log_remove). *removed receives how many rows went;
+ * call again while it equals max. A log file that cannot be removed (its row
+ * is gone already) makes the call return its error with *removed still set;
+ * the other logs are still removed.
+ */
+int tq_queue_clear_finished(struct tq_queue *q, int64_t before, size_t max,
+			    int64_t *removed, struct tq_err *err);
+
+/*
+ * Remove task id's row as tq_queue_clear_finished does, only if it is
+ * finished: TQ_ESTATE (err names its state) otherwise, *was (may be NULL)
+ * receiving the state; TQ_ENOTFOUND if there is no such task. As with
+ * tq_queue_remove, the caller then removes its log (tq_log_remove).
+ */
+int tq_queue_clear_task(struct tq_queue *q, int64_t id, enum tq_state *was,
+			struct tq_err *err);
+
+/* Retention: how long finished tasks are kept, in ms (0: forever). The
+ * supervisor stores its setting under this meta key (decimal ms). */
+#define TQ_META_RETENTION "retention_ms"
+#define TQ_DEFAULT_RETENTION_MS ((int64_t)7 * 24 * 3600 * 1000)
 
 #endif

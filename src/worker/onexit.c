@@ -1,14 +1,313 @@
 /*
- * onexit.c - `submit --on-exit CMD` (onexit.h). Placeholder: filled in by
- * the queue-controls work (issue 8).
+ * onexit.c - `submit --on-exit CMD` (onexit.h): after a task's end is
+ * recorded, its worker runs CMD with /bin/sh -c in the task's working
+ * directory (/ when that is gone) and environment, plus TASKQ_ID,
+ * TASKQ_STATE, TASKQ_EXIT_CODE and TASKQ_LOG.
+ *
+ * The hook is a child like a task: its own session and process group
+ * (tq_spawn_start), stdin on /dev/null, its output read through pipes and
+ * copied to the worker's log (the first ON_EXIT_LOG_LINES lines, escaped;
+ * the rest counted and dropped). It is bounded: at its timeout (60 s, or
+ * $TASKQ_ON_EXIT_TIMEOUT in the worker's environment) its group gets
+ * SIGTERM, then SIGKILL ON_EXIT_KILL_GRACE_MS later. It is reaped with
+ * waitpid(WNOHANG) whenever SIGCHLD arrives on the worker's signalfd (the
+ * one poll waits on that, the pipes and the deadline), never by a blocking
+ * wait that could outlast the timeout. When it has exited, whatever it
+ * left behind is swept (tq_proc_sweep), as after a task.
+ *
+ * What it does not do: change the task. The task is recorded before the
+ * hook starts; the hook's failure, timeout or absence is only logged. A
+ * shutdown that arrives meanwhile is noted (tq_worker_on_signal) and cuts
+ * the hook's time to the shutdown grace.
  */
 #include "onexit.h"
+
+#define LIBBSD_NETBSD_VIS
+#include <bsd/vis.h>
+
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "../common/env.h"
+#include "../common/parse.h"
+#include "../common/sys.h"
+#include "proc.h"
+#include "spawn.h"
+
+#define ON_EXIT_KILL_GRACE_MS 2000
+#define ON_EXIT_DRAIN_MS 1000     /* after exit and sweep: wait this long for EOF */
+#define ON_EXIT_LOG_LINES 20      /* lines of its output copied to the log */
+#define ON_EXIT_LINE_MAX 400      /* bytes of one line copied (then "...") */
+#define ON_EXIT_READ 4096
+
+struct hook {
+	struct worker *w;
+	int64_t id;
+	struct tq_child child;
+	int status;
+	int exited;
+	int64_t deadline;           /* mono ms: TERM, then KILL */
+	int stage;                  /* 0 running, 1 TERM sent, 2 KILL sent */
+	/* output, by line; one partial line per stream */
+	char part[2][ON_EXIT_LINE_MAX + 1];
+	size_t plen[2];
+	int ptrunc[2];              /* the partial line was cut at the bound */
+	int64_t lines, dropped;
+};
+
+static int64_t timeout_ms(struct worker *w)
+{
+	const char *v = getenv(TQ_ON_EXIT_TIMEOUT_VAR);
+	struct tq_err err = TQ_ERR_INIT;
+	int64_t ms;
+
+	if (v == NULL || *v == '\0')
+		return TQ_ON_EXIT_TIMEOUT_MS;
+	if (tq_parse_duration(v, &ms, &err) < 0 || ms <= 0) {
+		tq_worker_log(w, "$%s: %s; using %ds", TQ_ON_EXIT_TIMEOUT_VAR,
+			      err.msg[0] ? err.msg : "expected more than 0",
+			      TQ_ON_EXIT_TIMEOUT_MS / 1000);
+		return TQ_ON_EXIT_TIMEOUT_MS;
+	}
+	return ms;
+}
+
+/* The task's environment (scrubbed again, as for the task) plus ours. */
+static int build_env(struct hook *h, const struct tq_task *t, enum tq_state state,
+		     int exit_code, struct tq_env *env, struct tq_err *err)
+{
+	char kv[PATH_MAX + 64], logp[PATH_MAX];
+	int rc;
+
+	if ((rc = tq_env_build(env, t->env, getenv(TQ_ENV_SCRUB_VAR), err)) < 0)
+		return rc;
+	if (tq_queue_log_path(h->w->q, t->id, logp, sizeof(logp)) < 0)
+		logp[0] = '\0';
+	snprintf(kv, sizeof(kv), "TASKQ_ID=%lld", (long long)t->id);
+	if ((rc = tq_env_set(env, kv, err)) < 0)
+		return rc;
+	snprintf(kv, sizeof(kv), "TASKQ_STATE=%s", tq_state_name(state));
+	if ((rc = tq_env_set(env, kv, err)) < 0)
+		return rc;
+	if (exit_code >= 0)
+		snprintf(kv, sizeof(kv), "TASKQ_EXIT_CODE=%d", exit_code);
+	else
+		snprintf(kv, sizeof(kv), "TASKQ_EXIT_CODE=");
+	if ((rc = tq_env_set(env, kv, err)) < 0)
+		return rc;
+	snprintf(kv, sizeof(kv), "TASKQ_LOG=%s", logp);
+	return tq_env_set(env, kv, err);
+}
+
+/* Start /bin/sh -c CMD in cwd, or in / when cwd is no directory (any more). */
+static int start(struct hook *h, const struct tq_task *t, char **envp, struct tq_err *err)
+{
+	char *argv[] = { "/bin/sh", "-c", t->on_exit, NULL };
+	struct stat sb;
+
+	h->child.argv = argv;
+	h->child.envp = envp;
+	h->child.in = TQ_SPAWN_STDIN_NULL;
+	h->child.cwd = t->cwd != NULL && stat(t->cwd, &sb) == 0 && S_ISDIR(sb.st_mode)
+		       ? t->cwd : "/";
+	return tq_spawn_start(&h->child, err);
+}
+
+/* Copy one whole (or cut) line to the worker's log, escaped. */
+static void log_line(struct hook *h, int s)
+{
+	char esc[ON_EXIT_LINE_MAX * 4 + 1];
+
+	if (h->lines++ >= ON_EXIT_LOG_LINES) {
+		h->dropped++;
+	} else {
+		strnvisx(esc, sizeof(esc), h->part[s], h->plen[s],
+			 VIS_CSTYLE | VIS_OCTAL | VIS_TAB | VIS_NL);
+		tq_worker_log(h->w, "task %lld on-exit %s: %s%s", (long long)h->id,
+			      s ? "stderr" : "stdout", esc, h->ptrunc[s] ? "..." : "");
+	}
+	h->plen[s] = 0;
+	h->ptrunc[s] = 0;
+}
+
+static void take_bytes(struct hook *h, int s, const char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (p[i] == '\n') {
+			log_line(h, s);
+		} else if (h->plen[s] < ON_EXIT_LINE_MAX) {
+			h->part[s][h->plen[s]++] = p[i];
+		} else {
+			h->ptrunc[s] = 1;
+		}
+	}
+}
+
+/* Read what waits on stream s; close it at EOF or on an error. */
+static void pump(struct hook *h, int s)
+{
+	int *fd = s ? &h->child.err_fd : &h->child.out_fd;
+	char buf[ON_EXIT_READ];
+	ssize_t r = tq_read(*fd, buf, sizeof(buf));
+
+	if (r > 0) {
+		take_bytes(h, s, buf, (size_t)r);
+		return;
+	}
+	if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return;
+	if (h->plen[s] > 0)
+		log_line(h, s);
+	tq_close(*fd);
+	*fd = -1;
+}
+
+static void reap(struct hook *h)
+{
+	int status;
+
+	if (h->exited || h->child.pid <= 0)
+		return;
+	if (tq_waitpid(h->child.pid, &status, WNOHANG) == h->child.pid) {
+		h->status = status;
+		h->exited = 1;
+	}
+}
+
+/* SIGCHLD: look at the hook; a stop signal: note it, and shorten the time. */
+static void read_signals(struct hook *h)
+{
+	struct signalfd_siginfo si;
+
+	while (tq_read(h->w->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		if (si.ssi_signo == SIGCHLD)
+			continue; /* reaped below; strays are swept after the hook */
+		tq_worker_on_signal(h->w, &si);
+		if (h->w->stopping && h->stage == 0 && h->w->stop_at < h->deadline)
+			h->deadline = h->w->stop_at;
+	}
+	reap(h);
+}
+
+/* The deadline passed: TERM to the group, then KILL. The group is ours to
+ * signal: its leader is our child and not reaped yet. */
+static void on_deadline(struct hook *h, int64_t timeout)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	char buf[32];
+
+	if (h->stage == 0) {
+		tq_format_duration(timeout, buf, sizeof(buf));
+		tq_worker_log(h->w, "task %lld on-exit: still running after %s; stopping it",
+			      (long long)h->id, buf);
+	}
+	if (tq_proc_kill_group(h->child.pid, h->stage == 0 ? SIGTERM : SIGKILL, &err) < 0)
+		tq_worker_log(h->w, "task %lld on-exit: %s", (long long)h->id, err.msg);
+	h->stage++;
+	h->deadline = h->stage == 1 ? tq_mono_ms() + ON_EXIT_KILL_GRACE_MS : TQ_TERM_NEVER;
+}
+
+static int poll_ms(int64_t at, int64_t now)
+{
+	if (at == TQ_TERM_NEVER)
+		return -1;
+	if (at <= now)
+		return 0;
+	return at - now > INT_MAX ? INT_MAX : (int)(at - now);
+}
+
+/* Until the hook has exited and its output is closed (or given up on). */
+static void loop(struct hook *h, int64_t timeout)
+{
+	int64_t drain_until = 0;
+
+	for (;;) {
+		struct pollfd p[3] = {
+			{ h->w->sigfd, POLLIN, 0 },
+			{ h->child.out_fd, POLLIN, 0 },
+			{ h->child.err_fd, POLLIN, 0 },
+		};
+		int64_t now = tq_mono_ms();
+
+		reap(h);
+		if (h->exited && drain_until == 0) {
+			struct tq_err err = TQ_ERR_INIT;
+			size_t killed = 0;
+			/* what it left behind (a `cmd &`) holds the pipes open */
+			if (tq_proc_sweep(NULL, 0, &killed, &err) < 0)
+				tq_worker_log(h->w, "task %lld on-exit: sweep: %s",
+					      (long long)h->id, err.msg);
+			else if (killed > 0)
+				tq_worker_log(h->w, "task %lld on-exit: killed %zu leftover "
+					      "process%s", (long long)h->id, killed,
+					      killed == 1 ? "" : "es");
+			drain_until = tq_mono_ms() + ON_EXIT_DRAIN_MS;
+		}
+		if (h->exited && ((h->child.out_fd < 0 && h->child.err_fd < 0) ||
+				  now >= drain_until))
+			return;
+		if (!h->exited && now >= h->deadline)
+			on_deadline(h, timeout);
+		if (poll(p, 3, poll_ms(h->exited ? drain_until : h->deadline, now)) < 0 &&
+		    errno != EINTR) {
+			tq_worker_log(h->w, "on-exit: poll: %s", strerror(errno));
+			tq_sleep_ms(10);
+		}
+		if (p[1].revents)
+			pump(h, 0);
+		if (p[2].revents)
+			pump(h, 1);
+		if (p[0].revents)
+			read_signals(h);
+	}
+}
+
+static void report(struct hook *h)
+{
+	char buf[64];
+
+	if (h->dropped > 0)
+		tq_worker_log(h->w, "task %lld on-exit: %lld more line%s of output not logged",
+			      (long long)h->id, (long long)h->dropped,
+			      h->dropped == 1 ? "" : "s");
+	if (WIFEXITED(h->status) && WEXITSTATUS(h->status) == 0 && h->stage == 0)
+		return;
+	tq_proc_status_str(h->status, buf, sizeof(buf));
+	tq_worker_log(h->w, "task %lld on-exit: failed (%s%s); the task stays as recorded",
+		      (long long)h->id, buf, h->stage > 0 ? ", at its timeout" : "");
+}
 
 void tq_on_exit_run(struct worker *w, const struct tq_task *t, enum tq_state state,
 		    int exit_code)
 {
-	(void)w;
-	(void)t;
-	(void)state;
-	(void)exit_code;
+	struct hook h = { .w = w, .id = t->id, .child = TQ_CHILD_INIT };
+	struct tq_env env = TQ_ENV_INIT;
+	struct tq_err err = TQ_ERR_INIT;
+	int64_t timeout;
+
+	if (t->on_exit == NULL || t->on_exit[0] == '\0')
+		return;
+	timeout = timeout_ms(w);
+	if (build_env(&h, t, state, exit_code, &env, &err) < 0 ||
+	    start(&h, t, env.vars, &err) < 0) {
+		tq_worker_log(w, "task %lld on-exit: not started: %s", (long long)t->id,
+			      err.msg);
+		tq_env_release(&env);
+		return;
+	}
+	tq_env_release(&env);
+	h.deadline = tq_mono_ms() + timeout;
+	if (w->stopping && w->stop_at < h.deadline)
+		h.deadline = w->stop_at;
+	loop(&h, timeout); /* returns once the hook is reaped */
+	h.child.pid = -1;
+	report(&h);
+	tq_spawn_release(&h.child);
 }

@@ -42,6 +42,7 @@
 #include <bsd/unistd.h>
 
 #include "../common/diag.h"
+#include "../common/parse.h"
 #include "../common/sys.h"
 #include "../queue/queue.h"
 #include "agent.h"
@@ -543,6 +544,57 @@ static int drain_done(struct sup *s)
 	return pending == 0;
 }
 
+#define RETENTION_CHUNK 256        /* tasks removed per transaction */
+#define RETENTION_BUDGET_MS 2000   /* per pass; the rest at the next one */
+
+/* The retention in force: the flag (stored for later supervisors and for
+ * status), else what was stored, else the default. */
+static int64_t retention(struct sup *s)
+{
+	char *v = NULL, buf[32];
+	int64_t ms = TQ_DEFAULT_RETENTION_MS;
+
+	if (s->o->retention_ms >= 0) {
+		snprintf(buf, sizeof(buf), "%lld", (long long)s->o->retention_ms);
+		tq_queue_meta_set(s->q, TQ_META_RETENTION, buf, NULL);
+		return s->o->retention_ms;
+	}
+	if (tq_queue_meta_get(s->q, TQ_META_RETENTION, &v, NULL) == 0 && v != NULL &&
+	    tq_parse_int(v, 0, INT64_MAX, &ms, NULL) < 0)
+		ms = TQ_DEFAULT_RETENTION_MS;
+	free(v);
+	return ms;
+}
+
+/* Remove finished tasks older than the retention, in short transactions
+ * (workers claim in between), for at most RETENTION_BUDGET_MS a pass so
+ * the loop stays responsive; a backlog is worked off over several passes. */
+static void retention_sweep(struct sup *s)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	int64_t keep = retention(s), total = 0, got = 0, stop;
+	char buf[32];
+
+	if (keep <= 0)
+		return;
+	stop = tq_mono_ms() + RETENTION_BUDGET_MS;
+	do {
+		got = 0;
+		if (tq_queue_clear_finished(s->q, tq_now_ms() - keep, RETENTION_CHUNK, &got,
+					    &err) < 0) {
+			slog("retention: %s", err.msg);
+			if (got == 0)
+				break;
+		}
+		total += got;
+	} while (got == RETENTION_CHUNK && tq_mono_ms() < stop);
+	if (total > 0) {
+		tq_format_duration(keep, buf, sizeof(buf));
+		slog("retention: removed %lld finished task%s older than %s", (long long)total,
+		     total == 1 ? "" : "s", buf);
+	}
+}
+
 /*
  * Housekeeping, at start and then every HOUSEKEEP_MS: workspaces a crash
  * left behind, and retention of finished tasks.
@@ -556,6 +608,7 @@ static void housekeep(struct sup *s)
 		slog("workspace sweep: %s", err.msg);
 	else if (n > 0)
 		slog("removed %d workspace%s of finished tasks", n, n == 1 ? "" : "s");
+	retention_sweep(s);
 }
 
 static void loop(struct sup *s)

@@ -28,6 +28,13 @@ struct tq_serve_opts {
 	int drain;               /* exit once nothing is left to run */
 	int64_t grace_ms;        /* shutdown grace for running tasks */
 	int64_t lease_ms;        /* workers' lease length */
+	/* Retention: finished tasks (and their logs) older than this are
+	 * removed at start and every minute; 0 keeps them forever. -1: the
+	 * setting a previous supervisor stored (meta TQ_META_RETENTION), else
+	 * TQ_DEFAULT_RETENTION_MS. A value >= 0 is stored for the next ones
+	 * (an autostarted supervisor keeps what the user set) and for
+	 * `taskq status`. */
+	int64_t retention_ms;
 };
 
 /*

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test_cancel_remove.sh - taskq cancel and taskq remove: what each does to
-# the database and the log, per id; refusals for running tasks (exit 1) and
-# unknown ids (exit 2); every id is parsed before any is touched.
+# the database and the log, per id; refusals for running tasks (exit 1:
+# cancel always, remove when no live worker holds the task) and unknown ids
+# (exit 2); every id is parsed before any is touched.
 . "$(dirname "$0")/lib.sh"
 
 state() { tq_sql "select state from tasks where id = $1"; }
@@ -77,11 +78,13 @@ assert_exit 0 tq rm 6 1
 assert_eq $'6 removed\n1 removed' "$(out)"
 assert_eq 0 "$(tq_sql "select count(*) from tasks where id in (1, 6)")"
 
-check "remove refuses a running task: exit 1, the task and its log stay"
+check "remove refuses a running task no live worker holds: exit 1, the task and its log stay"
+# (a running task with a live worker is killed, then removed: test_remove_running.sh)
 echo "live" >"$TASKQ_HOME/logs/5.log"
 assert_exit 1 tq remove 5
 assert_one_line_error
 assert_contains "$(err)" "task 5"
+assert_contains "$(err)" "worker is not alive"
 assert_eq running "$(state 5)"
 assert_eq live "$(cat "$TASKQ_HOME/logs/5.log")"
 
