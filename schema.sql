@@ -3,9 +3,9 @@
 -- This file is compiled into the taskq binary at build time (tools/embed.py) and
 -- applied to a new database in one transaction. Its last statement sets
 -- PRAGMA user_version; the binary refuses a database whose user_version is
--- newer than this file's. A later schema version adds migrations/NNN.sql files
--- (each moving user_version from NNN-1 to NNN) and keeps this file the full,
--- current schema for new databases.
+-- newer than this file's. Each later version adds migrations/NNN.sql (moving
+-- user_version from NNN-1 to NNN, also compiled in) and this file stays the
+-- full, current schema for new databases.
 --
 -- Conventions, so that the file reads the same from the sqlite3 shell:
 --   * times are integer milliseconds since the Unix epoch (UTC); see the
@@ -95,6 +95,7 @@ CREATE INDEX tasks_batch     ON tasks(batch, id)              WHERE batch IS NOT
 CREATE INDEX tasks_name      ON tasks(name, id);
 CREATE INDEX tasks_session   ON tasks(session, id)            WHERE session IS NOT NULL;
 CREATE INDEX tasks_finished  ON tasks(finished_at)            WHERE finished_at IS NOT NULL;
+CREATE INDEX tasks_env       ON tasks(env_id);                -- envs no task uses
 CREATE UNIQUE INDEX tasks_unique ON tasks(unique_key)
     WHERE unique_key IS NOT NULL AND state IN ('queued','scheduled','blocked','running');
 
@@ -170,6 +171,30 @@ CREATE TABLE stdin_writes (
     delivered_at INTEGER
 );
 CREATE INDEX stdin_writes_task ON stdin_writes(task_id, id) WHERE delivered_at IS NULL;
+CREATE INDEX stdin_writes_all ON stdin_writes(task_id);     -- deletes of a task
+
+-- How many tasks each group has in each state, kept by the triggers below
+-- in the transaction of every change, so `taskq status` reads a few rows
+-- instead of counting a million (migrations/002.sql says why).
+CREATE TABLE task_counts (
+    grp    TEXT    NOT NULL,
+    state  TEXT    NOT NULL,
+    n      INTEGER NOT NULL,
+    PRIMARY KEY (grp, state)
+) WITHOUT ROWID;
+CREATE TRIGGER task_counts_insert AFTER INSERT ON tasks BEGIN
+    INSERT INTO task_counts(grp, state, n) VALUES (NEW.grp, NEW.state, 1)
+        ON CONFLICT(grp, state) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER task_counts_delete AFTER DELETE ON tasks BEGIN
+    UPDATE task_counts SET n = n - 1 WHERE grp = OLD.grp AND state = OLD.state;
+END;
+CREATE TRIGGER task_counts_update AFTER UPDATE OF state, grp ON tasks
+    WHEN OLD.state IS NOT NEW.state OR OLD.grp IS NOT NEW.grp BEGIN
+    UPDATE task_counts SET n = n - 1 WHERE grp = OLD.grp AND state = OLD.state;
+    INSERT INTO task_counts(grp, state, n) VALUES (NEW.grp, NEW.state, 1)
+        ON CONFLICT(grp, state) DO UPDATE SET n = n + 1;
+END;
 
 -- Groups: parallelism limits and pauses. A row exists for every group any
 -- task names (inserted at submit), so the claim can walk groups, not tasks.
@@ -230,4 +255,4 @@ SELECT id, state, name, grp, batch, priority, attempt,
 FROM tasks;
 
 PRAGMA application_id = 1953721201;  -- 'tskq'
-PRAGMA user_version = 1;
+PRAGMA user_version = 2;

@@ -21,6 +21,7 @@
 
 #include "../common/sys.h"
 #include "schema.h"
+#include "migration_002.h"
 
 #define TQ_JOURNAL_SIZE_LIMIT (16 * 1024 * 1024)
 #define TQ_CLI_WAL_FRAMES 64 /* see cli_wal_hook */
@@ -367,6 +368,39 @@ fail:
 	return rc;
 }
 
+/*
+ * One migrations/NNN.sql step from version `from`, in one transaction. Two
+ * processes may open an old database at once: the loser waits on BEGIN
+ * IMMEDIATE, then finds the version already moved and does nothing.
+ */
+static int migrate_step(struct tq_queue *q, int64_t from, const char *sql,
+			struct tq_err *err)
+{
+	int64_t version = 0;
+	char *emsg = NULL;
+	int rc;
+
+	if ((rc = tq_db_begin(q, err)) < 0)
+		return rc;
+	if ((rc = pragma_int(q, "PRAGMA user_version", &version, err)) < 0)
+		goto fail;
+	if (version != from) {
+		tq_db_rollback(q);
+		return 0;
+	}
+	if (sqlite3_exec(q->db, sql, NULL, NULL, &emsg) != SQLITE_OK) {
+		rc = tq_err_set(err, code_of(q, sqlite3_errcode(q->db)),
+				"database %s: migrate from schema version %lld: %s",
+				q->path, (long long)from, emsg ? emsg : "?");
+		sqlite3_free(emsg);
+		goto fail;
+	}
+	return tq_db_commit(q, err);
+fail:
+	tq_db_rollback(q);
+	return rc;
+}
+
 static int migrate(struct tq_queue *q, struct tq_err *err)
 {
 	int64_t version = 0;
@@ -386,8 +420,11 @@ static int migrate(struct tq_queue *q, struct tq_err *err)
 			return rc;
 		return migrate(q, err);
 	}
-	/* Versions 1..TQ_SCHEMA_VERSION-1 would be migrated here, one
-	 * migrations/NNN.sql step at a time. Version 1 is the first. */
+	if (version == 1) {
+		if ((rc = migrate_step(q, 1, tq_migration_002, err)) < 0)
+			return rc;
+		return migrate(q, err);
+	}
 	return tq_err_set(err, TQ_ENEWER, "database %s: no migration from schema "
 			  "version %lld to %d", q->path, (long long)version,
 			  TQ_SCHEMA_VERSION);

@@ -168,7 +168,7 @@ static void test_open_creates(void **state)
 	snprintf(path, sizeof(path), "%s/logs", home);
 	assert_int_equal(stat(path, &sb), 0);
 	assert_true(S_ISDIR(sb.st_mode));
-	assert_int_equal(sql_int(home, "PRAGMA user_version"), 1);
+	assert_int_equal(sql_int(home, "PRAGMA user_version"), 2);
 	assert_int_equal(sql_int(home, "SELECT count(*) FROM pragma_journal_mode "
 				 "WHERE journal_mode = 'wal'"), 1);
 	assert_int_equal(sql_int(home, "PRAGMA application_id"), 1953721201);
