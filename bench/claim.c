@@ -10,10 +10,15 @@
  *
  * The depth stays N throughout: after each pair one task is submitted to
  * replace the one claimed. That submit is not timed; only claim + finish are.
- * After WARMUP_PAIRS untimed pairs, a measuring window lasts until it has
- * both MIN_PAIRS pairs and MIN_SECONDS of timed work; each depth gets RUNS
- * windows on the same database and the median is reported (re-inserting a
+ * After warmup_pairs untimed pairs, a measuring window lasts until it has
+ * both min_pairs pairs and min_seconds of timed work; each depth gets
+ * runs_per_depth windows on the same database and the median is reported (re-inserting a
  * million rows per window would triple the run time and measure nothing new).
+ *
+ *   claim [-q] [DEPTH...]     (default depths 1000 100000 1000000)
+ *
+ * -q (quick, a smoke check): windows of at least 1000 pairs and 0.5 s
+ * instead of 5000 pairs and 2 s.
  *
  * Output: progress on stderr; on stdout one line per depth and one for the
  * ratio, key=value, for bench/run to parse:
@@ -35,10 +40,11 @@
 #include "queue/queue.h"
 
 #define CHUNK 10000          /* tasks per tq_queue_submit_many call */
-#define RUNS 3
-#define MIN_PAIRS 5000
-#define WARMUP_PAIRS 1000    /* untimed, before the first window */
-#define MIN_SECONDS 2.0
+#define MAX_RUNS 3
+static int runs_per_depth = 3;
+static long min_pairs = 5000;
+static long warmup_pairs = 1000;  /* untimed, before the first window */
+static double min_seconds = 2.0;
 #define MAX_SECONDS 20.0     /* a window never runs longer than this */
 #define MAX_DEPTHS 16
 #define WORKER_ID 1
@@ -116,7 +122,7 @@ static double insert(struct tq_queue *q, long n)
 }
 
 /* One measuring window: returns claim+finish pairs per second. With
- * warmup, runs WARMUP_PAIRS pairs and returns 0. */
+ * warmup, runs warmup_pairs pairs and returns 0. */
 static double window(struct tq_queue *q, int warmup)
 {
 	struct tq_task_spec spec = task_spec();
@@ -124,7 +130,7 @@ static double window(struct tq_queue *q, int warmup)
 	double timed = 0, start = now_s();
 	long pairs = 0;
 
-	while (warmup ? pairs < WARMUP_PAIRS : pairs < MIN_PAIRS || timed < MIN_SECONDS) {
+	while (warmup ? pairs < warmup_pairs : pairs < min_pairs || timed < min_seconds) {
 		struct tq_task t = { 0 };
 		struct tq_finish f = { 0 };
 		int64_t id;
@@ -166,7 +172,7 @@ static double bench_depth(long n)
 	char dir[4096];
 	struct tq_queue *q = NULL;
 	struct tq_err err = TQ_ERR_INIT;
-	double rates[RUNS], sorted[RUNS], ins;
+	double rates[MAX_RUNS], sorted[MAX_RUNS], ins;
 
 	if (snprintf(dir, sizeof dir, "%s/taskq-bench-claim-XXXXXX",
 		     tmp && *tmp ? tmp : "/tmp") >= (int)sizeof dir || !mkdtemp(dir))
@@ -183,21 +189,21 @@ static double bench_depth(long n)
 	 * prepared, a cold page cache, the checkpoint of the bulk insert's
 	 * WAL); the windows measure the steady state. */
 	window(q, 1);
-	for (int r = 0; r < RUNS; r++) {
+	for (int r = 0; r < runs_per_depth; r++) {
 		rates[r] = window(q, 0);
 		fprintf(stderr, "claim: depth %ld: run %d: %.0f claims/s\n", n,
 			r + 1, rates[r]);
 	}
 	tq_queue_close(q);
 	rmtree(dir);
-	memcpy(sorted, rates, sizeof sorted);
-	qsort(sorted, RUNS, sizeof sorted[0], cmp_double);
+	memcpy(sorted, rates, (size_t)runs_per_depth * sizeof rates[0]);
+	qsort(sorted, (size_t)runs_per_depth, sizeof sorted[0], cmp_double);
 	printf("claim depth=%ld insert_per_s=%.0f runs=", n, ins);
-	for (int r = 0; r < RUNS; r++)
+	for (int r = 0; r < runs_per_depth; r++)
 		printf("%s%.0f", r ? "," : "", rates[r]);
-	printf(" median=%.0f\n", sorted[RUNS / 2]);
+	printf(" median=%.0f\n", sorted[runs_per_depth / 2]);
 	fflush(stdout);
-	return sorted[RUNS / 2];
+	return sorted[runs_per_depth / 2];
 }
 
 int main(int argc, char **argv)
@@ -206,6 +212,12 @@ int main(int argc, char **argv)
 	double rates[MAX_DEPTHS];
 	int n = 3;
 
+	if (argc > 1 && strcmp(argv[1], "-q") == 0) {
+		min_pairs = 1000;
+		min_seconds = 0.5;
+		argv++;
+		argc--;
+	}
 	if (argc > 1) {
 		if (argc - 1 > MAX_DEPTHS) {
 			fprintf(stderr, "claim: at most %d depths\n", MAX_DEPTHS);
@@ -216,7 +228,7 @@ int main(int argc, char **argv)
 
 			depths[n] = (long)strtonum(argv[n + 1], 1, 100000000, &e);
 			if (e) {
-				fprintf(stderr, "usage: claim [DEPTH...]  (\"%s\": %s)\n",
+				fprintf(stderr, "usage: claim [-q] [DEPTH...]  (\"%s\": %s)\n",
 					argv[n + 1], e);
 				return 2;
 			}

@@ -1,12 +1,13 @@
 /*
  * latency.c - benchmark: submit-to-start latency with an idle worker.
  *
- *   latency N STAMP TASKQ [TASKQ-ARGS...]
+ *   latency N STAMP CMD [ARGS...]
  *
- * N times: reads CLOCK_REALTIME, spawns `TASKQ [TASKQ-ARGS...] submit --
- * STAMP FILE` (TASKQ_HOME etc. from the environment; a supervisor must be
- * running), waits for it, then waits (deadline 10 s) until the task has
- * appended its start time to FILE (bench/stamp), so the workers are idle
+ * N times: reads CLOCK_REALTIME, spawns `CMD [ARGS...] STAMP FILE` (the
+ * submit command of a queue: `taskq submit --`, `tsp`, `nq`; TASKQ_HOME,
+ * TS_SOCKET, NQDIR etc. from the environment; its runner must be up and
+ * idle), waits for it, then waits (deadline 10 s) until the task has
+ * appended its start time to FILE (bench/stamp), so the runner is idle
  * again before the next submit. Latency = the task's start - the time read
  * just before the submit process was spawned (so it includes the submit
  * process itself). FILE is $TMPDIR/taskq-latency-PID.
@@ -70,7 +71,7 @@ int main(int argc, char **argv)
 	int base;
 
 	if (argc < 4) {
-		fprintf(stderr, "usage: latency N STAMP TASKQ [TASKQ-ARGS...]\n");
+		fprintf(stderr, "usage: latency N STAMP CMD [ARGS...]\n");
 		return 2;
 	}
 	n = (long)strtonum(argv[1], 1, 100000, &e);
@@ -82,15 +83,13 @@ int main(int argc, char **argv)
 		 (long)getpid());
 	unlink(file);
 	base = argc - 3;
-	cmd = calloc((size_t)base + 5, sizeof *cmd);
+	cmd = calloc((size_t)base + 3, sizeof *cmd);
 	ms = calloc((size_t)n, sizeof *ms);
 	sorted = calloc((size_t)n, sizeof *sorted);
 	for (int i = 0; i < base; i++)
 		cmd[i] = argv[3 + i];
-	cmd[base] = "submit";
-	cmd[base + 1] = "--";
-	cmd[base + 2] = argv[2];
-	cmd[base + 3] = file;
+	cmd[base] = argv[2];
+	cmd[base + 1] = file;
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);

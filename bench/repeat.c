@@ -1,14 +1,16 @@
 /*
  * repeat.c - run a command COUNT times, one after another, and time it.
  *
- *   repeat [-t SECONDS] COUNT CMD [ARGS...]
+ *   repeat [-t SECONDS] [-e VAR=V1:V2...] COUNT CMD [ARGS...]
  *
  * Each run is posix_spawnp + waitpid, stdin and stdout on /dev/null (stderr
  * is kept, for errors). Prints the elapsed wall time of all runs, in seconds,
  * on stdout. A run that does not exit 0 stops it with exit status 1. With -t,
  * a run still going SECONDS after the start is killed (SIGKILL) and repeat
  * exits 124, as timeout(1) does: task-spooler's client blocks for ever when
- * its queue is full, and a benchmark must not.
+ * its queue is full, and a benchmark must not. With -e, run i gets VAR set to
+ * the (i mod k)-th of the k colon-separated values: `-e NQDIR=a:b` submits
+ * to two nq queues in turn, without a shell or env(1) in between.
  *
  * bench/run uses it for every per-process benchmark (taskq submit, tsp, nq,
  * the exec floor) so they share one harness whose own cost is as small as it
@@ -68,7 +70,7 @@ static int wait_child(pid_t pid, int *st)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: repeat [-t SECONDS] COUNT CMD [ARGS...]\n");
+	fprintf(stderr, "usage: repeat [-t SECONDS] [-e VAR=V1:V2...] COUNT CMD [ARGS...]\n");
 	exit(2);
 }
 
@@ -80,8 +82,24 @@ int main(int argc, char **argv)
 	long count, limit = 0;
 	double t0;
 	int opt;
+	char *var = NULL, *vals[64];
+	int nvals = 0;
 
-	while ((opt = getopt(argc, argv, "+t:")) != -1) {
+	while ((opt = getopt(argc, argv, "+t:e:")) != -1) {
+		if (opt == 'e') {
+			char *eq = strchr(optarg, '='), *tok, *save = NULL;
+
+			if (!eq || eq == optarg)
+				usage();
+			*eq = '\0';
+			var = optarg;
+			for (tok = strtok_r(eq + 1, ":", &save); tok && nvals < 64;
+			     tok = strtok_r(NULL, ":", &save))
+				vals[nvals++] = tok;
+			if (!nvals)
+				usage();
+			continue;
+		}
 		if (opt != 't')
 			usage();
 		limit = (long)strtonum(optarg, 1, 86400, &e);
@@ -109,6 +127,10 @@ int main(int argc, char **argv)
 		pid_t pid;
 		int st, rc;
 
+		if (var && setenv(var, vals[i % nvals], 1)) {
+			perror("repeat: setenv");
+			return 1;
+		}
 		rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
 		if (rc) {
 			fprintf(stderr, "repeat: spawn %s: %s\n", argv[0], strerror(rc));
