@@ -62,6 +62,26 @@ static const char *category_or_null(enum tq_category c)
 	return c != TQ_CAT_NONE ? tq_category_name(c) : NULL;
 }
 
+/* "$0.0123" (agent cost in US dollars); "" when there is none. */
+static void format_cost(double usd, int has, char *buf, size_t n)
+{
+	if (has)
+		snprintf(buf, n, "$%.4f", usd);
+	else
+		snprintf(buf, n, "%s", "");
+}
+
+/* key: the cost, or null when none was reported. */
+static void json_cost(cJSON *o, const char *key, double usd, int has, int *oom)
+{
+	cJSON *v = has ? cJSON_CreateNumber(usd) : cJSON_CreateNull();
+
+	if (v == NULL || !cJSON_AddItemToObject(o, key, v)) {
+		cJSON_Delete(v);
+		*oom = 1;
+	}
+}
+
 /* The fields list --json has; show --json adds to them. */
 static cJSON *task_json(const struct tq_task *t, int64_t now, int *oom)
 {
@@ -91,6 +111,7 @@ static cJSON *task_json(const struct tq_task *t, int64_t now, int *oom)
 	cli_json_name(o, "category", category_or_null(t->category), oom);
 	cli_json_bytes(o, "reason", t->reason, oom);
 	cli_json_int(o, "attempt", t->attempt, 1, oom);
+	json_cost(o, "cost_usd", t->cost_usd, t->has_cost, oom);
 	return o;
 }
 
@@ -98,9 +119,11 @@ static cJSON *task_json(const struct tq_task *t, int64_t now, int *oom)
 /* list                                                               */
 
 static const char list_help[] =
-	"Tasks newest first, as a table: ID STATE NAME STARTED RUNTIME EXIT.\n"
+	"Tasks newest first, as a table: ID STATE NAME STARTED RUNTIME EXIT, and\n"
+	"COST when a task shown has one.\n"
 	"RUNTIME is until the task ended, or until now while it runs; EXIT is the\n"
-	"exit code, or the signal that ended it.\n"
+	"exit code, or the signal that ended it; COST is what its agent reported\n"
+	"(Claude Code, OpenCode), summed over its attempts, blank when none.\n"
 	"\n"
 	"Options:\n"
 	"  --state S[,S...]  only tasks in these states: queued, scheduled, blocked,\n"
@@ -116,8 +139,8 @@ static const char list_help[] =
 	"  --json            a JSON array of objects: id, state, name, argv, cwd,\n"
 	"                    batch, group, priority, created_at, started_at,\n"
 	"                    finished_at, runtime_ms, exit_code, signal, outcome,\n"
-	"                    category, reason, attempt (times in ms since the epoch,\n"
-	"                    null when absent)\n"
+	"                    category, reason, attempt, cost_usd (times in ms since\n"
+	"                    the epoch, null when absent)\n"
 	"\n"
 	"Text is escaped C-style (\\n, \\t, \\033, \\377) so that every byte is visible.\n";
 
@@ -237,9 +260,10 @@ static int take_list_opt(const struct cli_ctx *c, struct list_req *r, int k,
 	}
 }
 
-static int add_row(struct cli_table *tb, const struct tq_task *t, int64_t now)
+static int add_row(struct cli_table *tb, const struct tq_task *t, int64_t now,
+		   int with_cost)
 {
-	char id[24], started[32], runtime[32] = "-", exit_s[32];
+	char id[24], started[32], runtime[32] = "-", exit_s[32], cost[32];
 	int64_t rt;
 	int rc = 0;
 
@@ -252,24 +276,31 @@ static int add_row(struct cli_table *tb, const struct tq_task *t, int64_t now)
 	    (rc = cli_table_add(tb, tq_state_name(t->state), cli_state_sgr(t->state))) < 0 ||
 	    (rc = cli_table_add(tb, t->name, NULL)) < 0 ||
 	    (rc = cli_table_add(tb, started, NULL)) < 0 ||
-	    (rc = cli_table_add(tb, runtime, NULL)) < 0)
+	    (rc = cli_table_add(tb, runtime, NULL)) < 0 ||
+	    (rc = cli_table_add(tb, exit_s, NULL)) < 0 || !with_cost)
 		return rc;
-	return cli_table_add(tb, exit_s, NULL);
+	format_cost(t->cost_usd, t->has_cost, cost, sizeof(cost));
+	return cli_table_add(tb, cost, NULL);
 }
 
 static int print_table(const struct tq_task *tasks, size_t n)
 {
 	static const char *const heads[] = {
-		"ID", "STATE", "NAME", "STARTED", "RUNTIME", "EXIT",
+		"ID", "STATE", "NAME", "STARTED", "RUNTIME", "EXIT", "COST",
 	};
 	struct cli_table tb;
 	int64_t now = tq_now_ms();
-	int rc = 0;
+	int rc = 0, with_cost = 0;
 
+	/* COST only when a task shown has one: a queue of plain commands
+	 * keeps its narrow table */
+	for (size_t i = 0; i < n && !with_cost; i++)
+		with_cost = tasks[i].has_cost;
 	cli_output_init();
-	cli_table_init(&tb, 6, heads, 1u << 0 | 1u << 4 | 1u << 5);
+	cli_table_init(&tb, with_cost ? 7 : 6, heads,
+		       1u << 0 | 1u << 4 | 1u << 5 | 1u << 6);
 	for (size_t i = 0; rc == 0 && i < n; i++)
-		rc = add_row(&tb, &tasks[i], now);
+		rc = add_row(&tb, &tasks[i], now, with_cost);
 	if (rc == 0)
 		cli_table_print(&tb, stdout);
 	cli_table_release(&tb);
@@ -439,8 +470,9 @@ static void attempt_json(cJSON *arr, const struct tq_attempt *a, int *oom)
 	cli_json_int(o, "num_turns", a->num_turns, 1, oom);
 	cli_json_int(o, "input_tokens", a->input_tokens, 1, oom);
 	cli_json_int(o, "output_tokens", a->output_tokens, 1, oom);
-	if (!cJSON_AddNumberToObject(o, "cost_usd", a->cost_usd))
-		*oom = 1;
+	cli_json_int(o, "cache_read_tokens", a->cache_read_tokens, 1, oom);
+	cli_json_int(o, "cache_creation_tokens", a->cache_creation_tokens, 1, oom);
+	json_cost(o, "cost_usd", a->cost_usd, a->cost_usd >= 0, oom);
 }
 
 /* Labels as an object, dependencies as an array of ids. */
@@ -563,6 +595,16 @@ static void field_dur(const char *key, int64_t ms, const char *zero)
 	printf("%-13s %s\n", key, buf);
 }
 
+/* "    key:  value" under an attempt, escaped; "-" for NULL (and when out of
+ * memory: this is a display of an optional field). */
+static void field_indented(const char *key, const char *val)
+{
+	char *e = val != NULL ? cli_esc(val, 0, NULL) : NULL;
+
+	printf("    %-14s %s\n", key, e != NULL ? e : "-");
+	free(e);
+}
+
 /* Each string on its own line, indented, quoted and escaped. */
 static void lines(char *const *v, size_t n, int *oom)
 {
@@ -656,6 +698,45 @@ static void show_relations(const struct tq_task *t, char **env, int show_env, in
 	lines(env, t->envc, oom);
 }
 
+#define SHOW_RESULT_MAX 300 /* bytes of a result text shown; `taskq result` has all */
+
+/* An attempt's agent result, below the attempts table. */
+static int show_result(const struct tq_attempt *a)
+{
+	size_t len = a->result ? strlen(a->result) : 0;
+	char *cut = a->result ? strndup(a->result, SHOW_RESULT_MAX) : NULL, *e = NULL;
+	char cost[64], dur[32];
+
+	if (a->result != NULL && (cut == NULL || (e = cli_esc(cut, CLI_ESC_QUOTE, NULL)) == NULL)) {
+		free(cut);
+		return TQ_ENOMEM;
+	}
+	printf("attempt %d result:\n", a->attempt);
+	if (len > SHOW_RESULT_MAX)
+		printf("    %-14s %s... (%zu bytes; taskq result shows it all)\n", "text:", e,
+		       len);
+	else
+		printf("    %-14s %s\n", "text:", e != NULL ? e : "-");
+	free(e);
+	free(cut);
+	printf("    %-14s %s\n", "is error:", a->is_error ? "yes" : "no");
+	field_indented("subtype:", a->subtype);
+	field_indented("agent session:", a->agent_session);
+	field_indented("model:", a->model);
+	if (a->cost_usd >= 0)
+		snprintf(cost, sizeof(cost), "$%.4f (%.10g USD)", a->cost_usd, a->cost_usd);
+	else
+		snprintf(cost, sizeof(cost), "- (not reported)");
+	printf("    %-14s %s\n", "cost:", cost);
+	tq_format_duration(a->duration_ms, dur, sizeof(dur));
+	printf("    %-14s %s\n", "agent time:", dur);
+	printf("    %-14s %lld\n", "turns:", (long long)a->num_turns);
+	printf("    %-14s input %lld, output %lld, cache read %lld, cache write %lld\n",
+	       "tokens:", (long long)a->input_tokens, (long long)a->output_tokens,
+	       (long long)a->cache_read_tokens, (long long)a->cache_creation_tokens);
+	return 0;
+}
+
 static int show_attempts(const struct tq_attempt *att, size_t n)
 {
 	static const char *const heads[] = {
@@ -686,6 +767,9 @@ static int show_attempts(const struct tq_attempt *att, size_t n)
 	if (rc == 0)
 		cli_table_print(&tb, stdout);
 	cli_table_release(&tb);
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		if (att[i].has_result)
+			rc = show_result(&att[i]);
 	return rc;
 }
 
@@ -708,6 +792,9 @@ static int show_human(const struct tq_task *t, char **env, int show_env,
 	show_policy(t, &oom);
 	show_agent(t, &oom);
 	show_relations(t, env, show_env, &oom);
+	if (t->has_cost) /* only agent tasks: plain commands show no cost line */
+		printf("%-13s $%.4f (%.10g USD, summed over attempts)\n", "cost:",
+		       t->cost_usd, t->cost_usd);
 	if (show_attempts(att, natt) < 0)
 		oom = 1;
 	return oom ? TQ_ENOMEM : 0;
@@ -732,6 +819,11 @@ static int show_task(const struct cli_ctx *c, int64_t id, int json, int show_env
 		 tq_queue_attempts(q, id, &att, &natt, &err) < 0)
 		rc = cli_fail(c, &err);
 	tq_queue_close(q);
+	for (size_t i = 0; rc == CLI_OK && i < natt; i++)
+		if (att[i].has_result && att[i].cost_usd >= 0) {
+			t.cost_usd += att[i].cost_usd;
+			t.has_cost = 1;
+		}
 	if (rc == CLI_OK && (env = masked_env(&t, show_env)) == NULL)
 		rc = cli_runtime(c, "out of memory");
 	if (rc == CLI_OK &&

@@ -294,7 +294,10 @@ static int store_result(struct tq_queue *q, const struct tq_finish *f,
 	sqlite3_bind_int(st, 4, r->is_error != 0);
 	tq_bind_text(st, 5, r->subtype);
 	tq_bind_text(st, 6, r->agent_session);
-	sqlite3_bind_double(st, 7, r->cost_usd);
+	if (r->cost_usd >= 0) /* < 0: the agent reported no cost (queue.h) */
+		sqlite3_bind_double(st, 7, r->cost_usd);
+	else
+		sqlite3_bind_null(st, 7);
 	sqlite3_bind_int64(st, 8, r->duration_ms);
 	sqlite3_bind_int64(st, 9, r->num_turns);
 	sqlite3_bind_int64(st, 10, r->input_tokens);
@@ -303,6 +306,38 @@ static int store_result(struct tq_queue *q, const struct tq_finish *f,
 	sqlite3_bind_int64(st, 13, r->cache_creation_tokens);
 	tq_bind_text(st, 14, r->model);
 	return tq_db_exec_st(q, st, err, "record result");
+}
+
+/*
+ * A session's agent session advances on a succeeded link whose result is
+ * not an error and names one (queue.h, "How a session advances"); never
+ * backwards, to an older task of the key retried by hand. One statement:
+ * the task's session key comes from its row, so a task without one
+ * inserts nothing.
+ */
+#define ST_SESSION_ADVANCE ST_AGENT_11 /* slots: see stats.c */
+
+static int advance_session(struct tq_queue *q, const struct tq_finish *f,
+			   enum tq_state s, int64_t now, struct tq_err *err)
+{
+	const struct tq_result *r = f->result;
+	sqlite3_stmt *st;
+
+	if (s != TQ_SUCCEEDED || r == NULL || !r->has_result || r->is_error ||
+	    r->agent_session == NULL || r->agent_session[0] == '\0')
+		return 0;
+	st = tq_db_stmt(q, ST_SESSION_ADVANCE,
+		"INSERT INTO sessions(key, agent_session, last_task_id, updated_at)"
+		" SELECT session, ?2, id, ?3 FROM tasks WHERE id = ?1 AND session IS NOT NULL"
+		" ON CONFLICT(key) DO UPDATE SET agent_session = excluded.agent_session,"
+		" last_task_id = excluded.last_task_id, updated_at = excluded.updated_at"
+		" WHERE coalesce(sessions.last_task_id, 0) <= excluded.last_task_id", err);
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	sqlite3_bind_int64(st, 1, f->task_id);
+	tq_bind_text(st, 2, r->agent_session);
+	sqlite3_bind_int64(st, 3, now);
+	return tq_db_exec_st(q, st, err, "advance session");
 }
 
 static int end_task(struct tq_queue *q, const struct tq_finish *f, enum tq_state state,
@@ -373,6 +408,7 @@ int tq_queue_finish(struct tq_queue *q, const struct tq_finish *f,
 	if ((rc = fence(q, f, err)) < 0 ||
 	    (rc = end_attempt(q, f, now, err)) < 0 ||
 	    (rc = store_result(q, f, err)) < 0 ||
+	    (rc = advance_session(q, f, s, now, err)) < 0 ||
 	    (rc = end_task(q, f, s, now, err)) < 0 ||
 	    (rc = pause_group(q, f, err)) < 0 ||
 	    (tq_state_final(s) && (rc = tq_deps_resolve(q, f->task_id, s, now, err)) < 0) ||

@@ -313,6 +313,45 @@ static void bind_states(sqlite3_stmt *st, unsigned states, char *buf, size_t n)
 	sqlite3_bind_text(st, 1, buf, -1, SQLITE_STATIC);
 }
 
+/*
+ * Each listed task's cost, summed over its attempts: one probe of the
+ * attempts primary key per task shown, after the page is chosen, so the
+ * cost of a list stays that of its page (a subquery among the selected
+ * columns would run for every matching row whenever the plan sorts).
+ */
+#define ST_TASK_COST ST_AGENT_7 /* slots: see stats.c */
+
+static int list_costs(struct tq_queue *q, struct tq_task *t, size_t n,
+		      struct tq_err *err)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	if (n == 0)
+		return 0;
+	st = tq_db_stmt(q, ST_TASK_COST,
+		"SELECT sum(cost_usd) FROM attempts WHERE task_id = ?1", err);
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	for (size_t i = 0; i < n; i++) {
+		if (t[i].attempt == 0)
+			continue; /* never ran: no attempts */
+		sqlite3_bind_int64(st, 1, t[i].id);
+		rc = sqlite3_step(st);
+		if (rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
+			t[i].cost_usd = sqlite3_column_double(st, 0);
+			t[i].has_cost = 1;
+		}
+		sqlite3_reset(st);
+		if (rc != SQLITE_ROW) {
+			tq_db_done(st);
+			return tq_db_error(q, rc, err, "read task cost");
+		}
+	}
+	tq_db_done(st);
+	return 0;
+}
+
 int tq_queue_list(struct tq_queue *q, const struct tq_filter *f,
 		  struct tq_task **tasks, size_t *n, struct tq_err *err)
 {
@@ -355,6 +394,10 @@ int tq_queue_list(struct tq_queue *q, const struct tq_filter *f,
 		tq_task_list_free(out, count);
 		return tq_db_error(q, rc, err, "list tasks");
 	}
+	if ((rc = list_costs(q, out, count, err)) < 0) {
+		tq_task_list_free(out, count);
+		return rc;
+	}
 	*tasks = out;
 	*n = count;
 	return 0;
@@ -374,7 +417,7 @@ void tq_task_list_free(struct tq_task *tasks, size_t n)
 int tq_queue_counts(struct tq_queue *q, int64_t *counts, struct tq_err *err)
 {
 	sqlite3_stmt *st = tq_db_stmt(q, ST_COUNTS,
-		"SELECT state, count(*) FROM tasks GROUP BY state", err);
+		"SELECT state, sum(n) FROM task_counts GROUP BY state", err);
 	int rc;
 
 	memset(counts, 0, sizeof(*counts) * TQ_STATE_COUNT);
@@ -415,7 +458,9 @@ static int attempt_from_row(sqlite3_stmt *st, struct tq_attempt *a)
 	a->log_line = col_i64(st, 16, 0);
 	a->has_result = sqlite3_column_type(st, 18) != SQLITE_NULL;
 	a->is_error = (int)col_i64(st, 18, 0);
-	a->cost_usd = sqlite3_column_double(st, 21);
+	/* NULL with a result: the agent reported no cost (queue.h) */
+	a->cost_usd = sqlite3_column_type(st, 21) != SQLITE_NULL ?
+		      sqlite3_column_double(st, 21) : a->has_result ? -1 : 0;
 	a->duration_ms = col_i64(st, 22, 0);
 	a->num_turns = col_i64(st, 23, 0);
 	a->input_tokens = col_i64(st, 24, 0);
@@ -532,8 +577,8 @@ int tq_queue_groups(struct tq_queue *q, struct tq_group **list, size_t *n,
 {
 	sqlite3_stmt *st = tq_db_stmt(q, ST_GROUPS,
 		"SELECT g.name, g.parallel, g.paused, g.paused_until, g.pause_reason,"
-		" (SELECT count(*) FROM tasks t WHERE t.state = 'queued' AND t.grp = g.name),"
-		" (SELECT count(*) FROM tasks t WHERE t.state = 'running' AND t.grp = g.name)"
+		" coalesce((SELECT n FROM task_counts c WHERE c.grp = g.name AND c.state = 'queued'), 0),"
+		" coalesce((SELECT n FROM task_counts c WHERE c.grp = g.name AND c.state = 'running'), 0)"
 		" FROM groups g ORDER BY g.name", err);
 	struct tq_group *out = NULL;
 	size_t cap = 0, count = 0;

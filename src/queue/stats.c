@@ -2,6 +2,12 @@
  * stats.c - agent results, sessions and statistics: what `taskq result`,
  * `taskq stats` and `taskq session show` read, and the session lookup a
  * worker does before it expands {session_id}.
+ *
+ * Nothing here writes: a session advances in tq_queue_finish (claim.c),
+ * in the transaction that records the attempt.
+ *
+ * Statement slots: this file uses ST_AGENT_0..ST_AGENT_6, query.c
+ * ST_AGENT_7 (a listed task's cost), claim.c ST_AGENT_11 (advance).
  */
 #include "internal.h"
 
@@ -9,6 +15,12 @@
 #include <string.h>
 
 #define ST_SESSION_GET ST_AGENT_0
+#define ST_STATS_ALL ST_AGENT_1      /* sums, every attempt */
+#define ST_STATS_BATCH ST_AGENT_2    /* sums, one batch's attempts */
+#define ST_STATS_TASKS ST_AGENT_3    /* distinct tasks, every attempt */
+#define ST_STATS_TASKS_B ST_AGENT_4  /* distinct tasks, one batch */
+#define ST_SESSION_ROW ST_AGENT_5
+#define ST_SESSION_TASKS ST_AGENT_6
 
 int tq_queue_session_get(struct tq_queue *q, const char *key, char **agent_session,
 			 struct tq_err *err)
@@ -29,4 +41,311 @@ int tq_queue_session_get(struct tq_queue *q, const char *key, char **agent_sessi
 	tq_db_done(st);
 	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 :
 	       tq_db_error(q, rc, err, "read session");
+}
+
+/* ------------------------------------------------------------------ */
+/* session show                                                       */
+
+static int64_t col_i64(sqlite3_stmt *st, int c, int64_t none)
+{
+	return sqlite3_column_type(st, c) == SQLITE_NULL ? none : sqlite3_column_int64(st, c);
+}
+
+/* The sessions row of key, if any. *found 1 when there is one. */
+static int session_row(struct tq_queue *q, const char *key, struct tq_session_info *s,
+		       int *found, struct tq_err *err)
+{
+	sqlite3_stmt *st = tq_db_stmt(q, ST_SESSION_ROW,
+		"SELECT agent_session, last_task_id, updated_at FROM sessions WHERE key = ?1",
+		err);
+	int rc;
+
+	*found = 0;
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	tq_bind_text(st, 1, key);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*found = 1;
+		s->last_task_id = col_i64(st, 1, 0);
+		s->updated_at = col_i64(st, 2, 0);
+		if (tq_col_strdup(st, 0, &s->agent_session) < 0) {
+			tq_db_done(st);
+			return tq_err_set(err, TQ_ENOMEM, "out of memory");
+		}
+	}
+	tq_db_done(st);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 :
+	       tq_db_error(q, rc, err, "read session");
+}
+
+static int session_task_row(sqlite3_stmt *st, struct tq_session_task *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->id = sqlite3_column_int64(st, 0);
+	if (tq_state_parse((const char *)sqlite3_column_text(st, 1), &t->state) < 0)
+		t->state = TQ_QUEUED;
+	t->attempt = sqlite3_column_int(st, 3);
+	t->finished_at = col_i64(st, 5, 0);
+	if (tq_col_strdup(st, 2, &t->name) < 0 || tq_col_strdup(st, 4, &t->agent_session) < 0)
+		return TQ_ENOMEM;
+	return 0;
+}
+
+/* The tasks of key in submit order, through the tasks_session index; each
+ * one's agent session is one probe of the attempts primary key. */
+static int session_tasks(struct tq_queue *q, const char *key, struct tq_session_info *s,
+			 struct tq_err *err)
+{
+	sqlite3_stmt *st = tq_db_stmt(q, ST_SESSION_TASKS,
+		"SELECT t.id, t.state, t.name, t.attempt,"
+		" (SELECT a.agent_session FROM attempts a WHERE a.task_id = t.id"
+		"  AND a.agent_session IS NOT NULL ORDER BY a.attempt DESC LIMIT 1),"
+		" t.finished_at FROM tasks t WHERE t.session = ?1 ORDER BY t.id", err);
+	size_t cap = 0;
+	int rc;
+
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	tq_bind_text(st, 1, key);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (s->ntasks == cap) {
+			size_t ncap = cap ? cap * 2 : 8;
+			struct tq_session_task *nt = reallocarray(s->tasks, ncap, sizeof(*nt));
+			if (nt == NULL)
+				goto nomem;
+			s->tasks = nt;
+			cap = ncap;
+		}
+		rc = session_task_row(st, &s->tasks[s->ntasks]);
+		s->ntasks++;
+		if (rc < 0)
+			goto nomem;
+	}
+	tq_db_done(st);
+	return rc == SQLITE_DONE ? 0 : tq_db_error(q, rc, err, "read session tasks");
+nomem:
+	tq_db_done(st);
+	return tq_err_set(err, TQ_ENOMEM, "read session tasks: out of memory");
+}
+
+int tq_queue_session_show(struct tq_queue *q, const char *key,
+			  struct tq_session_info *s, struct tq_err *err)
+{
+	int found = 0, rc;
+
+	memset(s, 0, sizeof(*s));
+	if ((s->key = strdup(key)) == NULL)
+		return tq_err_set(err, TQ_ENOMEM, "out of memory");
+	if ((rc = session_row(q, key, s, &found, err)) < 0 ||
+	    (rc = session_tasks(q, key, s, err)) < 0) {
+		tq_session_info_release(s);
+		return rc;
+	}
+	if (!found && s->ntasks == 0) {
+		tq_session_info_release(s);
+		return tq_err_set(err, TQ_ENOTFOUND, "session \"%s\": no such session", key);
+	}
+	return 0;
+}
+
+void tq_session_info_release(struct tq_session_info *s)
+{
+	if (s == NULL)
+		return;
+	for (size_t i = 0; i < s->ntasks; i++) {
+		free(s->tasks[i].name);
+		free(s->tasks[i].agent_session);
+	}
+	free(s->tasks);
+	free(s->key);
+	free(s->agent_session);
+	memset(s, 0, sizeof(*s));
+}
+
+/* ------------------------------------------------------------------ */
+/* stats                                                              */
+
+/*
+ * One row per (outcome, category, model) of the selected attempts; C adds
+ * them up into the total, the outcome and category counts, and the
+ * per-model rows. The number of groups is small whatever the number of
+ * attempts. Without a batch the attempts are scanned; with one, the
+ * batch's tasks come from tasks_batch and their attempts from the primary
+ * key.
+ */
+#define STATS_COLS \
+	"SELECT a.outcome, a.category, a.model, count(*), count(a.is_error)," \
+	" coalesce(sum(a.is_error), 0), total(a.cost_usd), count(a.cost_usd)," \
+	" coalesce(sum(a.input_tokens), 0), coalesce(sum(a.output_tokens), 0)," \
+	" coalesce(sum(a.cache_read_tokens), 0)," \
+	" coalesce(sum(a.cache_creation_tokens), 0), coalesce(sum(a.num_turns), 0)," \
+	" coalesce(sum(CASE WHEN a.ended_at IS NOT NULL" \
+	"  THEN a.ended_at - a.started_at END), 0), coalesce(sum(a.duration_ms), 0)"
+#define STATS_WHERE \
+	" AND (?2 IS NULL OR t.grp = ?2) AND a.started_at >= ?3"
+
+static const char stats_all_sql[] = STATS_COLS
+	" FROM attempts a JOIN tasks t ON t.id = a.task_id WHERE ?1 IS NULL" STATS_WHERE
+	" GROUP BY 1, 2, 3";
+static const char stats_batch_sql[] = STATS_COLS
+	" FROM tasks t INDEXED BY tasks_batch JOIN attempts a ON a.task_id = t.id"
+	" WHERE t.batch = ?1" STATS_WHERE " GROUP BY 1, 2, 3";
+static const char tasks_all_sql[] =
+	"SELECT count(DISTINCT a.task_id) FROM attempts a JOIN tasks t ON t.id = a.task_id"
+	" WHERE ?1 IS NULL" STATS_WHERE;
+static const char tasks_batch_sql[] =
+	"SELECT count(DISTINCT a.task_id) FROM tasks t INDEXED BY tasks_batch"
+	" JOIN attempts a ON a.task_id = t.id WHERE t.batch = ?1" STATS_WHERE;
+
+static void bind_filter(sqlite3_stmt *st, const struct tq_stats_filter *f)
+{
+	tq_bind_text(st, 1, f->batch);
+	tq_bind_text(st, 2, f->group);
+	sqlite3_bind_int64(st, 3, f->since > 0 ? f->since : INT64_MIN);
+}
+
+static void row_add(struct tq_stats_row *r, sqlite3_stmt *st)
+{
+	r->attempts += sqlite3_column_int64(st, 3);
+	r->results += sqlite3_column_int64(st, 4);
+	r->errors += sqlite3_column_int64(st, 5);
+	r->cost_usd += sqlite3_column_double(st, 6);
+	r->costed += sqlite3_column_int64(st, 7);
+	r->input_tokens += sqlite3_column_int64(st, 8);
+	r->output_tokens += sqlite3_column_int64(st, 9);
+	r->cache_read_tokens += sqlite3_column_int64(st, 10);
+	r->cache_creation_tokens += sqlite3_column_int64(st, 11);
+	r->num_turns += sqlite3_column_int64(st, 12);
+	r->runtime_ms += sqlite3_column_int64(st, 13);
+	r->agent_ms += sqlite3_column_int64(st, 14);
+}
+
+/* The per-model row for the current row's model (added if new). NULL when
+ * out of memory. */
+static struct tq_stats_row *model_row(struct tq_stats *s, sqlite3_stmt *st, size_t *cap)
+{
+	const char *m = (const char *)sqlite3_column_text(st, 2);
+	struct tq_stats_row *r;
+
+	for (size_t i = 0; i < s->nmodels; i++) {
+		const char *have = s->models[i].model;
+		if ((m == NULL && have == NULL) || (m && have && strcmp(m, have) == 0))
+			return &s->models[i];
+	}
+	if (s->nmodels == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 4;
+		struct tq_stats_row *nm = reallocarray(s->models, ncap, sizeof(*nm));
+		if (nm == NULL)
+			return NULL;
+		s->models = nm;
+		*cap = ncap;
+	}
+	r = &s->models[s->nmodels];
+	memset(r, 0, sizeof(*r));
+	if (m != NULL && (r->model = strdup(m)) == NULL)
+		return NULL;
+	s->nmodels++;
+	return r;
+}
+
+static int stats_group(struct tq_stats *s, sqlite3_stmt *st, size_t *cap)
+{
+	enum tq_outcome o = TQ_OUT_NONE;
+	enum tq_category c = TQ_CAT_NONE;
+	int64_t n = sqlite3_column_int64(st, 3);
+	struct tq_stats_row *r;
+
+	if (tq_outcome_parse((const char *)sqlite3_column_text(st, 0), &o) < 0)
+		o = TQ_OUT_NONE;
+	if (tq_category_parse((const char *)sqlite3_column_text(st, 1), &c) < 0)
+		c = TQ_CAT_NONE;
+	s->outcomes[o] += n;
+	s->categories[c] += n;
+	row_add(&s->total, st);
+	if (sqlite3_column_int64(st, 4) == 0)
+		return 0; /* no agent result in this group: no model row */
+	if ((r = model_row(s, st, cap)) == NULL)
+		return TQ_ENOMEM;
+	row_add(r, st);
+	return 0;
+}
+
+static int cmp_cost(const void *a, const void *b)
+{
+	const struct tq_stats_row *x = a, *y = b;
+
+	if (x->cost_usd != y->cost_usd)
+		return x->cost_usd > y->cost_usd ? -1 : 1;
+	return x->results > y->results ? -1 : x->results < y->results;
+}
+
+static int stats_sums(struct tq_queue *q, const struct tq_stats_filter *f,
+		      struct tq_stats *s, struct tq_err *err)
+{
+	sqlite3_stmt *st = f->batch != NULL
+		? tq_db_stmt(q, ST_STATS_BATCH, stats_batch_sql, err)
+		: tq_db_stmt(q, ST_STATS_ALL, stats_all_sql, err);
+	size_t cap = 0;
+	int rc;
+
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	bind_filter(st, f);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (stats_group(s, st, &cap) < 0) {
+			tq_db_done(st);
+			return tq_err_set(err, TQ_ENOMEM, "stats: out of memory");
+		}
+	}
+	tq_db_done(st);
+	if (rc != SQLITE_DONE)
+		return tq_db_error(q, rc, err, "read stats");
+	if (s->nmodels > 1)
+		qsort(s->models, s->nmodels, sizeof(*s->models), cmp_cost);
+	return 0;
+}
+
+static int stats_tasks(struct tq_queue *q, const struct tq_stats_filter *f,
+		       struct tq_stats *s, struct tq_err *err)
+{
+	sqlite3_stmt *st = f->batch != NULL
+		? tq_db_stmt(q, ST_STATS_TASKS_B, tasks_batch_sql, err)
+		: tq_db_stmt(q, ST_STATS_TASKS, tasks_all_sql, err);
+	int rc;
+
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	bind_filter(st, f);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		s->tasks = sqlite3_column_int64(st, 0);
+	tq_db_done(st);
+	return rc == SQLITE_ROW ? 0 : tq_db_error(q, rc, err, "read stats");
+}
+
+int tq_queue_stats(struct tq_queue *q, const struct tq_stats_filter *f,
+		   struct tq_stats *s, struct tq_err *err)
+{
+	int rc;
+
+	memset(s, 0, sizeof(*s));
+	/* Two reads, not one transaction (the statement cache has no plain
+	 * BEGIN, and BEGIN IMMEDIATE would hold up the workers): an attempt
+	 * that starts between them can be in one and not the other. */
+	if ((rc = stats_sums(q, f, s, err)) < 0 || (rc = stats_tasks(q, f, s, err)) < 0) {
+		tq_stats_release(s);
+		return rc;
+	}
+	return 0;
+}
+
+void tq_stats_release(struct tq_stats *s)
+{
+	if (s == NULL)
+		return;
+	for (size_t i = 0; i < s->nmodels; i++)
+		free(s->models[i].model);
+	free(s->models);
+	memset(s, 0, sizeof(*s));
 }
