@@ -837,12 +837,21 @@ static int ask_sources(struct line *l, struct cli_ask *a, struct tq_err *err)
 		if (!cJSON_IsString(e) || *e->valuestring == '\0')
 			return tq_err_set(err, TQ_EINVAL, "\"sources\": \"%.40s\": expected "
 					  "a path", e->string);
+		/* a relative path is relative to the line's cwd, as its
+		 * command would see it, not to where taskq submit runs */
+		const char *dir = e->valuestring[0] != '/' && l->spec.cwd != NULL ?
+				  l->spec.cwd : NULL;
+		size_t dl = dir != NULL ? strlen(dir) + 1 : 0;
 		vl = strlen(e->valuestring);
-		if ((kv = arena_alloc(l->im, kl + vl + 2)) == NULL)
+		if ((kv = arena_alloc(l->im, kl + dl + vl + 2)) == NULL)
 			return oom(err);
 		memcpy(kv, e->string, kl);
 		kv[kl] = '=';
-		memcpy(kv + kl + 1, e->valuestring, vl + 1);
+		if (dir != NULL) {
+			memcpy(kv + kl + 1, dir, dl - 1);
+			kv[kl + dl] = '/';
+		}
+		memcpy(kv + kl + 1 + dl, e->valuestring, vl + 1);
 		src[n++] = kv;
 	}
 	a->sources = src;
@@ -870,6 +879,14 @@ static int apply_agent(struct line *l, struct tq_err *err)
 	    (l->f[F_ISOLATE] != NULL && (rc = get_bool(l, F_ISOLATE, &a.isolate, err)) < 0) ||
 	    (rc = ask_sources(l, &a, err)) < 0)
 		return rc;
+	/* "isolate": false says no, where a missing key means the profile's
+	 * default; a timeout given (on the line, or --timeout for every line)
+	 * is kept over the profile's */
+	if (l->f[F_ISOLATE] != NULL && !a.isolate)
+		a.isolate = -1;
+	a.keep_timeout = l->f[F_TIMEOUT] != NULL ||
+			 (l->im->defaults != NULL &&
+			  l->im->defaults->spec.timeout_ms != TQ_DEFAULT_TIMEOUT_MS);
 	if ((s = malloc(sizeof(*s))) == NULL)
 		return oom(err);
 	cli_submit_init(s);
