@@ -19,6 +19,15 @@
 TQ_DEPS=(build-essential pkg-config meson ninja-build
 	libsqlite3-dev libcjson-dev libbsd-dev libcmocka-dev sqlite3 python3)
 
+# What only the test command (tests/run) needs, on top of TQ_DEPS; ./bootstrap
+# does not install these. Without them those tests are skipped, saying why.
+#   valgrind             memcheck over the CLI's integration tests
+#   clang, libclang-rt-14-dev   libFuzzer (tests/fuzz/run): clang's fuzzer
+#                        and sanitizer runtimes (Debian 12's clang is 14)
+#   scdoc                the man page (contrib/taskq.1.scd; test_contrib)
+#   cron                 test_cron drives a real cron daemon
+TQ_TEST_DEPS=(valgrind clang libclang-rt-14-dev scdoc cron)
+
 # Print the packages among "$@" that are not installed, one a line.
 tq_deps_missing() {
 	local p

@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# test_bad_args.sh - hostile command lines:
+#   - ids that are not numbers or do not exist, for every command that
+#     takes one: exit 2, one line naming the id (README, "Exit codes"), and
+#     nothing stored changes;
+#   - argv of 1 MB (16 arguments of 64 KiB: the kernel's limit on one
+#     argument is 128 KiB): stored byte for byte, run, shown;
+#   - invalid UTF-8 and control characters in everything else a submit
+#     stores (name, batch, group, labels, environment, unique key,
+#     session, on-exit command, working directory): either refused on one
+#     line (control characters in names) or stored, and then every --json
+#     output stays valid JSON and no human output lets a raw control byte
+#     reach the terminal.
+# (Invalid UTF-8 and control characters in argv: test_submit_argv; in
+# output: test_log_bytes.)
+#
+# How we know it catches what it checks: tq_parse_id() made lenient
+# (strtoll without an end check; tried on a copy of the tree in /tmp) let
+# "1e3" through as task 1 (caught: exit 0); the JSON check catches the
+# status --json bug below (invalid UTF-8 in a group name).
+. "$(dirname "$0")/../integration/lib.sh"
+. "$(dirname "$0")/../integration/lib_serve.sh"
+. "$(dirname "$0")/lib_rel.sh"
+
+# Strict: the bytes must be UTF-8 (Python's text stdin would let invalid
+# bytes through as surrogates under a C.UTF-8 locale).
+valid_json() { "$TQ_PYTHON" -c 'import json, sys; json.loads(sys.stdin.buffer.read().decode("utf-8"))' <"$1" 2>/dev/null; }
+valid_json_lines() { "$TQ_PYTHON" -c '
+import json, sys
+for line in sys.stdin.buffer:
+    json.loads(line.decode("utf-8"))' <"$1" 2>/dev/null; }
+# no byte below 0x20 but newline, and no DEL, in file $1
+no_raw_controls() { ! LC_ALL=C grep -q $'[\x01-\x09\x0b-\x1f\x7f]' "$1" && ! LC_ALL=C grep -qaP '\x00' "$1"; }
+
+assert_exit 0 tq submit --name keep -- echo kept
+keep=$(out)
+before=$(rel_digest)
+
+check "ids that are not numbers or do not exist: exit 2, one line naming the id, for every command"
+cmds=(show log poll cancel remove kill write retry wait result classify clear)
+for c in "${cmds[@]}"; do
+	extra=()
+	[ "$c" = write ] && extra=(data)
+	run tq "$c" 424242 "${extra[@]}"
+	if grep -q "not implemented yet" "$TQ_ERR"; then
+		echo "skipped $c: not implemented yet"
+		continue
+	fi
+	# every kind of bad id for the first command; a few for the others
+	if [ "$c" = show ]; then
+		bad=(abc 0 1e3 99999999999999999999 '' 12abc ' 7' 0x10 '1 2' $'4\n2' 424242 -5)
+	else
+		bad=(12abc '' 424242)
+	fi
+	for id in "${bad[@]}"; do
+		run tq "$c" "$id" "${extra[@]}"
+		[ "$TQ_RC" -eq 2 ] || fail "$c \"$id\": exit $TQ_RC, stderr [$(err)]"
+		assert_one_line_error
+		assert_contains "$(err)" "taskq: $c: "
+		case $id in
+		424242) assert_contains "$(err)" "task 424242: no such task" ;;
+		-5) assert_contains "$(err)" '"-5"' ;;
+		*) assert_contains "$(err)" "expected a task id" "$c \"$id\"" ;;
+		esac
+	done
+done
+assert_eq "$before" "$(rel_digest)" "tasks after the refusals"
+assert_eq queued "$(tq_sql "select state from tasks where id = $keep")"
+
+check "invalid UTF-8 and control characters in what a submit stores"
+inv=$'n\xff\xfe\xc3\x28x'
+ctl=$'a\x01\x1b[31mb\tc'
+mkdir -p "$TQ_TMP/$inv"
+ids=()
+for v in "$inv" "$ctl"; do
+	for f in --name --batch --group --label=k= --label=K --env=V= --unique --on-exit --session; do
+		case $f in
+		--label=K) args=(--label "$v=1") ;;
+		*=) args=("${f%%=*}" "${f#*=}$v") ;;
+		*) args=("$f" "$v") ;;
+		esac
+		run tq submit "${args[@]}" -- echo hi
+		if [ "$TQ_RC" -eq 0 ]; then
+			ids+=("$(out)")
+		else
+			# refused: a usage error on one line that shows the value escaped
+			[ "$TQ_RC" -eq 2 ] || fail "submit $f: exit $TQ_RC [$(err)]"
+			assert_one_line_error
+			assert_contains "$(err)" "${args[0]}"
+			no_raw_controls "$TQ_ERR" || fail "raw control bytes in the error for $f"
+		fi
+	done
+done
+(cd "$TQ_TMP/$inv" && "$TASKQ_BIN" submit --name incwd -- pwd) >"$TQ_OUT" || fail "submit in a non-UTF-8 cwd"
+ids+=("$(out)")
+echo "stored ${#ids[@]} tasks with odd bytes"
+
+check "every --json output stays valid JSON, before and after they run"
+# group status is what `status` shows while tasks are queued
+tq pause "$inv" >/dev/null
+json_ok() {
+	local c phase=$1
+	for c in "list --json" "list --json --limit 1000" "status --json" "batch list --json" \
+		"batch show $inv --json" "group list --json"; do
+		# shellcheck disable=SC2086
+		"$TASKQ_BIN" $c >"$TQ_TMP/j" 2>"$TQ_ERR" || fail "$c: exit $? [$(err)]"
+		if [ "$c" = "status --json" ] && [ "$phase" = queued ]; then
+			known_bug "status --json prints a group name's bytes raw: invalid JSON for a non-UTF-8 group (src/cli/cmd_serve.c, groups array)" \
+				valid_json "$TQ_TMP/j"
+		else
+			valid_json "$TQ_TMP/j" || fail "$c is not valid JSON: $(head -c 300 "$TQ_TMP/j")"
+		fi
+	done
+	tq list >"$TQ_TMP/h"
+	no_raw_controls "$TQ_TMP/h" || fail "raw control bytes in list"
+	tq status >"$TQ_TMP/h"
+	no_raw_controls "$TQ_TMP/h" || fail "raw control bytes in status"
+	# each task's show once, after they ran (the fields only grow)
+	[ "$phase" = ran ] || return 0
+	for id in "${ids[@]}"; do
+		tq show "$id" --json >"$TQ_TMP/j" || fail "show $id --json"
+		valid_json "$TQ_TMP/j" || fail "show $id --json is not valid JSON: $(head -c 300 "$TQ_TMP/j")"
+		tq show "$id" >"$TQ_TMP/h" || fail "show $id"
+		no_raw_controls "$TQ_TMP/h" || fail "raw control bytes in show $id"
+	done
+}
+json_ok queued
+
+check "argv of 1 MB: stored byte for byte, run, shown"
+chunk=$(head -c 65534 /dev/zero | tr '\0' a)
+args=()
+for i in $(seq 10 25); do
+	args+=("$i$chunk")
+done
+assert_exit 0 tq submit -- printf '%s\n' "${args[@]}"
+big=$(out)
+[ "$(hex_args printf '%s\n' "${args[@]}")" = "$(tq_sql "select hex(argv) from tasks where id = $big")" ] ||
+	fail "argv bytes in the database differ"
+[ "$(tq_sql "select length(argv) from tasks where id = $big")" -gt 1048576 ] || fail "argv is not over 1 MB"
+assert_exit 0 tq show "$big" --json
+assert_eq 1048576 "$(out | pyjson 'sum(len(a) for a in d["argv"][2:])')" "argv length in show --json"
+assert_exit 0 tq list
+assert_exit 0 tq show "$big"
+
+serve_start 1
+wait_state "$big" succeeded 60
+printf '%s\n' "${args[@]}" | cmp - <(tq log "$big" --offset 1 --raw) || fail "the task did not get its argv"
+tq resume "$inv" >/dev/null
+wait_for "[ \"\$(tq_sql \"select count(*) from tasks where state in ('queued', 'running')\")\" -eq 0 ]" 60 ||
+	fail "tasks did not run: $(tq_sql "select id, state from tasks where state in ('queued', 'running')")"
+json_ok ran
+for id in "${ids[@]}"; do
+	for c in "log $id --json" "poll $id --json"; do
+		# shellcheck disable=SC2086
+		tq $c >"$TQ_TMP/j" || fail "$c"
+		valid_json_lines "$TQ_TMP/j" || valid_json "$TQ_TMP/j" || fail "$c is not valid JSON"
+	done
+	run tq wait "$id" --json
+	valid_json "$TQ_OUT" || fail "wait $id --json is not valid JSON"
+done
+assert_eq "$TQ_TMP/$inv" "$(tq log "${ids[-1]}" --raw)" "the task ran in its non-UTF-8 cwd"
+
+assert_exit 0 tq shutdown
+wait_for "! _tq_alive $SERVE_PID" 30 || fail "the supervisor did not stop"

@@ -1,0 +1,215 @@
+#!/usr/bin/env bash
+# test_chaos.sh - crash-safety under fire. While 2000 short tasks run with 4
+# workers, SIGKILL a random worker or the supervisor every 150-450 ms; a
+# killed supervisor is restarted at once (the new one adopts the workers
+# still alive). The tasks use --retry-lost, so a task whose worker died is
+# recovered and runs again. Then, with the chaos stopped and the queue
+# drained:
+#   - every task is in a final state, none is running, every attempt ended;
+#   - a task that failed was lost (the only failure chaos may cause);
+#   - every succeeded task's side effect happened at least once (each task
+#     appends its number to a file), and its success was recorded exactly
+#     once (one succeeded attempt; attempts numbered 1..n, none twice);
+#   - no process of any task is alive (each task carries a variable in its
+#     environment that we look for in /proc/*/environ);
+#   - PRAGMA integrity_check says ok.
+# Bounded: 2000 tasks or 60 s of chaos, whichever ends first (400 tasks and
+# 30 s in the sanitizer build, which is several times slower), then at most
+# 120 s to drain.
+#
+# How we know it catches what it checks (each tried on a copy of the tree
+# in /tmp, never in the shared files):
+#   - supervisor.c's recover() returning at once (dead workers' tasks never
+#     recovered): failed with "6 tasks not final: running|6";
+#   - recover() not killing the lost task's process group and process:
+#     failed with "task processes alive: sleep 30";
+#   - the checks themselves, by tampering with the results after the drain
+#     (a second succeeded attempt for one task; one task's line removed
+#     from the side-effect file; one task set back to running): each
+#     failed with its message.
+# Not caught: dropping the finish's fence (claim.c fence()): here every
+# killed worker is dead, so no late finish ever races a recovery.
+. "$(dirname "$0")/../integration/lib.sh"
+. "$(dirname "$0")/../integration/lib_serve.sh"
+. "$(dirname "$0")/lib_rel.sh"
+
+if [ "$(rel_is_asan)" = 1 ]; then
+	N=${REL_CHAOS_TASKS:-400}
+	CHAOS_S=${REL_CHAOS_SECONDS:-30}
+else
+	N=${REL_CHAOS_TASKS:-2000}
+	CHAOS_S=${REL_CHAOS_SECONDS:-60}
+fi
+MARK="REL_CHAOS_MARK=$$-$RANDOM"
+side="$TQ_TMP/side"
+: >"$side"
+
+_chaos_cleanup() {
+	local rc=$?
+	set +e
+	rel_kill_marked "$MARK"
+	return "$rc"
+}
+trap '_chaos_cleanup; _tq_cleanup' EXIT
+
+# The sqlite3 shell with a busy timeout: it reads while workers write.
+sql() { sqlite3 -cmd '.timeout 10000' "$TASKQ_HOME/taskq.db" "$@"; }
+FINAL="'succeeded','failed','timed_out','killed','canceled'"
+unfinished() { sql "select count(*) from tasks where state not in ($FINAL)"; }
+
+# Task i appends i to the side file. One in five sleeps a while, so that
+# kills also land on tasks in the middle of running, not only between them,
+# and leaves a helper behind (sleep 30 in the background): taskq must kill
+# it when the task ends, and recovery when the task's worker was killed.
+TASK_SH='echo "$1" >>"$2"; if [ $(($1 % 5)) -eq 0 ]; then sleep 30 & sleep 0.2; fi'
+TASK_JSON=$("$TQ_PYTHON" -c 'import json, sys; print(json.dumps(sys.argv[1]))' "$TASK_SH")
+OPTS=(--retry-lost --retries 50 --backoff 50ms --backoff-max 200ms --kill-grace 1s)
+
+# `submit --file` (JSON lines) when this taskq has it: 4 submitters of
+# 250-task files, far faster than one process a task. Else sequential
+# submits. Either way, submitter k of 4 takes tasks k, k+4, ... until N or
+# until the stop file appears (the chaos deadline), and writes how many it
+# submitted; an error goes to submit.err.
+if printf '{"cmd":["true"]}\n' | TASKQ_HOME="$TQ_TMP/probe" "$TASKQ_BIN" submit --file - >/dev/null 2>&1; then
+	BY_FILE=1
+else
+	BY_FILE=0
+fi
+rm -rf "$TQ_TMP/probe"
+submit_some() {
+	local k=$1 i n=0 batch=0 f="$TQ_TMP/tasks.$1.jsonl"
+	for ((i = k; i <= N; i += 4)); do
+		[ -e "$TQ_TMP/stop" ] && break
+		if [ "$BY_FILE" = 1 ]; then
+			printf '{"name":"c%d","cmd":["sh","-c",%s,"chaos","%d","%s"]}\n' \
+				"$i" "$TASK_JSON" \
+				"$i" "$side" >>"$f"
+			batch=$((batch + 1))
+			if [ "$batch" -eq 250 ] || [ $((i + 4)) -gt "$N" ]; then
+				env "$MARK" "$TASKQ_BIN" submit --file "$f" "${OPTS[@]}" >/dev/null 2>>"$TQ_TMP/submit.err" ||
+					{ echo "submit --file (tasks up to c$i) failed" >>"$TQ_TMP/submit.err"; break; }
+				n=$((n + batch))
+				batch=0
+				rm -f "$f"
+			fi
+		else
+			env "$MARK" "$TASKQ_BIN" submit --name "c$i" "${OPTS[@]}" -- sh -c "$TASK_SH" chaos "$i" "$side" \
+				>/dev/null 2>>"$TQ_TMP/submit.err" || { echo "submit c$i failed" >>"$TQ_TMP/submit.err"; break; }
+			n=$((n + 1))
+		fi
+	done
+	echo "$n" >"$TQ_TMP/submitted.$k"
+}
+
+# Start a supervisor in the foreground (tracked for cleanup), not waiting
+# for its workers: under chaos a restart must work whatever the state.
+start_sup() {
+	tq_bg "$TASKQ_BIN" serve --foreground --workers 4 --lease 1s 2>>"$TQ_TMP/serve.log"
+	SERVE_PID=$TQ_LAST_PID
+}
+
+# A live worker's pid, at random, checked to be a taskq worker (a pid from
+# the table may have been reused by now).
+random_worker() {
+	local pids p
+	mapfile -t pids < <(sql "select pid from workers where stopped_at is null")
+	((${#pids[@]})) || return 1
+	p=${pids[RANDOM % ${#pids[@]}]}
+	_tq_alive "$p" && grep -qa 'worker' "/proc/$p/cmdline" 2>/dev/null || return 1
+	echo "$p"
+}
+
+check "chaos: $N tasks submitted and run while a worker or the supervisor is SIGKILLed every 150-450 ms"
+serve_start 4
+t0=$(_tq_now_ms)
+deadline=$((t0 + CHAOS_S * 1000))
+subs=()
+for k in 1 2 3 4; do
+	submit_some "$k" &
+	subs+=($!)
+done
+kills_w=0 kills_s=0
+submitting() { [ ! -e "$TQ_TMP/submitted.1" ] || [ ! -e "$TQ_TMP/submitted.2" ] ||
+	[ ! -e "$TQ_TMP/submitted.3" ] || [ ! -e "$TQ_TMP/submitted.4" ]; }
+# Until every task is submitted and final, and at least 6 kills happened
+# (a fast machine may finish first), or the deadline.
+while [ "$(_tq_now_ms)" -lt "$deadline" ] &&
+	{ submitting || [ "$(unfinished)" -gt 0 ] || [ $((kills_w + kills_s)) -lt 6 ]; }; do
+	sleep "0.$((150 + RANDOM % 300))"
+	if ((RANDOM % 4 == 0)); then
+		kill -KILL "$SERVE_PID" 2>/dev/null || true
+		wait "$SERVE_PID" 2>/dev/null || true
+		kills_s=$((kills_s + 1))
+		start_sup
+	elif w=$(random_worker); then
+		kill -KILL "$w" 2>/dev/null && kills_w=$((kills_w + 1))
+	fi
+	# A supervisor that exited by itself (not killed by us) is a failure.
+	_tq_alive "$SERVE_PID" || fail "the supervisor exited on its own: $(tail -5 "$TQ_TMP/serve.log")"
+done
+touch "$TQ_TMP/stop"
+for p in "${subs[@]}"; do
+	wait "$p" || true
+done
+chaos_ms=$(($(_tq_now_ms) - t0))
+submitted=0
+for f in "$TQ_TMP"/submitted.*; do
+	submitted=$((submitted + $(cat "$f")))
+done
+echo "chaos for $chaos_ms ms: $submitted tasks submitted, $kills_w workers and" \
+	"$kills_s supervisors killed; $(unfinished) tasks unfinished"
+[ ! -s "$TQ_TMP/submit.err" ] || fail "a submit failed under chaos: $(head -5 "$TQ_TMP/submit.err")"
+assert_eq "$submitted" "$(sql "select count(*) from tasks")" "tasks stored"
+[ "$submitted" -ge 100 ] || fail "only $submitted tasks submitted in ${CHAOS_S}s"
+[ $((kills_w + kills_s)) -ge 6 ] || fail "only $((kills_w + kills_s)) kills: the chaos did not happen"
+N=$submitted
+
+check "with the chaos over, every task ends"
+wait_for '[ "$(unfinished)" -eq 0 ]' 120 ||
+	fail "$(unfinished) tasks not final: $(sql "select state, count(*) from tasks where state not in ($FINAL) group by state")"
+echo "drained $(($(_tq_now_ms) - t0 - chaos_ms)) ms after the chaos"
+sql "select state, coalesce(outcome, '-'), count(*) from tasks group by 1, 2"
+sql "select 'attempts', outcome, count(*) from attempts group by 2"
+
+check "no task running, every attempt ended"
+assert_eq 0 "$(sql "select count(*) from tasks where state = 'running'")" "running tasks"
+assert_eq 0 "$(sql "select count(*) from attempts where ended_at is null or outcome is null")" \
+	"attempts never ended"
+check "a task that did not succeed was lost (and retried until its budget ran out)"
+assert_eq "" "$(sql "select id || ' ' || state || ' ' || coalesce(outcome, '') || ' ' || coalesce(reason, '')
+	from tasks where state != 'succeeded' and not (state = 'failed' and outcome = 'lost') limit 5")" \
+	"tasks that ended otherwise"
+ok=$(sql "select count(*) from tasks where state = 'succeeded'")
+[ "$ok" -ge $((N * 9 / 10)) ] || fail "only $ok of $N tasks succeeded"
+
+check "each succeeded task's result is recorded exactly once"
+assert_eq "" "$(sql "select t.id from tasks t where t.state = 'succeeded' and
+	(select count(*) from attempts a where a.task_id = t.id and a.outcome = 'succeeded') != 1 limit 5")" \
+	"succeeded tasks without exactly one succeeded attempt"
+assert_eq "" "$(sql "select t.id from tasks t where t.state != 'succeeded' and
+	exists (select 1 from attempts a where a.task_id = t.id and a.outcome = 'succeeded') limit 5")" \
+	"tasks with a succeeded attempt that are not succeeded"
+assert_eq "" "$(sql "select t.id from tasks t left join attempts a on a.task_id = t.id
+	group by t.id having count(a.attempt) != t.attempt or coalesce(max(a.attempt), 0) != t.attempt limit 5")" \
+	"tasks whose attempts are not numbered 1..attempt"
+
+check "each succeeded task's side effect happened at least once"
+# (comm wants its inputs in the collating order of sort, not numeric)
+sql "select substr(name, 2) from tasks where state = 'succeeded'" | sort -u >"$TQ_TMP/ok"
+sort -u "$side" >"$TQ_TMP/done"
+missing=$(comm -23 "$TQ_TMP/ok" "$TQ_TMP/done" | head -5 | tr '\n' ' ')
+assert_eq "" "$missing" "succeeded tasks whose side effect is missing"
+assert_eq 0 "$(grep -cvxE '[0-9]+' "$side" || true)" "garbled lines in the side-effect file"
+echo "side effects: $(wc -l <"$side") lines for $ok succeeded tasks" \
+	"($(sort -n "$side" | uniq -d | wc -l) tasks ran more than once)"
+
+check "no process of any task is alive"
+wait_for '[ -z "$(rel_marked_procs "$MARK")" ]' 5 ||
+	fail "task processes alive: $(for p in $(rel_marked_procs "$MARK"); do
+		tr '\0' ' ' <"/proc/$p/cmdline"; echo " (pid $p)"; done)"
+
+check "PRAGMA integrity_check is ok"
+assert_eq ok "$(rel_integrity)"
+
+assert_exit 0 tq shutdown
+wait_for "! _tq_alive $SERVE_PID" 30 || fail "the supervisor did not stop"
