@@ -265,6 +265,7 @@ static cJSON *status_json(const struct status *s, const char *home)
 {
 	cJSON *o = cJSON_CreateObject(), *t, *w, *g;
 	int64_t now = tq_now_ms();
+	int oom = o == NULL;
 
 	cJSON_AddBoolToObject(o, "supervisor_running", s->running);
 	if (s->running) {
@@ -272,7 +273,7 @@ static cJSON *status_json(const struct status *s, const char *home)
 		cJSON_AddNumberToObject(o, "started_at", (double)s->started_at);
 		cJSON_AddNumberToObject(o, "workers", (double)s->workers_target);
 	}
-	cJSON_AddStringToObject(o, "home", home);
+	cli_json_bytes(o, "home", home, &oom);
 	cJSON_AddNumberToObject(o, "retention_ms", (double)s->retention_ms);
 	t = cJSON_AddObjectToObject(o, "tasks");
 	for (int i = 0; i < TQ_STATE_COUNT; i++)
@@ -295,7 +296,7 @@ static cJSON *status_json(const struct status *s, const char *home)
 		if (!group_shown(&s->gs[i], now))
 			continue;
 		x = cJSON_CreateObject();
-		cJSON_AddStringToObject(x, "name", s->gs[i].name);
+		cli_json_bytes(x, "name", s->gs[i].name, &oom);
 		cJSON_AddNumberToObject(x, "running", (double)s->gs[i].running);
 		cJSON_AddNumberToObject(x, "queued", (double)s->gs[i].queued);
 		cJSON_AddNumberToObject(x, "parallel", (double)s->gs[i].parallel);
@@ -303,6 +304,10 @@ static cJSON *status_json(const struct status *s, const char *home)
 		if (s->gs[i].paused_until > now)
 			cJSON_AddNumberToObject(x, "paused_until", (double)s->gs[i].paused_until);
 		cJSON_AddItemToArray(g, x);
+	}
+	if (oom) {
+		cJSON_Delete(o);
+		return NULL;
 	}
 	return o;
 }

@@ -443,6 +443,10 @@ static int quick_check(struct tq_queue *q, struct tq_err *err)
 		}
 		rc = tq_err_set(err, TQ_ECORRUPT, "database %s is corrupt (quick_check: %s)",
 				q->path, r ? r : "?");
+		/* SQLite's report has a line per problem: keep the error one line */
+		for (char *p = err != NULL ? err->msg : NULL; p != NULL && *p; p++)
+			if (*p == '\n' || *p == '\r' || *p == '\t')
+				*p = ' ';
 		sqlite3_finalize(st);
 		return rc;
 	}
