@@ -233,8 +233,10 @@ static size_t live_pids(struct sup *s, pid_t *pids)
 static int worker_alive(struct sup *s, int64_t worker_id)
 {
 	struct tq_worker_info *ws = NULL;
+	struct tq_err err = TQ_ERR_INIT;
 	size_t n = 0;
 	int alive = 0;
+	char now[32];
 
 	if (worker_id == 0 || tq_queue_workers(s->q, &ws, &n, NULL) < 0)
 		return 0;
@@ -242,11 +244,22 @@ static int worker_alive(struct sup *s, int64_t worker_id)
 		if (ws[i].id != worker_id || !tq_proc_same(ws[i].pid, ws[i].proc_start))
 			continue;
 		alive = 1;
-		if (tq_now_ms() - ws[i].heartbeat_at > WEDGED_LEASES * s->o->lease_ms) {
-			slog("worker pid %d has not heartbeaten for %lld ms; killing it",
-			     ws[i].pid, (long long)(tq_now_ms() - ws[i].heartbeat_at));
-			tq_proc_signal(ws[i].pid, ws[i].proc_start, SIGKILL, NULL);
+		if (tq_now_ms() - ws[i].heartbeat_at <= WEDGED_LEASES * s->o->lease_ms)
+			continue;
+		/* No heartbeat may mean the store refuses writes (a full disk):
+		 * then every worker is late, not stuck, and killing one would
+		 * turn a healthy task into a lost one. Kill only when we can
+		 * write ourselves. */
+		snprintf(now, sizeof(now), "%lld", (long long)tq_now_ms());
+		if (tq_queue_meta_set(s->q, "supervisor_probe", now, &err) < 0) {
+			slog("worker pid %d has not heartbeaten for %lld ms, but the "
+			     "store refuses writes (%s): leaving it", ws[i].pid,
+			     (long long)(tq_now_ms() - ws[i].heartbeat_at), err.msg);
+			continue;
 		}
+		slog("worker pid %d has not heartbeaten for %lld ms; killing it",
+		     ws[i].pid, (long long)(tq_now_ms() - ws[i].heartbeat_at));
+		tq_proc_signal(ws[i].pid, ws[i].proc_start, SIGKILL, NULL);
 	}
 	free(ws);
 	return alive;
