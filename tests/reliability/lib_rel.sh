@@ -68,19 +68,3 @@ assert_runtime_error() {
 		assert_contains "$(err)" "$w" "the error names the problem"
 	done
 }
-
-# A check of a guarantee taskq does not keep yet (a bug reported to the
-# owner of the code): its failure is printed loudly but does not fail the
-# test unless REL_STRICT=1, so the suite stays green until the fix lands.
-# Usage: known_bug 'DESCRIPTION' COMMAND...   (COMMAND must succeed)
-known_bug() {
-	local what=$1
-	shift
-	if "$@"; then
-		echo "known bug now fixed? ($what): the check passes; make it a plain check"
-		return 0
-	fi
-	echo "KNOWN BUG: $what"
-	[ "${REL_STRICT:-0}" = 1 ] && fail "known bug (REL_STRICT=1): $what"
-	return 0
-}
