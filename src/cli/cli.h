@@ -229,4 +229,9 @@ struct cJSON *cli_log_line_json(const struct tq_log_line *l, int *oom);
  * (cli_task_status, null until it ends), reason. */
 void cli_json_task_end(struct cJSON *o, const struct tq_task *t, int *oom);
 
+/* One task in a summary (wait --json, batch show --json): id, name, how it
+ * stands (cli_json_task_end), category, attempt. NULL when out of memory
+ * (*oom set). */
+struct cJSON *cli_task_summary_json(const struct tq_task *t, int *oom);
+
 #endif

@@ -225,22 +225,6 @@ static int batch_failures(const struct cli_ctx *c, struct tq_queue *q, const cha
 	return CLI_OK;
 }
 
-static cJSON *failure_json(const struct tq_task *t, int *oom)
-{
-	cJSON *o = cJSON_CreateObject();
-
-	if (o == NULL) {
-		*oom = 1;
-		return NULL;
-	}
-	cli_json_int(o, "id", t->id, 1, oom);
-	cli_json_bytes(o, "name", t->name, oom);
-	cli_json_task_end(o, t, oom);
-	cli_json_name(o, "category", t->category != TQ_CAT_NONE ?
-		      tq_category_name(t->category) : NULL, oom);
-	cli_json_int(o, "attempt", t->attempt, 1, oom);
-	return o;
-}
 
 static void print_counts_line(const struct tq_batch *b)
 {
@@ -349,7 +333,7 @@ static int batch_show(const struct cli_ctx *c, int argc, char **argv)
 		if (o != NULL && (arr = cJSON_AddArrayToObject(o, "failures")) == NULL)
 			oom = 1;
 		for (size_t i = 0; !oom && i < n; i++)
-			add_item(arr, failure_json(&ts[i], &oom), &oom);
+			add_item(arr, cli_task_summary_json(&ts[i], &oom), &oom);
 		rc = print_json_out(c, o, oom);
 	} else if (show_human(&b, ts, n) < 0) {
 		rc = cli_runtime(c, "out of memory");

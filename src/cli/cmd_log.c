@@ -235,6 +235,23 @@ void cli_json_task_end(cJSON *o, const struct tq_task *t, int *oom)
 	cli_json_bytes(o, "reason", t->reason, oom);
 }
 
+cJSON *cli_task_summary_json(const struct tq_task *t, int *oom)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (o == NULL) {
+		*oom = 1;
+		return NULL;
+	}
+	cli_json_int(o, "id", t->id, 1, oom);
+	cli_json_bytes(o, "name", t->name, oom);
+	cli_json_task_end(o, t, oom);
+	cli_json_name(o, "category", t->category != TQ_CAT_NONE ?
+		      tq_category_name(t->category) : NULL, oom);
+	cli_json_int(o, "attempt", t->attempt, 1, oom);
+	return o;
+}
+
 /* ------------------------------------------------------------------ */
 /* Shared by log and poll                                             */
 

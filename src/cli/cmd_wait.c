@@ -269,21 +269,6 @@ static int print_human(struct waiter *w)
 	return CLI_OK;
 }
 
-static cJSON *task_json(const struct tq_task *t, int *oom)
-{
-	cJSON *o = cJSON_CreateObject();
-
-	if (o == NULL) {
-		*oom = 1;
-		return NULL;
-	}
-	cli_json_int(o, "id", t->id, 1, oom);
-	cli_json_bytes(o, "name", t->name, oom);
-	cli_json_task_end(o, t, oom);
-	cli_json_name(o, "category", t->category != TQ_CAT_NONE ?
-		      tq_category_name(t->category) : NULL, oom);
-	return o;
-}
 
 static void add_item(cJSON *arr, cJSON *x, int *oom)
 {
@@ -307,7 +292,7 @@ static int print_json(struct waiter *w, int done, int status)
 		if ((rc = batch_tasks(w, 1, -1, &ts, &n)) != CLI_OK)
 			goto out;
 		for (size_t i = 0; !oom && i < n; i++)
-			add_item(arr, task_json(&ts[i], &oom), &oom);
+			add_item(arr, cli_task_summary_json(&ts[i], &oom), &oom);
 	} else {
 		for (size_t i = 0; !oom && i < w->n; i++) {
 			cJSON *x;
@@ -316,7 +301,7 @@ static int print_json(struct waiter *w, int done, int status)
 				cli_json_int(x, "id", w->ids[i], 1, &oom);
 				cli_json_bool(x, "removed", 1, &oom);
 			} else {
-				x = task_json(&w->tasks[i], &oom);
+				x = cli_task_summary_json(&w->tasks[i], &oom);
 				counts[w->tasks[i].state]++;
 			}
 			total++;
