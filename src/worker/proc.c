@@ -173,6 +173,62 @@ int tq_proc_signal(pid_t pid, int64_t start_time, int sig, struct tq_err *err)
 	return rc;
 }
 
+/* Whether the NUL-separated environment env (n bytes) has the entry m. */
+static int env_has(const char *env, size_t n, const char *m, size_t mlen)
+{
+	for (size_t i = 0; i < n;) {
+		const char *end = memchr(env + i, '\0', n - i);
+		size_t len = end != NULL ? (size_t)(end - (env + i)) : n - i;
+		if (len == mlen && memcmp(env + i, m, mlen) == 0)
+			return 1;
+		i += len + 1;
+	}
+	return 0;
+}
+
+#define ENVIRON_READ_MAX (1024 * 1024)
+
+int tq_proc_kill_marked(const char *marker, size_t *killed, struct tq_err *err)
+{
+	size_t mlen = strlen(marker), count = 0;
+	struct dirent *de;
+	char *buf;
+	DIR *d;
+
+	if (killed != NULL)
+		*killed = 0;
+	if ((buf = malloc(ENVIRON_READ_MAX)) == NULL)
+		return tq_err_set(err, TQ_ENOMEM, "out of memory");
+	if ((d = opendir("/proc")) == NULL) {
+		free(buf);
+		return tq_err_sys(err, "open /proc");
+	}
+	while ((de = readdir(d)) != NULL) {
+		char path[64];
+		size_t n = 0;
+		ssize_t r;
+		long pid = strtol(de->d_name, NULL, 10);
+		int fd;
+
+		if (pid <= 1 || pid == (long)getpid())
+			continue;
+		snprintf(path, sizeof(path), "/proc/%ld/environ", pid);
+		if ((fd = tq_open(path, O_RDONLY, 0)) < 0)
+			continue;
+		while (n < ENVIRON_READ_MAX &&
+		       (r = tq_read(fd, buf + n, ENVIRON_READ_MAX - n)) > 0)
+			n += (size_t)r;
+		tq_close(fd);
+		if (env_has(buf, n, marker, mlen) && kill((pid_t)pid, SIGKILL) == 0)
+			count++;
+	}
+	closedir(d);
+	free(buf);
+	if (killed != NULL)
+		*killed = count;
+	return (int)count;
+}
+
 int tq_proc_kill_group(pid_t pgid, int sig, struct tq_err *err)
 {
 	if (pgid <= 1 || pgid == getpgrp())

@@ -182,6 +182,19 @@ int tq_proc_sweep(const pid_t *keep, size_t nkeep, size_t *killed,
 	struct tq_err *err);
 
 /*
+ * SIGKILL every process whose environment holds the entry marker exactly
+ * ("TASKQ_TASK_ID=41", which the runner gives every task): what a lost task
+ * left behind, wherever it went — its leader may have exited and the rest
+ * been reparented to init when the supervisor died with the worker, or the
+ * worker may have died before it recorded the task's pid. The marker, not a
+ * pid or group id, names them, so a reused id is never hit. Processes whose
+ * environment cannot be read (another user's) are skipped. Returns the
+ * number signalled (*killed may be NULL), or TQ_ENOMEM / TQ_EIO.
+ */
+#define TQ_TASK_MARK_VAR "TASKQ_TASK_ID"
+int tq_proc_kill_marked(const char *marker, size_t *killed, struct tq_err *err);
+
+/*
  * Reap every child that has exited, without blocking: waitpid(-1, WNOHANG)
  * until it returns 0 or ECHILD, calling cb(pid, status, arg) for each. Call
  * it when SIGCHLD arrives. Returns the number reaped, or TQ_EIO with err set.

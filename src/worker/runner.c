@@ -129,6 +129,7 @@ static int start(struct run *r, struct tq_err *err)
 {
 	struct tq_env env = TQ_ENV_INIT;
 	int64_t start_ticks = 0, off = 0, line = 0;
+	char mark[48];
 	int rc;
 
 	if ((rc = build_env(r->t, &env, err)) < 0)
@@ -138,6 +139,13 @@ static int start(struct run *r, struct tq_err *err)
 		return rc;
 	}
 	r->rp = tq_result_parser_new(result_parser(r));
+	/* every process of the task carries its id: recovery finds what a
+	 * lost task left behind by it (tq_proc_kill_marked) */
+	snprintf(mark, sizeof(mark), TQ_TASK_MARK_VAR "=%lld", (long long)r->t->id);
+	if ((rc = tq_env_set(&env, mark, err)) < 0) {
+		tq_env_release(&env);
+		return rc;
+	}
 	r->child.argv = r->agent.argv != NULL ? r->agent.argv : r->t->argv;
 	r->child.envp = env.vars;
 	r->child.cwd = r->agent.cwd != NULL ? r->agent.cwd : r->t->cwd;

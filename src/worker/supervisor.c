@@ -319,6 +319,14 @@ static void recover(struct sup *s, int64_t worker_id, const char *why)
 			tq_proc_kill_group(ex[i].pgid, SIGKILL, NULL);
 			tq_proc_signal(ex[i].pid, ex[i].proc_start, SIGKILL, NULL);
 		}
+		/* and whatever it left that is no longer in reach of its pid or
+		 * our subreaping (reparented to init while no supervisor ran, or
+		 * started before its worker recorded the pid) */
+		char mark[48];
+		snprintf(mark, sizeof(mark), TQ_TASK_MARK_VAR "=%lld", (long long)ex[i].task_id);
+		if (tq_proc_kill_marked(mark, &killed, NULL) > 0)
+			slog("task %lld: killed %zu leftover process%s", (long long)ex[i].task_id,
+			     killed, killed == 1 ? "" : "es");
 		snprintf(reason, sizeof(reason), "%s", why);
 		lost_policy(s, &ex[i], &f);
 		if (tq_queue_finish(s->q, &f, NULL, &err) < 0)
