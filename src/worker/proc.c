@@ -188,9 +188,10 @@ static int env_has(const char *env, size_t n, const char *m, size_t mlen)
 
 #define ENVIRON_READ_MAX (1024 * 1024)
 
-int tq_proc_kill_marked(const char *marker, size_t *killed, struct tq_err *err)
+int tq_proc_kill_marked(const char *marker, const char *home, size_t *killed,
+			struct tq_err *err)
 {
-	size_t mlen = strlen(marker), count = 0;
+	size_t mlen = strlen(marker), hlen = strlen(home), count = 0;
 	struct dirent *de;
 	char *buf;
 	DIR *d;
@@ -219,7 +220,8 @@ int tq_proc_kill_marked(const char *marker, size_t *killed, struct tq_err *err)
 		       (r = tq_read(fd, buf + n, ENVIRON_READ_MAX - n)) > 0)
 			n += (size_t)r;
 		tq_close(fd);
-		if (env_has(buf, n, marker, mlen) && kill((pid_t)pid, SIGKILL) == 0)
+		if (env_has(buf, n, marker, mlen) && env_has(buf, n, home, hlen) &&
+		    kill((pid_t)pid, SIGKILL) == 0)
 			count++;
 	}
 	closedir(d);

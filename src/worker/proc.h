@@ -182,8 +182,10 @@ int tq_proc_sweep(const pid_t *keep, size_t nkeep, size_t *killed,
 	struct tq_err *err);
 
 /*
- * SIGKILL every process whose environment holds the entry marker exactly
- * ("TASKQ_TASK_ID=41", which the runner gives every task): what a lost task
+ * SIGKILL every process whose environment holds both entries exactly
+ * (marker "TASKQ_TASK_ID=41" and home "TASKQ_TASK_HOME=/path/of/state/dir",
+ * which the runner gives every task; ids repeat across state directories):
+ * what a lost task
  * left behind, wherever it went — its leader may have exited and the rest
  * been reparented to init when the supervisor died with the worker, or the
  * worker may have died before it recorded the task's pid. The marker, not a
@@ -192,7 +194,9 @@ int tq_proc_sweep(const pid_t *keep, size_t nkeep, size_t *killed,
  * number signalled (*killed may be NULL), or TQ_ENOMEM / TQ_EIO.
  */
 #define TQ_TASK_MARK_VAR "TASKQ_TASK_ID"
-int tq_proc_kill_marked(const char *marker, size_t *killed, struct tq_err *err);
+#define TQ_TASK_HOME_VAR "TASKQ_TASK_HOME"
+int tq_proc_kill_marked(const char *marker, const char *home, size_t *killed,
+			struct tq_err *err);
 
 /*
  * Reap every child that has exited, without blocking: waitpid(-1, WNOHANG)

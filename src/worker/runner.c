@@ -142,7 +142,8 @@ static int start(struct run *r, struct tq_err *err)
 	/* every process of the task carries its id: recovery finds what a
 	 * lost task left behind by it (tq_proc_kill_marked) */
 	snprintf(mark, sizeof(mark), TQ_TASK_MARK_VAR "=%lld", (long long)r->t->id);
-	if ((rc = tq_env_set(&env, mark, err)) < 0) {
+	if ((rc = tq_env_set(&env, mark, err)) < 0 ||
+	    (rc = tq_env_set(&env, r->w->home_mark, err)) < 0) {
 		tq_env_release(&env);
 		return rc;
 	}

@@ -74,6 +74,7 @@ struct slot {
 struct sup {
 	const struct tq_serve_opts *o;
 	struct tq_queue *q;
+	char home_mark[PATH_MAX + 32]; /* what tasks of this home carry (proc.h) */
 	struct pidfh *pfh;
 	int sigfd;
 	struct slot slots[TQ_MAX_WORKERS];
@@ -324,7 +325,7 @@ static void recover(struct sup *s, int64_t worker_id, const char *why)
 		 * started before its worker recorded the pid) */
 		char mark[48];
 		snprintf(mark, sizeof(mark), TQ_TASK_MARK_VAR "=%lld", (long long)ex[i].task_id);
-		if (tq_proc_kill_marked(mark, &killed, NULL) > 0)
+		if (tq_proc_kill_marked(mark, s->home_mark, &killed, NULL) > 0)
 			slog("task %lld: killed %zu leftover process%s", (long long)ex[i].task_id,
 			     killed, killed == 1 ? "" : "es");
 		snprintf(reason, sizeof(reason), "%s", why);
@@ -845,6 +846,8 @@ int tq_supervisor_main(const struct tq_serve_opts *o)
 		rc = 1;
 		goto out;
 	}
+	snprintf(s.home_mark, sizeof(s.home_mark), TQ_TASK_HOME_VAR "=%s",
+		 tq_queue_home(s.q));
 	write_meta(&s);
 	slog("started: %d workers, state directory %s", o->workers, o->home);
 	adopt(&s);

@@ -158,6 +158,8 @@ static int start(struct worker *w, struct tq_err *err)
 		return rc;
 	if ((rc = tq_queue_open(&w->q, w->o->home, 0, err)) < 0)
 		return rc;
+	snprintf(w->home_mark, sizeof(w->home_mark), TQ_TASK_HOME_VAR "=%s",
+		 tq_queue_home(w->q));
 	if ((w->bellfd = tq_doorbell_open(w->o->home, err)) < 0)
 		return w->bellfd;
 	if (tq_rules_load(&w->rules, NULL, err) < 0) {

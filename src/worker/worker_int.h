@@ -4,6 +4,7 @@
 #ifndef TQ_WORKER_INT_H
 #define TQ_WORKER_INT_H
 
+#include <limits.h>
 #include <stdint.h>
 #include <sys/signalfd.h>
 
@@ -22,6 +23,7 @@ struct worker {
 	int64_t stop_at;        /* mono ms: the running task's grace ends */
 	int poked;              /* SIGUSR1: look at the store now */
 	struct tq_rules *rules; /* classification rules (classify.h) */
+	char home_mark[PATH_MAX + 32]; /* "TASKQ_TASK_HOME=HOME", given to tasks */
 };
 
 /* Log a line to the worker's stderr (the supervisor's log). */
