@@ -844,9 +844,7 @@ out:
 /* ------------------------------------------------------------------ */
 /* The config file                                                    */
 
-/* $TASKQ_CONFIG (must exist), else $XDG_CONFIG_HOME/taskq/config.json,
- * else ~/.config/taskq/config.json. 1 when there is none to look for. */
-static int config_path(char *buf, size_t n, int *must_exist, struct tq_err *err)
+int tq_config_path(char *buf, size_t n, int *must_exist, struct tq_err *err)
 {
 	const char *e = getenv("TASKQ_CONFIG"), *x = getenv("XDG_CONFIG_HOME");
 	const char *h = getenv("HOME");
@@ -868,9 +866,8 @@ static int config_path(char *buf, size_t n, int *must_exist, struct tq_err *err)
 	return 0;
 }
 
-/* The whole file; *text NULL when it does not exist and need not. */
-static int read_config(const char *path, int must_exist, char **text, size_t *len,
-		       struct tq_err *err)
+int tq_config_read(const char *path, int must_exist, size_t max, char **text,
+		   size_t *len, struct tq_err *err)
 {
 	struct stat st;
 	char *buf = NULL;
@@ -882,19 +879,14 @@ static int read_config(const char *path, int must_exist, char **text, size_t *le
 	if ((fd = tq_open(path, O_RDONLY, 0)) < 0) {
 		if (errno == ENOENT && !must_exist)
 			return 0;
-		rc = tq_err_sys(err, "open %s", path);
-		/* a config named but missing is the user's mistake, not the store's */
-		if (rc == TQ_ENOTFOUND && err != NULL)
-			err->code = TQ_EINVAL;
-		return rc == TQ_ENOTFOUND ? TQ_EINVAL : rc;
+		return tq_err_sys(err, "open %s", path);
 	}
 	if (fstat(fd, &st) < 0)
 		rc = tq_err_sys(err, "stat %s", path);
 	else if (!S_ISREG(st.st_mode))
 		rc = tq_err_set(err, TQ_EINVAL, "%s: not a regular file", path);
-	else if (st.st_size > TQ_PROFILE_CONFIG_MAX)
-		rc = tq_err_set(err, TQ_EINVAL, "%s: larger than %d bytes", path,
-				TQ_PROFILE_CONFIG_MAX);
+	else if ((uint64_t)st.st_size > max)
+		rc = tq_err_set(err, TQ_EINVAL, "%s: larger than %zu bytes", path, max);
 	else if ((buf = malloc((size_t)st.st_size + 1)) == NULL)
 		rc = tq_err_set(err, TQ_ENOMEM, "read %s: out of memory", path);
 	else if ((got = tq_read_full(fd, buf, (size_t)st.st_size)) < 0)
@@ -925,13 +917,22 @@ int tq_profiles_load_file(struct tq_profiles **pp, const char *path, struct tq_e
 	if (rc < 0)
 		goto out;
 	if (path == NULL) {
-		if ((rc = config_path(file, sizeof(file), &must_exist, err)) < 0)
+		if ((rc = tq_config_path(file, sizeof(file), &must_exist, err)) < 0)
 			goto out;
 		path = rc == 0 ? file : "";
 		rc = 0;
 	}
-	if (*path != '\0' && (rc = read_config(path, must_exist, &text, &len, err)) < 0)
+	if (*path != '\0' &&
+	    (rc = tq_config_read(path, must_exist, TQ_PROFILE_CONFIG_MAX, &text, &len,
+				 err)) < 0) {
+		/* a config named but missing is the user's mistake, not the store's */
+		if (rc == TQ_ENOTFOUND) {
+			rc = TQ_EINVAL;
+			if (err != NULL)
+				err->code = TQ_EINVAL;
+		}
 		goto out;
+	}
 	if (text != NULL && (rc = parse_file(ps, path, text, len, 0, err)) < 0)
 		goto out;
 	if (tq_profiles_find(ps, NULL) == NULL) {

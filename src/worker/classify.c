@@ -63,6 +63,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "../common/profile.h"
 #include "../common/parse.h"
 #include "../common/sys.h"
 #include "rules_json.h"
@@ -1683,72 +1684,6 @@ static int build_prefilter(struct tq_rules *R, struct tq_err *err)
 	return rc < 0 ? tq_err_set(err, TQ_ENOMEM, "rules: out of memory") : 0;
 }
 
-/*
- * The default config file: $TASKQ_CONFIG (then it must exist), else
- * $XDG_CONFIG_HOME/taskq/config.json, else ~/.config/taskq/config.json.
- * 0 with buf set; 1 when there is none to look for.
- */
-static int config_path(char *buf, size_t n, int *must_exist, struct tq_err *err)
-{
-	const char *e = getenv("TASKQ_CONFIG"), *x = getenv("XDG_CONFIG_HOME");
-	const char *h = getenv("HOME");
-	int k;
-
-	*must_exist = 0;
-	if (e != NULL && *e != '\0') {
-		*must_exist = 1;
-		k = snprintf(buf, n, "%s", e);
-	} else if (x != NULL && x[0] == '/') {
-		k = snprintf(buf, n, "%s/taskq/config.json", x);
-	} else if (h != NULL && *h != '\0') {
-		k = snprintf(buf, n, "%s/.config/taskq/config.json", h);
-	} else {
-		return 1;
-	}
-	if (k < 0 || (size_t)k >= n)
-		return tq_err_set(err, TQ_EINVAL, "config file path longer than %zu bytes", n - 1);
-	return 0;
-}
-
-/* Read a config file whole. *text NULL (and 0) when it does not exist and
- * need not. */
-static int read_config(const char *path, int must_exist, char **text, size_t *len,
-		       struct tq_err *err)
-{
-	struct stat st;
-	char *buf = NULL;
-	ssize_t got;
-	int fd, rc = 0;
-
-	*text = NULL;
-	*len = 0;
-	if ((fd = tq_open(path, O_RDONLY | O_CLOEXEC, 0)) < 0) {
-		if (errno == ENOENT && !must_exist)
-			return 0;
-		return tq_err_sys(err, "open %s", path);
-	}
-	if (fstat(fd, &st) < 0) {
-		rc = tq_err_sys(err, "stat %s", path);
-	} else if (!S_ISREG(st.st_mode)) {
-		rc = tq_err_set(err, TQ_EINVAL, "%s: not a regular file", path);
-	} else if (st.st_size > TQ_CLASSIFY_CONFIG_MAX) {
-		rc = tq_err_set(err, TQ_EINVAL, "%s: larger than %d bytes "
-				"(TQ_CLASSIFY_CONFIG_MAX)", path, TQ_CLASSIFY_CONFIG_MAX);
-	} else if ((buf = malloc((size_t)st.st_size + 1)) == NULL) {
-		rc = tq_err_set(err, TQ_ENOMEM, "read %s: out of memory", path);
-	} else if ((got = tq_read_full(fd, buf, (size_t)st.st_size)) < 0) {
-		rc = tq_err_sys(err, "read %s", path);
-	} else {
-		buf[got] = '\0';
-		*text = buf;
-		*len = (size_t)got;
-		buf = NULL;
-	}
-	free(buf);
-	tq_close(fd);
-	return rc;
-}
-
 void tq_rules_free(struct tq_rules *r)
 {
 	if (r == NULL)
@@ -1786,11 +1721,13 @@ int tq_rules_load(struct tq_rules **rp, const char *path, struct tq_err *err)
 		goto out;
 	}
 	if (path == NULL) {
-		if ((rc = config_path(file, sizeof(file), &must_exist, err)) < 0)
+		if ((rc = tq_config_path(file, sizeof(file), &must_exist, err)) < 0)
 			goto out;
 		path = rc == 0 ? file : "";
 	}
-	if (*path != '\0' && (rc = read_config(path, must_exist, &text, &len, err)) < 0)
+	if (*path != '\0' &&
+	    (rc = tq_config_read(path, must_exist, TQ_CLASSIFY_CONFIG_MAX, &text, &len,
+				 err)) < 0)
 		goto out;
 	if (text != NULL && ((rc = parse_rules_file(path, text, len, 0, &u, err)) < 0 ||
 			     (rc = merge(R, &u, path, err)) < 0))
