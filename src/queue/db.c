@@ -470,12 +470,24 @@ static int quick_check(struct tq_queue *q, struct tq_err *err)
  * WAL passes TQ_CLI_WAL_FRAMES: the WAL then stays small and the next
  * process's recovery has little to read. Long-lived connections (workers)
  * keep SQLite's autocheckpoint, which works while they stay open.
+ *
+ * The checkpoint never waits. A TRUNCATE checkpoint calls the busy handler
+ * until no other connection reads an old snapshot and no one writes, and it
+ * holds other writers off meanwhile; with several submitters and workers at
+ * once every submit past the threshold queued behind the others' checkpoints
+ * (measured: 8 concurrent submitters, 18 submits/s in all against 90/s from
+ * one). Busy means another connection is open, whose own checkpoints (or a
+ * later lone CLI's) keep the WAL in bounds, so a busy checkpoint is skipped.
  */
 static int cli_wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
 {
-	(void)arg;
-	if (frames >= TQ_CLI_WAL_FRAMES)
-		sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+	struct tq_queue *q = arg;
+
+	if (frames < TQ_CLI_WAL_FRAMES)
+		return SQLITE_OK;
+	sqlite3_busy_handler(db, NULL, NULL);
+	sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+	sqlite3_busy_handler(db, busy_handler, q);
 	return SQLITE_OK;
 }
 
@@ -498,7 +510,7 @@ static int set_pragmas(struct tq_queue *q, struct tq_err *err)
 		return rc;
 	}
 	if (q->flags & TQ_OPEN_DURABLE)
-		sqlite3_wal_hook(q->db, cli_wal_hook, NULL);
+		sqlite3_wal_hook(q->db, cli_wal_hook, q);
 	return 0;
 }
 
