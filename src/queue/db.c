@@ -509,7 +509,7 @@ static int set_pragmas(struct tq_queue *q, struct tq_err *err)
 		sqlite3_free(emsg);
 		return rc;
 	}
-	if (q->flags & TQ_OPEN_DURABLE)
+	if ((q->flags & TQ_OPEN_DURABLE) && !(q->flags & TQ_OPEN_LONG))
 		sqlite3_wal_hook(q->db, cli_wal_hook, q);
 	return 0;
 }

@@ -112,6 +112,10 @@ enum tq_open_flags {
 	TQ_OPEN_CHECK = 1 << 1,
 	/* Do not create the state directory or the database (TQ_ENOTFOUND). */
 	TQ_OPEN_NOCREATE = 1 << 2,
+	/* A long-lived connection (with TQ_OPEN_DURABLE: the supervisor's
+	 * submit socket): SQLite's own autocheckpoint instead of the short-lived
+	 * CLI's WAL policy (db.c, cli_wal_hook). */
+	TQ_OPEN_LONG = 1 << 3,
 };
 
 /*
@@ -199,6 +203,13 @@ struct tq_task_spec {
 	const char *prompt;
 	int isolate;
 	const char *sources_json;
+	/* Submits through the supervisor (wire.h): a random id of this submit
+	 * (at most 64 bytes). A token already stored names the task it made,
+	 * which is returned as the id (existed stays 0: it is the same
+	 * submit, not a --unique collision); a new one is stored with the
+	 * task, in its transaction, so of a supervisor and a client falling
+	 * back to the database exactly one stores the task. NULL: none. */
+	const char *token;
 };
 
 #define TQ_TASK_SPEC_INIT {                                           \
@@ -239,6 +250,13 @@ void tq_derive_group(char *const *argv, size_t argc, int shell, char *buf, size_
  */
 int tq_queue_submit(struct tq_queue *q, const struct tq_task_spec *spec,
 		    int64_t *id, int *existed, struct tq_err *err);
+
+/*
+ * Forget submit tokens (tq_task_spec.token) stored before before_ms (ms
+ * since the epoch); *n (may be NULL) gets how many. The supervisor runs it
+ * in its housekeeping: a token only has to outlive its submit's retry.
+ */
+int tq_queue_prune_tokens(struct tq_queue *q, int64_t before_ms, int *n, struct tq_err *err);
 
 /*
  * Add n tasks in one transaction: all or nothing. ids[i] and existed[i]

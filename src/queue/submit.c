@@ -17,6 +17,69 @@
 
 #define UNFINISHED "('queued','scheduled','blocked','running')"
 
+#define ST_TOKEN_FIND ST_SUBMIT_0
+#define ST_TOKEN_ADD ST_SUBMIT_1
+#define ST_TOKEN_PRUNE ST_SUBMIT_2
+#define TOKEN_MAX 64
+
+/*
+ * Submit tokens (tq_task_spec.token) live in meta as "submit:TOKEN" ->
+ * "ID TIME_MS": no table of their own for a row that lives a day, and meta's
+ * primary key makes the lookup and the pruning (a key range) cheap.
+ */
+static int token_find(struct tq_queue *q, const char *token, int64_t *id, struct tq_err *err)
+{
+	sqlite3_stmt *st = tq_db_stmt(q, ST_TOKEN_FIND,
+		"SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'submit:' || ?1", err);
+	int rc;
+
+	*id = 0;
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	tq_bind_text(st, 1, token);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*id = sqlite3_column_int64(st, 0);
+	tq_db_done(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return tq_db_error(q, rc, err, "find submit token");
+	return 0;
+}
+
+static int token_add(struct tq_queue *q, const char *token, int64_t id, int64_t now,
+		     struct tq_err *err)
+{
+	sqlite3_stmt *st = tq_db_stmt(q, ST_TOKEN_ADD,
+		"INSERT INTO meta(key, value) VALUES ('submit:' || ?1, ?2 || ' ' || ?3)", err);
+
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	tq_bind_text(st, 1, token);
+	sqlite3_bind_int64(st, 2, id);
+	sqlite3_bind_int64(st, 3, now);
+	return tq_db_exec_st(q, st, err, "store submit token");
+}
+
+int tq_queue_prune_tokens(struct tq_queue *q, int64_t before_ms, int *n, struct tq_err *err)
+{
+	/* 'submit;' is the key just past every 'submit:...' (';' follows ':') */
+	sqlite3_stmt *st = tq_db_stmt(q, ST_TOKEN_PRUNE,
+		"DELETE FROM meta WHERE key >= 'submit:' AND key < 'submit;'"
+		" AND CAST(substr(value, instr(value, ' ') + 1) AS INTEGER) < ?1", err);
+	int rc;
+
+	if (n)
+		*n = 0;
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	sqlite3_bind_int64(st, 1, before_ms);
+	if ((rc = tq_db_exec_st(q, st, err, "forget submit tokens")) < 0)
+		return rc;
+	if (n)
+		*n = sqlite3_changes(q->db);
+	return 0;
+}
+
 static uint64_t fnv1a(const void *data, size_t n)
 {
 	const unsigned char *p = data;
@@ -117,6 +180,8 @@ static int check_spec(const struct tq_task_spec *s, struct tq_err *err)
 	if (s->timeout_ms < 0 || s->kill_grace_ms < 0 || s->max_output < 0 ||
 	    s->max_retries < 0 || s->backoff_ms < 0 || s->backoff_max_ms < 0)
 		return tq_err_set(err, TQ_EINVAL, "negative limit");
+	if (s->token != NULL && (s->token[0] == '\0' || strlen(s->token) > TOKEN_MAX))
+		return tq_err_set(err, TQ_EINVAL, "submit token must be 1 to %d bytes", TOKEN_MAX);
 	if (s->stdin_mode == TQ_STDIN_FILE && (int64_t)s->stdin_len > TQ_STDIN_FILE_MAX)
 		return tq_err_set(err, TQ_EINVAL, "stdin file is larger than %lld bytes",
 				  (long long)TQ_STDIN_FILE_MAX);
@@ -423,6 +488,14 @@ static int submit_one(struct tq_queue *q, const struct tq_task_spec *s, int64_t 
 		*existed = 0;
 	if ((rc = check_spec(s, err)) < 0)
 		return rc;
+	if (s->token != NULL) {
+		/* this very submit, stored already (by the supervisor, whose
+		 * answer the client did not get): the same task, once */
+		if ((rc = token_find(q, s->token, id, err)) < 0)
+			return rc;
+		if (*id > 0)
+			return 0;
+	}
 	if (s->unique_key != NULL) {
 		if ((rc = find_unique(q, s->unique_key, id, err)) < 0)
 			return rc;
@@ -460,7 +533,8 @@ static int submit_one(struct tq_queue *q, const struct tq_task_spec *s, int64_t 
 	if ((rc = cached_env_id(q, s, bc, &c.env_id, err)) < 0 ||
 	    (rc = cached_add_group(q, c.group, bc, err)) < 0 ||
 	    (rc = insert_task(q, &c, id, err)) < 0 ||
-	    (rc = insert_extras(q, s, *id, deps, ndeps, err)) < 0)
+	    (rc = insert_extras(q, s, *id, deps, ndeps, err)) < 0 ||
+	    (s->token != NULL && (rc = token_add(q, s->token, *id, now, err)) < 0))
 		goto out;
 out:
 	free(deps);

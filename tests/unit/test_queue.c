@@ -738,6 +738,53 @@ static void test_unique(void **state)
 	assert_true(b > a);
 }
 
+/* A submit token names the task its submit made, through any connection,
+ * and even after the task ended: a retried submit (the supervisor's answer
+ * was lost) returns it instead of adding a second one. */
+static void test_submit_token(void **state)
+{
+	struct fx *f = *state;
+	struct tq_task_spec s = spec_of(argv_true);
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_queue *q2 = NULL;
+	char path[512];
+	int64_t a = 0, b = 0, c = 0;
+	int existed = -1, attempt = 0, n = -1;
+
+	s.token = "0123456789abcdef0123456789abcdef";
+	assert_int_equal(tq_queue_submit(f->q, &s, &a, &existed, &err), 0);
+	assert_int_equal(existed, 0);
+	snprintf(path, sizeof(path), "%s/state", f->home);
+	if (tq_queue_open(&q2, path, TQ_OPEN_DURABLE | TQ_OPEN_LONG, &err) != 0)
+		fail_msg("open: %s", err.msg);
+	assert_int_equal(tq_queue_submit(q2, &s, &b, &existed, &err), 0);
+	assert_int_equal(b, a);
+	assert_int_equal(existed, 0);
+	assert_int_equal(claim_id(f->q, &attempt), a);
+	finish(f->q, a, attempt, TQ_OUT_SUCCEEDED, TQ_NEXT_FINAL, 0);
+	assert_int_equal(tq_queue_submit(q2, &s, &b, &existed, &err), 0);
+	assert_int_equal(b, a);
+	assert_int_equal(sql_int(path, "SELECT count(*) FROM tasks"), 1);
+	/* another token: another task */
+	s.token = "fedcba9876543210";
+	assert_int_equal(tq_queue_submit(f->q, &s, &c, &existed, &err), 0);
+	assert_true(c > a);
+	/* bad tokens */
+	s.token = "";
+	assert_int_equal(tq_queue_submit(f->q, &s, &c, &existed, &err), TQ_EINVAL);
+	/* pruning: only tokens stored before the cutoff */
+	assert_int_equal(tq_queue_prune_tokens(f->q, 1, &n, &err), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(tq_queue_prune_tokens(f->q, tq_now_ms() + 1000, &n, &err), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(sql_int(path, "SELECT count(*) FROM meta WHERE key LIKE 'submit:%'"), 0);
+	/* once forgotten, the same token adds a task again */
+	s.token = "0123456789abcdef0123456789abcdef";
+	assert_int_equal(tq_queue_submit(q2, &s, &b, &existed, &err), 0);
+	assert_true(b > c);
+	tq_queue_close(q2);
+}
+
 static void test_submit_many_atomic(void **state)
 {
 	struct fx *f = *state;
@@ -922,6 +969,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_dependencies, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sessions_in_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unique, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_submit_token, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_submit_many_atomic, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_list_filters, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_expired, setup, teardown),
