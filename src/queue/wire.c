@@ -1,0 +1,866 @@
+/*
+ * wire.c - the submit socket's protocol (wire.h): a task spec encoded and
+ * decoded, frames read and written by a deadline, and the client side.
+ *
+ * The request is the spec's fields in one fixed order: put_spec and
+ * get_spec below, kept side by side so that they stay in step. The
+ * encoding is canonical (booleans 0 or 1, NULL only as length 0, no
+ * padding), so decoding then encoding gives back the same bytes.
+ *
+ * The decoder trusts nothing it reads: every length is checked against the
+ * bytes left before it is used, every count against the least room its
+ * elements need before anything is allocated, enums and booleans are
+ * range-checked, and nothing may be left over. Decoded strings point into
+ * the payload; only the arrays are allocated. It does not check the spec
+ * as a task (an empty command, a relative cwd): tq_queue_submit does that
+ * on both paths, so a refused spec gets the same error either way.
+ *
+ * Readers and writers never block past their deadline: reads poll first,
+ * sends are MSG_DONTWAIT | MSG_NOSIGNAL and poll on EAGAIN.
+ */
+#include "wire.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "../common/sys.h"
+
+#define HEADER_LEN 8
+#define MAGIC_REQUEST "TQS1"
+#define MAGIC_ANSWER "TQR1"
+/* The longest answer: "ERR -NN " and a message of at most TQ_ERR_MAX. */
+#define ANSWER_MAX (TQ_ERR_MAX + 32)
+/* The lowest tq_err code (err.h): an answer's CODE is in [ECODE_MIN, -1]. */
+#define ECODE_MIN TQ_ECAP
+
+/* ------------------------------------------------------------------ */
+/* Field names for messages                                           */
+
+#define NO_INDEX SIZE_MAX
+
+/* "cwd", "argv[3]", "labels[2].key": formatted only when there is an
+ * error to report. */
+struct field {
+	const char *name;
+	size_t i;           /* NO_INDEX: not a vector element */
+	const char *member; /* NULL, or the member of labels[i] */
+};
+
+#define FIELD(n) ((struct field){ (n), NO_INDEX, NULL })
+
+static int field_err(struct tq_err *err, int code, struct field f, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int field_err(struct tq_err *err, int code, struct field f, const char *fmt, ...)
+{
+	char name[128], msg[256];
+	va_list ap;
+
+	if (f.i == NO_INDEX)
+		snprintf(name, sizeof(name), "%s", f.name);
+	else if (f.member == NULL)
+		snprintf(name, sizeof(name), "%s[%zu]", f.name, f.i);
+	else
+		snprintf(name, sizeof(name), "%s[%zu].%s", f.name, f.i, f.member);
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return tq_err_set(err, code, "wire: %s: %s", name, msg);
+}
+
+static void le32_put(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint32_t le32_get(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	       (uint32_t)p[3] << 24;
+}
+
+/* ------------------------------------------------------------------ */
+/* Encoding                                                           */
+
+/* Run once with p NULL to measure, then again to write. rc is sticky: the
+ * first error stops everything after it. len never passes TQ_WIRE_MAX. */
+struct wbuf {
+	uint8_t *p;
+	size_t len;
+	int rc;
+	struct tq_err *err;
+};
+
+static int room(struct wbuf *b, struct field f, size_t n)
+{
+	if (b->rc < 0)
+		return 0;
+	if (n > TQ_WIRE_MAX - b->len) {
+		b->rc = field_err(b->err, TQ_EINVAL, f,
+				  "the request would be larger than %u bytes", TQ_WIRE_MAX);
+		return 0;
+	}
+	return 1;
+}
+
+static void put_bytes(struct wbuf *b, struct field f, const void *src, size_t n)
+{
+	if (!room(b, f, n))
+		return;
+	if (b->p != NULL && n > 0)
+		memcpy(b->p + b->len, src, n);
+	b->len += n;
+}
+
+static void put_u32(struct wbuf *b, struct field f, size_t v)
+{
+	uint8_t x[4];
+
+	/* TQ_WIRE_MAX < UINT32_MAX: a larger v would not fit the request */
+	if (v > TQ_WIRE_MAX) {
+		if (b->rc == 0)
+			b->rc = field_err(b->err, TQ_EINVAL, f, "%zu is larger than %u",
+					  v, TQ_WIRE_MAX);
+		return;
+	}
+	le32_put(x, (uint32_t)v);
+	put_bytes(b, f, x, sizeof(x));
+}
+
+static void put_i64(struct wbuf *b, struct field f, int64_t v)
+{
+	uint64_t u = (uint64_t)v;
+	uint8_t x[8];
+
+	for (int i = 0; i < 8; i++)
+		x[i] = (uint8_t)(u >> (8 * i));
+	put_bytes(b, f, x, sizeof(x));
+}
+
+static void put_bool(struct wbuf *b, struct field f, int v)
+{
+	put_i64(b, f, v != 0);
+}
+
+/* NULL is length 0; else the bytes and their NUL. */
+static void put_str(struct wbuf *b, struct field f, const char *s)
+{
+	size_t n;
+
+	if (s == NULL) {
+		put_u32(b, f, 0);
+		return;
+	}
+	n = strlen(s) + 1;
+	put_u32(b, f, n);
+	put_bytes(b, f, s, n);
+}
+
+/* argv and env: counted, and no element may be NULL (consumers strlen them). */
+static void put_strv(struct wbuf *b, const char *name, char *const *v, size_t n)
+{
+	put_u32(b, FIELD(name), n);
+	if (n > 0 && v == NULL && b->rc == 0)
+		b->rc = field_err(b->err, TQ_EINVAL, FIELD(name), "NULL with %zu elements", n);
+	for (size_t i = 0; i < n && b->rc == 0; i++) {
+		struct field f = { name, i, NULL };
+
+		if (v[i] == NULL)
+			b->rc = field_err(b->err, TQ_EINVAL, f, "NULL");
+		else
+			put_str(b, f, v[i]);
+	}
+}
+
+/* A label's key or value may be NULL: tq_queue_submit refuses it with its
+ * own message, the same as on the direct path. */
+static void put_labels(struct wbuf *b, const struct tq_label *l, size_t n)
+{
+	put_u32(b, FIELD("labels"), n);
+	if (n > 0 && l == NULL && b->rc == 0)
+		b->rc = field_err(b->err, TQ_EINVAL, FIELD("labels"), "NULL with %zu elements", n);
+	for (size_t i = 0; i < n && b->rc == 0; i++) {
+		put_str(b, (struct field){ "labels", i, "key" }, l[i].key);
+		put_str(b, (struct field){ "labels", i, "value" }, l[i].value);
+	}
+}
+
+static void put_after(struct wbuf *b, const int64_t *after, size_t n)
+{
+	put_u32(b, FIELD("after"), n);
+	if (n > 0 && after == NULL && b->rc == 0)
+		b->rc = field_err(b->err, TQ_EINVAL, FIELD("after"), "NULL with %zu elements", n);
+	for (size_t i = 0; i < n && b->rc == 0; i++)
+		put_i64(b, (struct field){ "after", i, NULL }, after[i]);
+}
+
+static void put_blob(struct wbuf *b, struct field f, const void *data, size_t n)
+{
+	put_u32(b, f, n);
+	if (n > 0 && data == NULL && b->rc == 0)
+		b->rc = field_err(b->err, TQ_EINVAL, f, "NULL with %zu bytes", n);
+	put_bytes(b, f, data, n);
+}
+
+static void put_stdin_mode(struct wbuf *b, enum tq_stdin_mode m)
+{
+	if ((unsigned)m > TQ_STDIN_PIPE) {
+		if (b->rc == 0)
+			b->rc = field_err(b->err, TQ_EINVAL, FIELD("stdin_mode"),
+					  "%d is not a stdin mode", (int)m);
+		return;
+	}
+	put_i64(b, FIELD("stdin_mode"), m);
+}
+
+/* The wire order. get_spec reads the same fields in the same order. */
+static void put_spec(struct wbuf *b, const struct tq_task_spec *s)
+{
+	put_str(b, FIELD("name"), s->name);
+	put_strv(b, "argv", s->argv, s->argc);
+	put_bool(b, FIELD("shell"), s->shell);
+	put_str(b, FIELD("cwd"), s->cwd);
+	put_strv(b, "env", s->env, s->envc);
+	put_str(b, FIELD("batch"), s->batch);
+	put_str(b, FIELD("group"), s->group);
+	put_str(b, FIELD("session"), s->session);
+	put_str(b, FIELD("unique_key"), s->unique_key);
+	put_labels(b, s->labels, s->nlabels);
+	put_i64(b, FIELD("priority"), s->priority);
+	put_i64(b, FIELD("run_after"), s->run_after);
+	put_i64(b, FIELD("timeout_ms"), s->timeout_ms);
+	put_i64(b, FIELD("kill_grace_ms"), s->kill_grace_ms);
+	put_i64(b, FIELD("max_output"), s->max_output);
+	put_i64(b, FIELD("max_retries"), s->max_retries);
+	put_bool(b, FIELD("retry_lost"), s->retry_lost);
+	put_i64(b, FIELD("backoff_ms"), s->backoff_ms);
+	put_i64(b, FIELD("backoff_max_ms"), s->backoff_max_ms);
+	put_stdin_mode(b, s->stdin_mode);
+	put_blob(b, FIELD("stdin_data"), s->stdin_data, s->stdin_len);
+	put_bool(b, FIELD("pty"), s->pty);
+	put_str(b, FIELD("on_exit"), s->on_exit);
+	put_after(b, s->after, s->nafter);
+	put_bool(b, FIELD("after_any"), s->after_any);
+	put_str(b, FIELD("agent"), s->agent);
+	put_str(b, FIELD("model"), s->model);
+	put_str(b, FIELD("prompt"), s->prompt);
+	put_bool(b, FIELD("isolate"), s->isolate);
+	put_str(b, FIELD("sources_json"), s->sources_json);
+	put_str(b, FIELD("token"), s->token);
+}
+
+/* The payload's length, without writing it. */
+static int measure(const struct tq_task_spec *spec, size_t *len, struct tq_err *err)
+{
+	struct wbuf b = { NULL, 0, 0, err };
+
+	put_spec(&b, spec);
+	*len = b.len;
+	return b.rc;
+}
+
+int tq_wire_encode(const struct tq_task_spec *spec, uint8_t **frame, size_t *len,
+		   struct tq_err *err)
+{
+	struct wbuf b = { NULL, 0, 0, err };
+	uint8_t *buf;
+	size_t n;
+	int rc;
+
+	*frame = NULL;
+	*len = 0;
+	if ((rc = measure(spec, &n, err)) < 0)
+		return rc;
+	if ((buf = malloc(HEADER_LEN + n)) == NULL)
+		return tq_err_set(err, TQ_ENOMEM, "wire: out of memory (%zu bytes)",
+				  HEADER_LEN + n);
+	memcpy(buf, MAGIC_REQUEST, 4);
+	le32_put(buf + 4, (uint32_t)n);
+	b.p = buf + HEADER_LEN;
+	put_spec(&b, spec);
+	if (b.rc < 0 || b.len != n) {
+		/* only if the spec changed under us */
+		free(buf);
+		return b.rc < 0 ? b.rc : tq_err_set(err, TQ_EINVAL, "wire: the spec changed while encoded");
+	}
+	*frame = buf;
+	*len = HEADER_LEN + n;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Decoding                                                           */
+
+/* A cursor over the payload; rc is sticky as in struct wbuf: after the
+ * first error every get_ returns 0 or NULL and reads nothing. */
+struct rbuf {
+	const uint8_t *p;
+	size_t left;
+	int rc;
+	struct tq_err *err;
+};
+
+static void get_fail(struct rbuf *c, struct field f, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void get_fail(struct rbuf *c, struct field f, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+
+	if (c->rc < 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	c->rc = field_err(c->err, TQ_EINVAL, f, "%s", msg);
+}
+
+/* The next n bytes (n > 0), or NULL when fewer are left. */
+static const uint8_t *take(struct rbuf *c, struct field f, size_t n)
+{
+	const uint8_t *x;
+
+	if (c->rc < 0)
+		return NULL;
+	if (n > c->left) {
+		get_fail(c, f, "truncated: %zu bytes needed, %zu left", n, c->left);
+		return NULL;
+	}
+	x = c->p;
+	c->p += n;
+	c->left -= n;
+	return x;
+}
+
+static uint32_t get_u32(struct rbuf *c, struct field f)
+{
+	const uint8_t *x = take(c, f, 4);
+
+	return x ? le32_get(x) : 0;
+}
+
+static int64_t get_i64(struct rbuf *c, struct field f)
+{
+	const uint8_t *x = take(c, f, 8);
+	uint64_t u = 0;
+	int64_t v;
+
+	if (x == NULL)
+		return 0;
+	for (int i = 7; i >= 0; i--)
+		u = u << 8 | x[i];
+	memcpy(&v, &u, sizeof(v)); /* two's complement, without an
+				    * implementation-defined conversion */
+	return v;
+}
+
+static int get_bool(struct rbuf *c, struct field f)
+{
+	int64_t v = get_i64(c, f);
+
+	if (v != 0 && v != 1) {
+		get_fail(c, f, "%lld is not 0 or 1", (long long)v);
+		return 0;
+	}
+	return (int)v;
+}
+
+/* NULL for length 0 (or after an error). */
+static const char *get_str(struct rbuf *c, struct field f)
+{
+	uint32_t n = get_u32(c, f);
+	const uint8_t *x, *nul;
+
+	if (n == 0 || (x = take(c, f, n)) == NULL)
+		return NULL;
+	if (x[n - 1] != '\0') {
+		get_fail(c, f, "string not terminated");
+		return NULL;
+	}
+	if ((nul = memchr(x, '\0', n - 1)) != NULL) {
+		get_fail(c, f, "NUL inside the string (byte %zu of %u)", (size_t)(nul - x), n);
+		return NULL;
+	}
+	return (const char *)x;
+}
+
+/* A vector's count, when count elements of at least each bytes fit in what
+ * is left: checked before anything is allocated for them. */
+static size_t get_count(struct rbuf *c, struct field f, size_t each)
+{
+	uint32_t n = get_u32(c, f);
+
+	if (c->rc < 0)
+		return 0;
+	if (n > c->left / each) {
+		get_fail(c, f, "count %u does not fit in the %zu bytes left", n, c->left);
+		return 0;
+	}
+	return n;
+}
+
+/* argv, env: NULL-terminated as well as counted, no NULL element. The
+ * strings point into the payload, which is never written through them. */
+static size_t get_strv(struct rbuf *c, const char *name, char ***out)
+{
+	size_t n = get_count(c, FIELD(name), 4);
+	char **v;
+
+	if (c->rc < 0)
+		return 0;
+	if ((v = calloc(n + 1, sizeof(*v))) == NULL) {
+		c->rc = field_err(c->err, TQ_ENOMEM, FIELD(name), "out of memory");
+		return 0;
+	}
+	*out = v;
+	for (size_t i = 0; i < n && c->rc == 0; i++) {
+		struct field f = { name, i, NULL };
+
+		v[i] = (char *)get_str(c, f);
+		if (v[i] == NULL)
+			get_fail(c, f, "NULL (length 0) where a string is required");
+	}
+	return n;
+}
+
+static size_t get_labels(struct rbuf *c, struct tq_label **out)
+{
+	size_t n = get_count(c, FIELD("labels"), 8);
+	struct tq_label *l;
+
+	if (c->rc < 0 || n == 0)
+		return 0;
+	if ((l = calloc(n, sizeof(*l))) == NULL) {
+		c->rc = field_err(c->err, TQ_ENOMEM, FIELD("labels"), "out of memory");
+		return 0;
+	}
+	*out = l;
+	for (size_t i = 0; i < n && c->rc == 0; i++) {
+		l[i].key = get_str(c, (struct field){ "labels", i, "key" });
+		l[i].value = get_str(c, (struct field){ "labels", i, "value" });
+	}
+	return n;
+}
+
+static size_t get_after(struct rbuf *c, int64_t **out)
+{
+	size_t n = get_count(c, FIELD("after"), 8);
+	int64_t *a;
+
+	if (c->rc < 0 || n == 0)
+		return 0;
+	if ((a = calloc(n, sizeof(*a))) == NULL) {
+		c->rc = field_err(c->err, TQ_ENOMEM, FIELD("after"), "out of memory");
+		return 0;
+	}
+	*out = a;
+	for (size_t i = 0; i < n && c->rc == 0; i++)
+		a[i] = get_i64(c, (struct field){ "after", i, NULL });
+	return n;
+}
+
+/* NULL for length 0. */
+static const void *get_blob(struct rbuf *c, struct field f, size_t *len)
+{
+	uint32_t n = get_u32(c, f);
+	const uint8_t *x;
+
+	*len = 0;
+	if (n == 0 || (x = take(c, f, n)) == NULL)
+		return NULL;
+	*len = n;
+	return x;
+}
+
+static enum tq_stdin_mode get_stdin_mode(struct rbuf *c)
+{
+	int64_t v = get_i64(c, FIELD("stdin_mode"));
+
+	if (v < TQ_STDIN_NULL || v > TQ_STDIN_PIPE) {
+		get_fail(c, FIELD("stdin_mode"), "%lld is not a stdin mode", (long long)v);
+		return TQ_STDIN_NULL;
+	}
+	return (enum tq_stdin_mode)v;
+}
+
+/* The wire order: as put_spec. */
+static void get_spec(struct rbuf *c, struct tq_wire_spec *w)
+{
+	struct tq_task_spec *s = &w->spec;
+
+	s->name = get_str(c, FIELD("name"));
+	s->argc = get_strv(c, "argv", &w->argv);
+	s->argv = w->argv;
+	s->shell = get_bool(c, FIELD("shell"));
+	s->cwd = get_str(c, FIELD("cwd"));
+	s->envc = get_strv(c, "env", &w->env);
+	s->env = w->env;
+	s->batch = get_str(c, FIELD("batch"));
+	s->group = get_str(c, FIELD("group"));
+	s->session = get_str(c, FIELD("session"));
+	s->unique_key = get_str(c, FIELD("unique_key"));
+	s->nlabels = get_labels(c, &w->labels);
+	s->labels = w->labels;
+	s->priority = get_i64(c, FIELD("priority"));
+	s->run_after = get_i64(c, FIELD("run_after"));
+	s->timeout_ms = get_i64(c, FIELD("timeout_ms"));
+	s->kill_grace_ms = get_i64(c, FIELD("kill_grace_ms"));
+	s->max_output = get_i64(c, FIELD("max_output"));
+	s->max_retries = get_i64(c, FIELD("max_retries"));
+	s->retry_lost = get_bool(c, FIELD("retry_lost"));
+	s->backoff_ms = get_i64(c, FIELD("backoff_ms"));
+	s->backoff_max_ms = get_i64(c, FIELD("backoff_max_ms"));
+	s->stdin_mode = get_stdin_mode(c);
+	s->stdin_data = get_blob(c, FIELD("stdin_data"), &s->stdin_len);
+	s->pty = get_bool(c, FIELD("pty"));
+	s->on_exit = get_str(c, FIELD("on_exit"));
+	s->nafter = get_after(c, &w->after);
+	s->after = w->after;
+	s->after_any = get_bool(c, FIELD("after_any"));
+	s->agent = get_str(c, FIELD("agent"));
+	s->model = get_str(c, FIELD("model"));
+	s->prompt = get_str(c, FIELD("prompt"));
+	s->isolate = get_bool(c, FIELD("isolate"));
+	s->sources_json = get_str(c, FIELD("sources_json"));
+	s->token = get_str(c, FIELD("token"));
+}
+
+int tq_wire_decode(const uint8_t *payload, size_t len, struct tq_wire_spec *w,
+		   struct tq_err *err)
+{
+	struct rbuf c = { payload, len, 0, err };
+
+	memset(w, 0, sizeof(*w));
+	get_spec(&c, w);
+	if (c.rc == 0 && c.left > 0)
+		c.rc = tq_err_set(err, TQ_EINVAL,
+				  "wire: %zu bytes left over after the last field (token)", c.left);
+	if (c.rc < 0) {
+		tq_wire_free(w);
+		return c.rc;
+	}
+	return 0;
+}
+
+void tq_wire_free(struct tq_wire_spec *w)
+{
+	if (w == NULL)
+		return;
+	free(w->argv);
+	free(w->env);
+	free(w->labels);
+	free(w->after);
+	memset(w, 0, sizeof(*w));
+}
+
+/* ------------------------------------------------------------------ */
+/* Frames                                                             */
+
+/* Wait for events on fd until deadline_ms: 1 ready, 0 timed out, -1 with
+ * errno. EINTR is retried with the time then left. */
+static int wait_fd(int fd, short events, int64_t deadline_ms)
+{
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = events };
+		int64_t now = tq_mono_ms(), left;
+		int r;
+
+		if (deadline_ms <= now)
+			return 0;
+		left = deadline_ms - now;
+		r = poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left);
+		if (r < 0 && errno != EINTR)
+			return -1;
+		if (r > 0 && (p.revents & POLLNVAL)) {
+			errno = EBADF;
+			return -1;
+		}
+		if (r > 0)
+			return 1; /* readable, writable, or HUP/ERR: the I/O says which */
+	}
+}
+
+/* Read exactly n bytes of what ("frame header", ...) by the deadline. */
+static int read_exact(int fd, uint8_t *buf, size_t n, const char *what,
+		      int64_t deadline_ms, struct tq_err *err)
+{
+	size_t got = 0;
+
+	while (got < n) {
+		ssize_t r;
+		int w = wait_fd(fd, POLLIN, deadline_ms);
+
+		if (w == 0)
+			return tq_err_set(err, TQ_EIO, "wire: timed out reading the %s"
+					  " (%zu of %zu bytes)", what, got, n);
+		if (w < 0)
+			return tq_err_set(err, TQ_EIO, "wire: poll: %s", strerror(errno));
+		r = tq_read(fd, buf + got, n - got);
+		if (r == 0)
+			return tq_err_set(err, TQ_EIO, "wire: connection closed in the %s"
+					  " (%zu of %zu bytes)", what, got, n);
+		if (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+			return tq_err_set(err, TQ_EIO, "wire: read: %s", strerror(errno));
+		if (r > 0)
+			got += (size_t)r;
+	}
+	return 0;
+}
+
+int tq_wire_read_frame(int fd, const char magic[4], int64_t deadline_ms,
+		       uint8_t **payload, size_t *len, struct tq_err *err)
+{
+	uint8_t head[HEADER_LEN], *buf;
+	uint32_t n;
+	int rc;
+
+	*payload = NULL;
+	*len = 0;
+	if ((rc = read_exact(fd, head, sizeof(head), "frame header", deadline_ms, err)) < 0)
+		return rc;
+	if (memcmp(head, magic, 4) != 0)
+		return tq_err_set(err, TQ_EINVAL, "wire: bad magic (not a %.4s frame)", magic);
+	n = le32_get(head + 4);
+	if (n > TQ_WIRE_MAX)
+		return tq_err_set(err, TQ_EINVAL, "wire: frame length %u is over %u bytes",
+				  n, TQ_WIRE_MAX);
+	if ((buf = malloc(n > 0 ? n : 1)) == NULL)
+		return tq_err_set(err, TQ_ENOMEM, "wire: out of memory (%u bytes)", n);
+	if ((rc = read_exact(fd, buf, n, "frame payload", deadline_ms, err)) < 0) {
+		free(buf);
+		return rc;
+	}
+	*payload = buf;
+	*len = n;
+	return 0;
+}
+
+int tq_wire_write_all(int fd, const void *buf, size_t len, int64_t deadline_ms,
+		      struct tq_err *err)
+{
+	const uint8_t *p = buf;
+
+	while (len > 0) {
+		/* send(2), not tq_write: MSG_NOSIGNAL makes a closed peer EPIPE
+		 * instead of SIGPIPE, MSG_DONTWAIT keeps a blocking fd from
+		 * waiting past the deadline. */
+		ssize_t r = send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		int w;
+
+		if (r > 0) {
+			p += r;
+			len -= (size_t)r;
+			continue;
+		}
+		if (r == 0)
+			return tq_err_set(err, TQ_EIO, "wire: send wrote nothing");
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			return tq_err_set(err, TQ_EIO, "wire: send: %s", strerror(errno));
+		if ((w = wait_fd(fd, POLLOUT, deadline_ms)) == 0)
+			return tq_err_set(err, TQ_EIO, "wire: timed out writing"
+					  " (%zu bytes left)", len);
+		if (w < 0)
+			return tq_err_set(err, TQ_EIO, "wire: poll: %s", strerror(errno));
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Answers                                                            */
+
+static int answer(int fd, const char *text, size_t n, int64_t deadline_ms)
+{
+	uint8_t buf[HEADER_LEN + ANSWER_MAX];
+
+	if (n > ANSWER_MAX)
+		n = ANSWER_MAX;
+	memcpy(buf, MAGIC_ANSWER, 4);
+	le32_put(buf + 4, (uint32_t)n);
+	memcpy(buf + HEADER_LEN, text, n);
+	return tq_wire_write_all(fd, buf, HEADER_LEN + n, deadline_ms, NULL);
+}
+
+int tq_wire_answer_ok(int fd, int64_t id, int existed, int64_t deadline_ms)
+{
+	char text[64];
+	int n = snprintf(text, sizeof(text), "OK %lld %d", (long long)id, existed != 0);
+
+	return answer(fd, text, (size_t)n, deadline_ms);
+}
+
+/* The message goes on one line: control characters become spaces. A code
+ * that is not an error (>= 0) is sent as TQ_EIO. */
+int tq_wire_answer_err(int fd, const struct tq_err *e, int64_t deadline_ms)
+{
+	char text[ANSWER_MAX];
+	int code = e != NULL && e->code < 0 ? e->code : TQ_EIO;
+	const char *msg = e != NULL ? e->msg : "";
+	size_t n = (size_t)snprintf(text, sizeof(text), "ERR %d ", code);
+
+	for (size_t i = 0; i < TQ_ERR_MAX && msg[i] != '\0' && n < sizeof(text); i++) {
+		unsigned char ch = (unsigned char)msg[i];
+
+		text[n++] = ch < ' ' || ch == 0x7f ? ' ' : (char)ch;
+	}
+	return answer(fd, text, n, deadline_ms);
+}
+
+/* Decimal digits (at least one) up to max: the end, or NULL. */
+static const char *number(const char *s, int64_t max, int64_t *v)
+{
+	int64_t x = 0;
+	const char *p;
+
+	for (p = s; *p >= '0' && *p <= '9'; p++) {
+		int d = *p - '0';
+
+		if (x > (max - d) / 10)
+			return NULL;
+		x = x * 10 + d;
+	}
+	if (p == s)
+		return NULL;
+	*v = x;
+	return p;
+}
+
+/* "OK ID EXISTED" -> STORED; "ERR CODE MESSAGE" -> CODE; anything else,
+ * even slightly off, is LOST (safe: the direct path follows with the same
+ * token). */
+static int parse_answer(const uint8_t *p, size_t n, int64_t *id, int *existed,
+			struct tq_err *err)
+{
+	char text[ANSWER_MAX + 1];
+	const char *s;
+	int64_t v;
+
+	if (n > ANSWER_MAX || memchr(p, '\0', n) != NULL)
+		goto bad;
+	memcpy(text, p, n);
+	text[n] = '\0';
+	if (strncmp(text, "OK ", 3) == 0) {
+		s = number(text + 3, INT64_MAX, &v);
+		if (s == NULL || v < 1 || s[0] != ' ' || (s[1] != '0' && s[1] != '1') ||
+		    s[2] != '\0')
+			goto bad;
+		*id = v;
+		if (existed)
+			*existed = s[1] == '1';
+		return TQ_WIRE_STORED;
+	}
+	if (strncmp(text, "ERR -", 5) == 0) {
+		s = number(text + 5, -(int64_t)ECODE_MIN, &v);
+		if (s == NULL || v < 1 || s[0] != ' ' || strpbrk(s + 1, "\r\n") != NULL)
+			goto bad;
+		return tq_err_set(err, (int)-v, "%s", s + 1);
+	}
+bad:
+	tq_err_set(err, TQ_EIO, "wire: a malformed answer (%zu bytes)", n);
+	return TQ_WIRE_LOST;
+}
+
+/* ------------------------------------------------------------------ */
+/* The client                                                         */
+
+/* Connect to home/TQ_WIRE_SOCKET served by our own user: the fd, or -1
+ * (err says why; nothing was sent). Non-blocking, so a supervisor whose
+ * backlog is full is EAGAIN at once, not a wait. */
+static int dial(const char *home, struct tq_err *err)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct ucred cred;
+	socklen_t clen = sizeof(cred);
+	int fd, r;
+
+	r = snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", home, TQ_WIRE_SOCKET);
+	if (r < 0 || (size_t)r >= sizeof(sa.sun_path)) {
+		tq_err_set(err, TQ_EINVAL, "wire: %s/%s: path longer than %zu bytes", home,
+			   TQ_WIRE_SOCKET, sizeof(sa.sun_path) - 1);
+		return -1;
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0) {
+		tq_err_sys(err, "wire: socket");
+		return -1;
+	}
+	if (connect(fd, (const struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		tq_err_sys(err, "wire: connect %s", sa.sun_path);
+		tq_close(fd);
+		return -1;
+	}
+	/* The request carries the task's environment: never hand it to a
+	 * socket another user put in a state directory we can write. */
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0) {
+		tq_err_sys(err, "wire: %s: SO_PEERCRED", sa.sun_path);
+		tq_close(fd);
+		return -1;
+	}
+	if (cred.uid != geteuid()) {
+		tq_err_set(err, TQ_EPERM, "wire: %s is served by uid %lu, not ours",
+			   sa.sun_path, (unsigned long)cred.uid);
+		tq_close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+int tq_wire_submit(const char *home, const struct tq_task_spec *spec, int64_t timeout_ms,
+		   int64_t *id, int *existed, struct tq_err *err)
+{
+	uint8_t *frame = NULL, *ans = NULL;
+	size_t flen = 0, alen = 0, need;
+	int64_t now = tq_mono_ms(), deadline;
+	int fd = -1, rc;
+
+	*id = 0;
+	if (existed)
+		*existed = 0;
+	/* Without a token a lost answer could not be retried safely. */
+	if (spec->token == NULL) {
+		tq_err_set(err, TQ_EINVAL, "wire: the spec has no submit token");
+		return TQ_WIRE_NOT_SENT;
+	}
+	if (timeout_ms <= 0) {
+		tq_err_set(err, TQ_EINVAL, "wire: no time to wait for an answer");
+		return TQ_WIRE_NOT_SENT;
+	}
+	deadline = timeout_ms > INT64_MAX - now ? INT64_MAX : now + timeout_ms;
+	if (measure(spec, &need, err) < 0)
+		return TQ_WIRE_NOT_SENT;
+	if (need > TQ_WIRE_SPEC_MAX - HEADER_LEN) {
+		tq_err_set(err, TQ_EINVAL, "wire: the request is %zu bytes, over %u",
+			   HEADER_LEN + need, TQ_WIRE_SPEC_MAX);
+		return TQ_WIRE_NOT_SENT;
+	}
+	/* Encode before connecting: a failure here leaves the supervisor
+	 * no half-open connection to wait on. */
+	if (tq_wire_encode(spec, &frame, &flen, err) < 0)
+		return TQ_WIRE_NOT_SENT;
+	if ((fd = dial(home, err)) < 0) {
+		rc = TQ_WIRE_NOT_SENT;
+		goto out;
+	}
+	/* From here on the supervisor may have the task: every failure is LOST. */
+	rc = TQ_WIRE_LOST;
+	if (tq_wire_write_all(fd, frame, flen, deadline, err) < 0 ||
+	    tq_wire_read_frame(fd, MAGIC_ANSWER, deadline, &ans, &alen, err) < 0)
+		goto out;
+	rc = parse_answer(ans, alen, id, existed, err);
+out:
+	free(frame);
+	free(ans);
+	tq_close(fd);
+	return rc;
+}

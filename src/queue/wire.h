@@ -1,0 +1,115 @@
+/*
+ * wire.h - submitting through the supervisor: the submit socket's protocol.
+ *
+ * A `taskq submit` process that finds a supervisor listening on
+ * HOME/submit.sock sends it the task spec instead of opening the database
+ * itself; the supervisor stores it on a connection it keeps open (no open,
+ * no schema read, no WAL recovery per submit) and answers with the id. The
+ * commit is as durable as a direct one (synchronous=FULL) and is on disk
+ * before the answer is sent. When no supervisor listens, or anything goes
+ * wrong before an answer arrives, the client stores the task itself
+ * (tq_queue_submit), with the same token: the token makes the two paths
+ * exactly-once together (queue.h, tq_task_spec.token).
+ *
+ * Frames, both ways: 4 bytes of magic ("TQS1" request, "TQR1" answer), a
+ * 32-bit little-endian payload length (at most TQ_WIRE_MAX), the payload.
+ *
+ * Request payload: the spec's fields in a fixed order (wire.c), each
+ *   string:  u32 LE n, then n bytes; n == 0 means NULL, else the last of
+ *            the n bytes is a NUL and the string is the n-1 before it
+ *            (which may contain no other NUL);
+ *   blob:    u32 LE n, then n bytes (stdin data);
+ *   i64:     8 bytes LE; int fields travel as i64 too;
+ *   vector:  u32 LE count, then count strings (argv, env), count pairs of
+ *            strings (labels) or count i64 (after).
+ * Answer payload (text): "OK ID EXISTED" (EXISTED 0 or 1), or
+ * "ERR CODE MESSAGE" (CODE a tq_err code, negative; MESSAGE one line).
+ *
+ * The server reads a request with a deadline, so a stuck client cannot
+ * hold the supervisor; it checks that the peer is its own user
+ * (SO_PEERCRED) before reading.
+ */
+#ifndef TQ_WIRE_H
+#define TQ_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "queue.h"
+
+#define TQ_WIRE_SOCKET "submit.sock" /* in the state directory */
+#define TQ_WIRE_MAX (16u << 20)      /* largest payload either way */
+/* A spec whose encoding is larger goes straight to the database (a big
+ * --stdin-file): the socket would only add a copy. */
+#define TQ_WIRE_SPEC_MAX (4u << 20)
+
+/*
+ * Encode spec (its token included) into a new buffer holding the whole
+ * request frame (magic, length, payload). Returns 0, TQ_ENOMEM, or TQ_EINVAL
+ * when the payload would pass TQ_WIRE_MAX.
+ */
+int tq_wire_encode(const struct tq_task_spec *spec, uint8_t **frame, size_t *len,
+		   struct tq_err *err);
+
+/* A decoded request: spec points into the payload it was decoded from
+ * (strings) and into the arrays below (owned). */
+struct tq_wire_spec {
+	struct tq_task_spec spec;
+	char **argv;
+	char **env;
+	struct tq_label *labels;
+	int64_t *after;
+};
+
+/*
+ * Decode a request payload (without the frame header) of len bytes into w.
+ * The payload must outlive w. Strict: every length within bounds, every
+ * string NUL-terminated with no NUL inside, counts that fit the remaining
+ * bytes, enums in range, nothing left over. Returns 0, or TQ_EINVAL with a
+ * message naming the field, or TQ_ENOMEM; on failure w holds nothing to
+ * free (tq_wire_free is still safe).
+ */
+int tq_wire_decode(const uint8_t *payload, size_t len, struct tq_wire_spec *w,
+		   struct tq_err *err);
+void tq_wire_free(struct tq_wire_spec *w);
+
+/*
+ * Read one frame with magic from fd (blocking or not: it polls) until
+ * deadline_ms (tq_mono_ms clock). *payload is a new buffer of *len bytes.
+ * Returns 0; TQ_EINVAL for a bad magic or a length over TQ_WIRE_MAX;
+ * TQ_EIO at the deadline ("timed out"), on EOF or a read error. EINTR
+ * is retried.
+ */
+int tq_wire_read_frame(int fd, const char magic[4], int64_t deadline_ms,
+		       uint8_t **payload, size_t *len, struct tq_err *err);
+
+/* Write all of buf to fd by the deadline (polls when fd is non-blocking;
+ * MSG_NOSIGNAL: a closed peer is TQ_EIO, never SIGPIPE). */
+int tq_wire_write_all(int fd, const void *buf, size_t len, int64_t deadline_ms,
+		      struct tq_err *err);
+
+/* The answer frames ("TQR1"): "OK ID EXISTED" or "ERR CODE MESSAGE". */
+int tq_wire_answer_ok(int fd, int64_t id, int existed, int64_t deadline_ms);
+int tq_wire_answer_err(int fd, const struct tq_err *e, int64_t deadline_ms);
+
+enum tq_wire_result {
+	TQ_WIRE_STORED = 0,   /* *id (and *existed) set: the supervisor stored it */
+	TQ_WIRE_NOT_SENT = 1, /* no supervisor listens (or the spec is too big):
+			       * nothing was sent; store it directly */
+	TQ_WIRE_LOST = 2,     /* sent, but no answer (the supervisor died, timed
+			       * out, answered garbage): the task may or may not
+			       * be stored; store it directly WITH THE SAME TOKEN */
+};
+
+/*
+ * Submit spec (spec->token must be set) through the supervisor of home:
+ * connect to home/TQ_WIRE_SOCKET, send, wait up to timeout_ms for the
+ * answer. Returns an enum tq_wire_result (err says why for NOT_SENT and
+ * LOST, for a debug line), or a negative tq_err code when the supervisor
+ * refused the task (err holds its message, as tq_queue_submit would have
+ * failed: the same error the direct path gives).
+ */
+int tq_wire_submit(const char *home, const struct tq_task_spec *spec, int64_t timeout_ms,
+		   int64_t *id, int *existed, struct tq_err *err);
+
+#endif

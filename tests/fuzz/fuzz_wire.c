@@ -1,0 +1,187 @@
+/*
+ * fuzz_wire.c - libFuzzer harness for the submit socket's request decoder
+ * (src/queue/wire.h: tq_wire_decode), which reads whatever a local process
+ * wrote to the supervisor's socket.
+ *
+ * Input: a request payload, without the 8-byte frame header.
+ * Checked beyond "no crash, no sanitizer report, no hang":
+ *   - success: every string lies inside the payload and ends there with
+ *     its NUL (read with strlen under ASan), argv and env are
+ *     NULL-terminated after their counts, booleans are 0 or 1 and
+ *     stdin_mode is in range; encoding the decoded spec gives back the
+ *     input byte for byte (the encoding is canonical), and decoding that
+ *     again agrees with the first decoding field by field;
+ *   - failure: TQ_EINVAL or TQ_ENOMEM with a one-line message starting
+ *     "wire: ", and the struct left empty.
+ * A failed check abort()s.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "queue/wire.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void die(const char *what)
+{
+	fprintf(stderr, "fuzz_wire: %s\n", what);
+	abort();
+}
+
+/* s is NULL or a string inside [p, p + n), NUL included. */
+static void check_str(const char *s, const uint8_t *p, size_t n)
+{
+	const uint8_t *u = (const uint8_t *)s;
+
+	if (s == NULL)
+		return;
+	if (u < p || u >= p + n || strlen(s) >= (size_t)(p + n - u))
+		die("a string outside the payload");
+}
+
+static void check_bool(int v)
+{
+	if (v != 0 && v != 1)
+		die("a boolean other than 0 or 1");
+}
+
+static void check_spec(const struct tq_task_spec *s, const uint8_t *p, size_t n)
+{
+	if (s->argv == NULL || s->argv[s->argc] != NULL)
+		die("argv not NULL-terminated after argc");
+	if (s->env == NULL || s->env[s->envc] != NULL)
+		die("env not NULL-terminated after envc");
+	for (size_t i = 0; i < s->argc; i++) {
+		if (s->argv[i] == NULL)
+			die("a NULL argv element");
+		check_str(s->argv[i], p, n);
+	}
+	for (size_t i = 0; i < s->envc; i++) {
+		if (s->env[i] == NULL)
+			die("a NULL env element");
+		check_str(s->env[i], p, n);
+	}
+	if ((s->nlabels > 0) != (s->labels != NULL) || (s->nafter > 0) != (s->after != NULL))
+		die("a count that does not match its array");
+	for (size_t i = 0; i < s->nlabels; i++) {
+		check_str(s->labels[i].key, p, n);
+		check_str(s->labels[i].value, p, n);
+	}
+	check_str(s->name, p, n);
+	check_str(s->cwd, p, n);
+	check_str(s->batch, p, n);
+	check_str(s->group, p, n);
+	check_str(s->session, p, n);
+	check_str(s->unique_key, p, n);
+	check_str(s->on_exit, p, n);
+	check_str(s->agent, p, n);
+	check_str(s->model, p, n);
+	check_str(s->prompt, p, n);
+	check_str(s->sources_json, p, n);
+	check_str(s->token, p, n);
+	check_bool(s->shell);
+	check_bool(s->retry_lost);
+	check_bool(s->pty);
+	check_bool(s->after_any);
+	check_bool(s->isolate);
+	if (s->stdin_mode != TQ_STDIN_NULL && s->stdin_mode != TQ_STDIN_FILE &&
+	    s->stdin_mode != TQ_STDIN_PIPE)
+		die("a stdin_mode out of range");
+	if ((s->stdin_len > 0) != (s->stdin_data != NULL))
+		die("stdin_len does not match stdin_data");
+	if (s->stdin_len > 0 && ((const uint8_t *)s->stdin_data < p ||
+				 s->stdin_len > (size_t)(p + n - (const uint8_t *)s->stdin_data)))
+		die("stdin_data outside the payload");
+}
+
+static int same_str(const char *a, const char *b)
+{
+	if (a == NULL || b == NULL)
+		return a == b;
+	return strcmp(a, b) == 0;
+}
+
+static void compare(const struct tq_task_spec *a, const struct tq_task_spec *b)
+{
+	if (!same_str(a->name, b->name) || !same_str(a->cwd, b->cwd) ||
+	    !same_str(a->batch, b->batch) || !same_str(a->group, b->group) ||
+	    !same_str(a->session, b->session) || !same_str(a->unique_key, b->unique_key) ||
+	    !same_str(a->on_exit, b->on_exit) || !same_str(a->agent, b->agent) ||
+	    !same_str(a->model, b->model) || !same_str(a->prompt, b->prompt) ||
+	    !same_str(a->sources_json, b->sources_json) || !same_str(a->token, b->token))
+		die("a string field differs after a round trip");
+	if (a->argc != b->argc || a->envc != b->envc || a->nlabels != b->nlabels ||
+	    a->nafter != b->nafter || a->stdin_len != b->stdin_len)
+		die("a count differs after a round trip");
+	for (size_t i = 0; i < a->argc; i++)
+		if (!same_str(a->argv[i], b->argv[i]))
+			die("argv differs after a round trip");
+	for (size_t i = 0; i < a->envc; i++)
+		if (!same_str(a->env[i], b->env[i]))
+			die("env differs after a round trip");
+	for (size_t i = 0; i < a->nlabels; i++)
+		if (!same_str(a->labels[i].key, b->labels[i].key) ||
+		    !same_str(a->labels[i].value, b->labels[i].value))
+			die("labels differ after a round trip");
+	for (size_t i = 0; i < a->nafter; i++)
+		if (a->after[i] != b->after[i])
+			die("after differs after a round trip");
+	if (a->stdin_len > 0 && memcmp(a->stdin_data, b->stdin_data, a->stdin_len) != 0)
+		die("stdin_data differs after a round trip");
+	if (a->shell != b->shell || a->retry_lost != b->retry_lost || a->pty != b->pty ||
+	    a->after_any != b->after_any || a->isolate != b->isolate ||
+	    a->stdin_mode != b->stdin_mode || a->priority != b->priority ||
+	    a->run_after != b->run_after || a->timeout_ms != b->timeout_ms ||
+	    a->kill_grace_ms != b->kill_grace_ms || a->max_output != b->max_output ||
+	    a->max_retries != b->max_retries || a->backoff_ms != b->backoff_ms ||
+	    a->backoff_max_ms != b->backoff_max_ms)
+		die("a number field differs after a round trip");
+}
+
+static void check_failure(int rc, const struct tq_err *err, const struct tq_wire_spec *w)
+{
+	static const struct tq_wire_spec empty;
+
+	if (rc != TQ_EINVAL && rc != TQ_ENOMEM)
+		die("an error other than TQ_EINVAL or TQ_ENOMEM");
+	if (err->code != rc)
+		die("err->code is not the code returned");
+	if (strncmp(err->msg, "wire: ", 6) != 0 || err->msg[6] == '\0')
+		die("an error message not starting with \"wire: \"");
+	if (strchr(err->msg, '\n') != NULL)
+		die("an error message of more than one line");
+	if (memcmp(w, &empty, sizeof(*w)) != 0)
+		die("something left in the struct after an error");
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_wire_spec a, b;
+	uint8_t *frame = NULL;
+	size_t len = 0;
+	int rc;
+
+	memset(&a, 0x5a, sizeof(a));
+	rc = tq_wire_decode(data, size, &a, &err);
+	if (rc != 0) {
+		check_failure(rc, &err, &a);
+		tq_wire_free(&a);
+		return 0;
+	}
+	check_spec(&a.spec, data, size);
+	if (tq_wire_encode(&a.spec, &frame, &len, &err) != 0)
+		die("a decoded spec does not encode");
+	if (len != size + 8 || memcmp(frame + 8, data, size) != 0)
+		die("re-encoding does not give back the input");
+	if (tq_wire_decode(frame + 8, len - 8, &b, &err) != 0)
+		die("a re-encoded spec does not decode");
+	check_spec(&b.spec, frame + 8, len - 8);
+	compare(&a.spec, &b.spec);
+	tq_wire_free(&b);
+	tq_wire_free(&a);
+	free(frame);
+	return 0;
+}
