@@ -1109,7 +1109,21 @@ static int open_locked(struct tq_log *l, const struct paths *p, int64_t *size,
 	struct stat sb;
 
 	/* O_APPEND: even a stray second writer could not overwrite records. */
-	if ((l->fd = tq_open(p->log, O_RDWR | O_CREAT | O_APPEND | O_NOFOLLOW, 0600)) < 0)
+	l->fd = tq_open(p->log, O_RDWR | O_CREAT | O_APPEND | O_NOFOLLOW, 0600);
+	if (l->fd < 0 && errno == ENOENT) {
+		/* logs/ itself is gone (removed by hand while tasks were
+		 * queued): make it again, as opening the store would */
+		char dir[PATH_MAX], *slash;
+
+		memcpy(dir, p->log, sizeof(dir));
+		if ((slash = strrchr(dir, '/')) != NULL && slash != dir) {
+			*slash = '\0';
+			if (mkdir(dir, 0700) == 0 || errno == EEXIST)
+				l->fd = tq_open(p->log, O_RDWR | O_CREAT | O_APPEND | O_NOFOLLOW,
+						0600);
+		}
+	}
+	if (l->fd < 0)
 		return tq_err_sys(err, "open %s", p->name);
 	if (flock(l->fd, LOCK_EX | LOCK_NB) < 0)
 		return errno == EWOULDBLOCK ?

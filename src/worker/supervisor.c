@@ -48,6 +48,7 @@
 #include "agent.h"
 #include "policy.h"
 #include "proc.h"
+#include "submitd.h"
 #include "worker.h"
 
 #define TICK_MS 1000                 /* maintenance: leases, restarts */
@@ -58,6 +59,7 @@
 #define HEALTHY_MS 60000             /* a worker up this long resets backoff */
 #define RECOVER_BATCH 64
 #define LOG_ROTATE_BYTES (10 * 1024 * 1024)
+#define TOKEN_KEEP_MS ((int64_t)24 * 3600 * 1000) /* submit tokens (queue.h) */
 
 extern char **environ;
 
@@ -74,6 +76,7 @@ struct slot {
 struct sup {
 	const struct tq_serve_opts *o;
 	struct tq_queue *q;
+	struct tq_submitd *sd;       /* the submit socket; NULL: none */
 	char home_mark[PATH_MAX + 32]; /* what tasks of this home carry (proc.h) */
 	struct pidfh *pfh;
 	int sigfd;
@@ -96,6 +99,11 @@ static void slog(const char *fmt, ...)
 	va_start(ap, fmt);
 	tq_diag(who, fmt, ap);
 	va_end(ap);
+}
+
+static void sd_log(const char *msg)
+{
+	slog("%s", msg);
 }
 
 int tq_self_exe(char *buf, size_t n, struct tq_err *err)
@@ -494,6 +502,10 @@ static void begin_stop(struct sup *s, const struct signalfd_siginfo *si)
 		s->stop_grace = si->ssi_int;
 	slog("stopping (%s)%s", strsignal((int)si->ssi_signo),
 	     s->stop_grace == 0 ? ", now" : "");
+	/* No more submits through us: clients store their tasks themselves
+	 * (for the next supervisor) instead of waiting on one that leaves. */
+	tq_submitd_close(s->sd);
+	s->sd = NULL;
 	signal_workers(s, SIGTERM);
 }
 
@@ -618,14 +630,17 @@ static void retention_sweep(struct sup *s)
 }
 
 /*
- * Housekeeping, at start and then every HOUSEKEEP_MS: workspaces a crash
- * left behind, and retention of finished tasks.
+ * Housekeeping, at start and then every HOUSEKEEP_MS: submit tokens old
+ * enough that no client can still retry with them, workspaces a crash left
+ * behind, and retention of finished tasks.
  */
 static void housekeep(struct sup *s)
 {
 	struct tq_err err = TQ_ERR_INIT;
 	int n = 0;
 
+	if (tq_queue_prune_tokens(s->q, tq_now_ms() - TOKEN_KEEP_MS, NULL, &err) < 0)
+		slog("submit tokens: %s", err.msg);
 	if (tq_workspace_sweep(s->q, s->o->home, &n, &err) < 0)
 		slog("workspace sweep: %s", err.msg);
 	else if (n > 0)
@@ -638,8 +653,8 @@ static void loop(struct sup *s)
 	int64_t next_tick = tq_mono_ms(), next_housekeep = tq_mono_ms();
 
 	for (;;) {
-		struct pollfd p[1 + TQ_MAX_WORKERS];
-		int slot_of[1 + TQ_MAX_WORKERS], np = 1;
+		struct pollfd p[2 + TQ_MAX_WORKERS];
+		int slot_of[1 + TQ_MAX_WORKERS], np = 1, sdk = -1, fd;
 
 		if (s->stopping && workers_left(s) == 0)
 			break;
@@ -649,11 +664,20 @@ static void loop(struct sup *s)
 				p[np] = (struct pollfd){ s->slots[i].pidfd, POLLIN, 0 };
 				slot_of[np++] = i;
 			}
-		if (poll(p, (nfds_t)np, next_timeout(s)) < 0 && errno != EINTR)
+		/* last, after the pidfds check_adopted walks */
+		if (s->sd && (fd = tq_submitd_fd(s->sd)) >= 0) {
+			sdk = np;
+			p[sdk] = (struct pollfd){ fd, POLLIN, 0 };
+		}
+		if (poll(p, (nfds_t)(sdk >= 0 ? np + 1 : np), next_timeout(s)) < 0 &&
+		    errno != EINTR)
 			tq_sleep_ms(10);
 		if (p[0].revents)
 			read_signals(s);
 		check_adopted(s, p, slot_of, np);
+		/* s->sd is gone if a signal just began the stop */
+		if (sdk >= 0 && p[sdk].revents && s->sd)
+			tq_submitd_serve(s->sd, sd_log);
 		restart_due(s);
 		if (tq_mono_ms() < next_tick)
 			continue;
@@ -763,6 +787,8 @@ static void release(struct sup *s)
 	for (int i = 0; i < s->o->workers; i++)
 		tq_close(s->slots[i].pidfd);
 	free(s->ran_by);
+	tq_submitd_close(s->sd);
+	s->sd = NULL;
 	tq_queue_close(s->q);
 	tq_close(s->sigfd);
 }
@@ -853,6 +879,11 @@ int tq_supervisor_main(const struct tq_serve_opts *o)
 	adopt(&s);
 	recover(&s, 0, "lease expired");
 	restart_due(&s);
+	/* Listen before saying we are up: a client that sees the supervisor
+	 * running can submit through it at once. Without the socket clients
+	 * store their tasks themselves, so a failure costs only speed. */
+	if (!o->drain && tq_submitd_open(&s.sd, o->home, &err) < 0)
+		slog("no submit socket: %s", err.msg);
 	if (ready >= 0) {
 		tq_write_all(ready, "R", 1);
 		tq_close(ready);
