@@ -34,10 +34,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <bsd/stdlib.h>
+
 #include "common/env.h"
 #include "common/parse.h"
 #include "common/sys.h"
 #include "queue/logstore.h"
+#include "queue/wire.h"
 #include "worker/doorbell.h"
 #include "worker/supervisor.h"
 
@@ -134,8 +137,14 @@ static const char submit_help[] =
 	"type) adds nothing: the error names FILE:LINE. Blank lines are skipped.\n"
 	"Prints one id per line (--json: one array), in the file's order.\n"
 	"\n"
-	"After the task is stored, submit rings the workers' doorbell, and starts a\n"
-	"supervisor in the background (taskq serve) if none runs.\n"
+	"When a supervisor runs, submit hands it the task through its socket\n"
+	"(STATE/submit.sock), which stores it as durably, and faster than a\n"
+	"process opening the database; else (or if the supervisor does not answer)\n"
+	"submit stores the task itself, exactly once either way.\n"
+	"TASKQ_SUBMIT_VIA=direct always stores it directly; =supervisor fails\n"
+	"rather than do so. After storing the task itself, submit rings the\n"
+	"workers' doorbell, and starts a supervisor in the background (taskq\n"
+	"serve) if none runs.\n"
 	"\n"
 	"--wait: if the task ends within DUR, its output is printed as it ran,\n"
 	"stdout lines to stdout and stderr lines to stderr (exact bytes; escaped\n"
@@ -806,13 +815,123 @@ static void say_existed(const struct cli_ctx *c, int64_t id, const char *key)
 		c->cmd->name, (long long)id, key);
 }
 
+/* ------------------------------------------------------------------ */
+/* Through the supervisor                                             */
+
+#define VIA_AUTO 0
+#define VIA_SUPERVISOR 1
+#define VIA_DIRECT 2
+#define VIA_TIMEOUT_MS (30 * 1000) /* the supervisor's answer; then direct */
+
+/* TASKQ_SUBMIT_VIA: auto (the default: the supervisor's socket when one
+ * listens, else the database), supervisor (the socket or fail), direct. */
+static int submit_via(const struct cli_ctx *c, int *via)
+{
+	const char *v = getenv("TASKQ_SUBMIT_VIA");
+
+	*via = VIA_AUTO;
+	if (v == NULL || *v == '\0' || strcmp(v, "auto") == 0)
+		return CLI_OK;
+	if (strcmp(v, "supervisor") == 0)
+		*via = VIA_SUPERVISOR;
+	else if (strcmp(v, "direct") == 0)
+		*via = VIA_DIRECT;
+	else
+		return cli_usage(c, "TASKQ_SUBMIT_VIA=\"%s\": expected auto, supervisor "
+				 "or direct", v);
+	return CLI_OK;
+}
+
+/*
+ * Hand the task to the supervisor listening in home, if one does. The state
+ * directory gets the checks opening the database would make (ours, not
+ * writable by others) and the socket must be ours: a socket someone else
+ * could have put there is never used. Returns TQ_WIRE_STORED (*id,
+ * *existed), TQ_WIRE_NOT_SENT, TQ_WIRE_LOST (store it directly, the token
+ * kept: the supervisor may have stored it), or the supervisor's refusal (a
+ * tq_err code, err set).
+ */
+static int via_supervisor(struct cli_submit *s, const char *home, char *token, size_t n,
+			  int64_t *id, int *existed, struct tq_err *err)
+{
+	char path[PATH_MAX];
+	unsigned char raw[16];
+	struct stat st;
+	int rc;
+
+	if (stat(home, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+	    (st.st_mode & 022) != 0) {
+		tq_err_set(err, TQ_EPERM, "%s: not a private state directory", home);
+		return TQ_WIRE_NOT_SENT;
+	}
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", home, TQ_WIRE_SOCKET) >= sizeof(path) ||
+	    lstat(path, &st) < 0 || !S_ISSOCK(st.st_mode) || st.st_uid != geteuid()) {
+		tq_err_set(err, TQ_ENOTFOUND, "%s: no supervisor socket", path);
+		return TQ_WIRE_NOT_SENT;
+	}
+	arc4random_buf(raw, sizeof(raw));
+	for (size_t i = 0; i < sizeof(raw) && 2 * i + 2 < n; i++)
+		snprintf(token + 2 * i, 3, "%02x", raw[i]);
+	s->spec.token = token;
+	rc = tq_wire_submit(home, &s->spec, VIA_TIMEOUT_MS, id, existed, err);
+	if (rc == TQ_WIRE_NOT_SENT)
+		s->spec.token = NULL; /* nothing sent: nothing to be exactly-once with */
+	return rc;
+}
+
+/* Print the id (or --json) of a stored task. */
+static int print_stored(const struct cli_submit *s, int64_t id, int existed)
+{
+	if (s->json)
+		printf("{\"id\":%lld%s}\n", (long long)id, existed ? ",\"existed\":true" : "");
+	else
+		printf("%lld\n", (long long)id);
+	return CLI_OK;
+}
+
+/* Stored by the supervisor: the rest of a submit (the supervisor rang the
+ * doorbell, and it runs: nothing to start). */
+static int stored_via_supervisor(const struct cli_ctx *c, struct cli_submit *s, int64_t id,
+				 int existed)
+{
+	struct tq_queue *q = NULL;
+	int rc;
+
+	if (existed)
+		say_existed(c, id, s->spec.unique_key);
+	if (!s->wait)
+		return print_stored(s, id, existed);
+	if ((rc = cli_open(c, 0, &q)) != CLI_OK)
+		return rc;
+	rc = wait_and_show(c, s, q, id);
+	tq_queue_close(q);
+	return rc;
+}
+
 int cli_submit_store(const struct cli_ctx *c, struct cli_submit *s)
 {
 	struct tq_err err = TQ_ERR_INIT;
 	struct tq_queue *q = NULL;
+	char home[PATH_MAX], token[40] = "";
 	int64_t id = 0;
-	int rc, existed = 0;
+	int rc, via, existed = 0;
 
+	if ((rc = submit_via(c, &via)) != CLI_OK)
+		return rc;
+	if (via != VIA_DIRECT) {
+		if (tq_home_resolve(c->home_flag, home, sizeof(home), &err) < 0)
+			return cli_fail(c, &err);
+		if (s->delay_ms > 0 && s->when_flag != NULL && strcmp(s->when_flag, "--delay") == 0)
+			s->spec.run_after = tq_now_ms() + s->delay_ms;
+		rc = via_supervisor(s, home, token, sizeof(token), &id, &existed, &err);
+		if (rc == TQ_WIRE_STORED)
+			return stored_via_supervisor(c, s, id, existed);
+		if (rc < 0)
+			return cli_fail(c, &err); /* refused: as the store would have */
+		if (via == VIA_SUPERVISOR)
+			return cli_runtime(c, "TASKQ_SUBMIT_VIA=supervisor: %s", err.msg);
+		err = (struct tq_err)TQ_ERR_INIT;
+	}
 	if ((rc = cli_open(c, TQ_OPEN_DURABLE, &q)) != CLI_OK)
 		return rc;
 	/* --delay counts from the insert, not from the parse: opening (and
@@ -833,11 +952,7 @@ int cli_submit_store(const struct cli_ctx *c, struct cli_submit *s)
 	tq_queue_close(q);
 	if (rc != CLI_OK)
 		return rc;
-	if (s->json)
-		printf("{\"id\":%lld%s}\n", (long long)id, existed ? ",\"existed\":true" : "");
-	else
-		printf("%lld\n", (long long)id);
-	return CLI_OK;
+	return print_stored(s, id, existed);
 }
 
 /* ------------------------------------------------------------------ */

@@ -2,14 +2,19 @@
 # test_chaos.sh - crash-safety under fire. While 2000 short tasks run with 4
 # workers, SIGKILL a random worker or the supervisor every 150-450 ms; a
 # killed supervisor is restarted at once (the new one adopts the workers
-# still alive). Now and then a worker running a task is SIGSTOPped instead, for 0.5-6 s
-# against a 1 s lease: it comes back late, after its lease expired, and must
-# still renew and finish (a late worker is left alone), or, stopped for more
-# than 3 leases, is killed by the supervisor's watchdog and its task
-# recovered; a stopped worker may hold the write lock meanwhile, which every
-# other process must wait out. The tasks use --retry-lost, so a task whose worker died is
-# recovered and runs again. Then, with the chaos stopped and the queue
-# drained:
+# still alive). Now and then a worker running a task is SIGSTOPped
+# instead, for 0.5-6 s against a 1 s lease: it comes back late, after its
+# lease expired, and must still renew and finish (a late worker is left
+# alone), or, stopped for more than 3 leases, is killed by the supervisor's
+# watchdog and its task recovered; a stopped worker may hold the write lock
+# meanwhile, which every other process must wait out. The tasks use
+# --retry-lost, so a task whose worker died is recovered and runs again.
+# Then, with the chaos stopped and the queue drained:
+#   - every submit stored its task exactly once, under the id it printed: a
+#     tenth of the tasks are submitted one process each, through the
+#     supervisor's socket whenever one answers, so supervisors die in the
+#     middle of submits and their clients store the tasks themselves (the
+#     submit's token makes it exactly once);
 #   - every task is in a final state, none is running, every attempt ended;
 #   - a task that failed was lost (the only failure chaos may cause);
 #   - every succeeded task's side effect happened at least once (each task
@@ -112,6 +117,25 @@ submit_some() {
 	echo "$n" >"$TQ_TMP/submitted.$k"
 }
 
+# Submitter 5: one `taskq submit` per task (tasks N+1, N+2, ...), at most
+# SINGLES of them, until the others are done: these go through the
+# supervisor's socket when one answers, so a supervisor killed mid-submit
+# leaves the client to store the task itself, which must happen exactly
+# once (the names are checked unique below). Each printed id is kept.
+SINGLES=$((N / 10))
+submit_singles() {
+	local i n=0 id
+	: >"$TQ_TMP/single.ids"
+	for ((i = N + 1; i <= N + SINGLES; i++)); do
+		[ -e "$TQ_TMP/stop" ] && break
+		id=$(env "$MARK" "$TASKQ_BIN" submit --name "c$i" "${OPTS[@]}" -- sh -c "$TASK_SH" chaos "$i" "$side" \
+			2>>"$TQ_TMP/submit.err") || { echo "submit c$i failed" >>"$TQ_TMP/submit.err"; break; }
+		echo "$id c$i" >>"$TQ_TMP/single.ids"
+		n=$((n + 1))
+	done
+	echo "$n" >"$TQ_TMP/submitted.5"
+}
+
 # Start a supervisor in the foreground (tracked for cleanup), not waiting
 # for its workers: under chaos a restart must work whatever the state.
 start_sup() {
@@ -140,6 +164,8 @@ for k in 1 2 3 4; do
 	submit_some "$k" &
 	subs+=($!)
 done
+submit_singles &
+subs+=($!)
 kills_w=0 kills_s=0 stops=0 stopped="" resume_at=0
 # The stopped worker (at most one) is resumed at resume_at, or at the end.
 resume() {
@@ -148,7 +174,8 @@ resume() {
 	stopped=""
 }
 submitting() { [ ! -e "$TQ_TMP/submitted.1" ] || [ ! -e "$TQ_TMP/submitted.2" ] ||
-	[ ! -e "$TQ_TMP/submitted.3" ] || [ ! -e "$TQ_TMP/submitted.4" ]; }
+	[ ! -e "$TQ_TMP/submitted.3" ] || [ ! -e "$TQ_TMP/submitted.4" ] ||
+	[ ! -e "$TQ_TMP/submitted.5" ]; }
 # Until every task is submitted and final, and at least 6 kills happened
 # (a fast machine may finish first), or the deadline.
 while [ "$(_tq_now_ms)" -lt "$deadline" ] &&
@@ -188,6 +215,15 @@ assert_eq "$submitted" "$(sql "select count(*) from tasks")" "tasks stored"
 [ $((kills_w + kills_s)) -ge 6 ] || fail "only $((kills_w + kills_s)) kills: the chaos did not happen"
 echo "the watchdog killed $(grep -c 'has not heartbeaten' "$TQ_TMP/serve.log" || true) stopped workers"
 N=$submitted
+
+check "every submit stored its task exactly once, under the id it printed"
+assert_eq "" "$(sql "select name || ' x' || count(*) from tasks group by name having count(*) > 1 limit 5")" \
+	"tasks stored more than once"
+while read -r id name; do
+	[ "$(sql "select name from tasks where id = $id")" = "$name" ] ||
+		fail "submit of $name printed id $id, which holds $(sql "select name from tasks where id = $id")"
+done <"$TQ_TMP/single.ids"
+echo "$(wc -l <"$TQ_TMP/single.ids") single submits, $(sql "select count(*) from meta where key like 'submit:%'") through the supervisor"
 
 check "with the chaos over, every task ends"
 wait_for '[ "$(unfinished)" -eq 0 ]' 120 ||
