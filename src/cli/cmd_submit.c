@@ -844,31 +844,21 @@ static int submit_via(const struct cli_ctx *c, int *via)
 
 /*
  * Hand the task to the supervisor listening in home, if one does. The state
- * directory gets the checks opening the database would make (ours, not
- * writable by others) and the socket must be ours: a socket someone else
- * could have put there is never used. Returns TQ_WIRE_STORED (*id,
- * *existed), TQ_WIRE_NOT_SENT, TQ_WIRE_LOST (store it directly, the token
- * kept: the supervisor may have stored it), or the supervisor's refusal (a
- * tq_err code, err set).
+ * directory must pass the checks opening the database makes (a directory
+ * that fails them gets its error from the direct path); the supervisor must
+ * be ours (tq_wire_submit checks the peer's uid). Returns TQ_WIRE_STORED
+ * (*id, *existed), TQ_WIRE_NOT_SENT, TQ_WIRE_LOST (store it directly, the
+ * token kept: the supervisor may have stored it), or the supervisor's
+ * refusal (a tq_err code, err set).
  */
 static int via_supervisor(struct cli_submit *s, const char *home, char *token, size_t n,
 			  int64_t *id, int *existed, struct tq_err *err)
 {
-	char path[PATH_MAX];
 	unsigned char raw[16];
-	struct stat st;
 	int rc;
 
-	if (stat(home, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
-	    (st.st_mode & 022) != 0) {
-		tq_err_set(err, TQ_EPERM, "%s: not a private state directory", home);
+	if (tq_home_check(home, err) < 0)
 		return TQ_WIRE_NOT_SENT;
-	}
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s", home, TQ_WIRE_SOCKET) >= sizeof(path) ||
-	    lstat(path, &st) < 0 || !S_ISSOCK(st.st_mode) || st.st_uid != geteuid()) {
-		tq_err_set(err, TQ_ENOTFOUND, "%s: no supervisor socket", path);
-		return TQ_WIRE_NOT_SENT;
-	}
 	arc4random_buf(raw, sizeof(raw));
 	for (size_t i = 0; i < sizeof(raw) && 2 * i + 2 < n; i++)
 		snprintf(token + 2 * i, 3, "%02x", raw[i]);
@@ -908,6 +898,14 @@ static int stored_via_supervisor(const struct cli_ctx *c, struct cli_submit *s, 
 	return rc;
 }
 
+/* --delay counts from the store, not from the parse: opening (and perhaps
+ * creating) the database, or a supervisor's lost answer, took some of it. */
+static void start_delay(struct cli_submit *s)
+{
+	if (s->delay_ms > 0 && s->when_flag != NULL && strcmp(s->when_flag, "--delay") == 0)
+		s->spec.run_after = tq_now_ms() + s->delay_ms;
+}
+
 int cli_submit_store(const struct cli_ctx *c, struct cli_submit *s)
 {
 	struct tq_err err = TQ_ERR_INIT;
@@ -921,8 +919,7 @@ int cli_submit_store(const struct cli_ctx *c, struct cli_submit *s)
 	if (via != VIA_DIRECT) {
 		if (tq_home_resolve(c->home_flag, home, sizeof(home), &err) < 0)
 			return cli_fail(c, &err);
-		if (s->delay_ms > 0 && s->when_flag != NULL && strcmp(s->when_flag, "--delay") == 0)
-			s->spec.run_after = tq_now_ms() + s->delay_ms;
+		start_delay(s);
 		rc = via_supervisor(s, home, token, sizeof(token), &id, &existed, &err);
 		if (rc == TQ_WIRE_STORED)
 			return stored_via_supervisor(c, s, id, existed);
@@ -934,10 +931,7 @@ int cli_submit_store(const struct cli_ctx *c, struct cli_submit *s)
 	}
 	if ((rc = cli_open(c, TQ_OPEN_DURABLE, &q)) != CLI_OK)
 		return rc;
-	/* --delay counts from the insert, not from the parse: opening (and
-	 * perhaps creating) the database took some of it */
-	if (s->delay_ms > 0 && s->when_flag != NULL && strcmp(s->when_flag, "--delay") == 0)
-		s->spec.run_after = tq_now_ms() + s->delay_ms;
+	start_delay(s);
 	if (tq_queue_submit(q, &s->spec, &id, &existed, &err) < 0)
 		rc = cli_fail(c, &err);
 	if (rc == CLI_OK && existed)

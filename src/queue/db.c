@@ -259,6 +259,11 @@ static int check_home(const char *home, unsigned flags, struct tq_err *err)
 	return 0;
 }
 
+int tq_home_check(const char *home, struct tq_err *err)
+{
+	return check_home(home, TQ_OPEN_NOCREATE, err);
+}
+
 /* Check (or create, mode 0600) the database file itself. */
 static int check_dbfile(const char *path, unsigned flags, struct tq_err *err)
 {

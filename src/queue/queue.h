@@ -126,6 +126,14 @@ enum tq_open_flags {
 int tq_home_resolve(const char *flag, char *buf, size_t n, struct tq_err *err);
 
 /*
+ * The checks opening the store makes of the state directory, creating
+ * nothing: it exists, is a directory, is yours, and no one else can write
+ * to it. Returns 0, or TQ_ENOTFOUND, TQ_EINVAL, TQ_EPERM with the message
+ * tq_queue_open would give.
+ */
+int tq_home_check(const char *home, struct tq_err *err);
+
+/*
  * Open (and if needed create: directory 0700, database 0600, schema) the
  * database in the state directory home. Sets WAL, the busy timeout, foreign
  * keys, synchronous, journal_size_limit; migrates forward.
