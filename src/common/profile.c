@@ -16,6 +16,7 @@
  */
 #include "profile.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -787,21 +788,43 @@ static void where_in(const char *text, size_t off, char *buf, size_t n)
 	snprintf(buf, n, "line %zu, column %zu", line, col);
 }
 
+int tq_config_parse(const char *file, const char *text, size_t n, cJSON **out,
+		    struct tq_err *err)
+{
+	const char *end = NULL;
+	char at[64];
+	cJSON *j = cJSON_ParseWithLengthOpts(text, n, &end, 0);
+
+	*out = NULL;
+	if (j == NULL) {
+		if (end == NULL || end < text || end > text + n)
+			return tq_err_set(err, TQ_EINVAL, "%s: invalid JSON", file);
+		where_in(text, (size_t)(end - text), at, sizeof(at));
+		return tq_err_set(err, TQ_EINVAL, "%s: invalid JSON at %s", file, at);
+	}
+	while (end < text + n && isspace((unsigned char)*end))
+		end++;
+	if (end < text + n) {
+		where_in(text, (size_t)(end - text), at, sizeof(at));
+		cJSON_Delete(j);
+		return tq_err_set(err, TQ_EINVAL, "%s: unexpected text after the JSON value "
+				  "at %s", file, at);
+	}
+	*out = j;
+	return 0;
+}
+
 /* Parse one file's text: "profiles" and "default_agent" over ps. */
 static int parse_file(struct tq_profiles *ps, const char *file, const char *text, size_t len,
 		      int builtin, struct tq_err *err)
 {
-	const char *end = NULL;
-	cJSON *doc = cJSON_ParseWithLengthOpts(text, len, &end, 0);
 	const cJSON *profs, *def, *it;
-	char at[64];
-	int rc = TQ_EINVAL;
+	cJSON *doc = NULL;
+	int rc;
 
-	if (doc == NULL) {
-		where_in(text, end != NULL && end >= text ? (size_t)(end - text) : 0, at,
-			 sizeof(at));
-		return tq_err_set(err, TQ_EINVAL, "%s: invalid JSON at %s", file, at);
-	}
+	if ((rc = tq_config_parse(file, text, len, &doc, err)) < 0)
+		return rc;
+	rc = TQ_EINVAL;
 	if (!cJSON_IsObject(doc)) {
 		tq_err_set(err, TQ_EINVAL, "%s: expected a JSON object", file);
 		goto out;

@@ -1470,48 +1470,6 @@ static void ruleset_release(struct ruleset *s)
 	memset(s, 0, sizeof(*s));
 }
 
-/* "line 3, column 7" of byte off in text. */
-static void where_in(const char *text, size_t off, char *buf, size_t n)
-{
-	size_t line = 1, col = 1;
-
-	for (size_t i = 0; i < off; i++) {
-		if (text[i] == '\n') {
-			line++;
-			col = 1;
-		} else {
-			col++;
-		}
-	}
-	snprintf(buf, n, "line %zu, column %zu", line, col);
-}
-
-/* Parse a whole JSON document; TQ_EINVAL naming the place of an error. */
-static int parse_doc(const char *file, const char *text, size_t n, cJSON **out,
-		     struct tq_err *err)
-{
-	const char *end = NULL;
-	char at[64];
-	cJSON *j = cJSON_ParseWithLengthOpts(text, n, &end, 0);
-
-	*out = NULL;
-	if (j == NULL) {
-		if (end == NULL || end < text || end > text + n)
-			return tq_err_set(err, TQ_EINVAL, "%s: invalid JSON", file);
-		where_in(text, (size_t)(end - text), at, sizeof(at));
-		return tq_err_set(err, TQ_EINVAL, "%s: invalid JSON at %s", file, at);
-	}
-	while (end < text + n && isspace((unsigned char)*end))
-		end++;
-	if (end < text + n) {
-		where_in(text, (size_t)(end - text), at, sizeof(at));
-		cJSON_Delete(j);
-		return tq_err_set(err, TQ_EINVAL, "%s: unexpected text after the JSON value "
-				  "at %s", file, at);
-	}
-	*out = j;
-	return 0;
-}
 
 /*
  * Read the "rules" of one file (its text is n bytes). The built-in file is
@@ -1529,7 +1487,7 @@ static int parse_rules_file(const char *file, const char *text, size_t n, int bu
 	int rc;
 
 	memset(set, 0, sizeof(*set));
-	if ((rc = parse_doc(file, text, n, &doc, err)) < 0)
+	if ((rc = tq_config_parse(file, text, n, &doc, err)) < 0)
 		return rc;
 	rc = TQ_EINVAL;
 	if (!cJSON_IsObject(doc)) {
