@@ -272,9 +272,21 @@ echo "side effects: $(wc -l <"$side") lines for $ok succeeded tasks" \
 	"($(sort -n "$side" | uniq -d | wc -l) tasks ran more than once)"
 
 check "no process of any task is alive"
-wait_for '[ -z "$(rel_marked_procs "$MARK")" ]' 5 ||
+if ! wait_for '[ -z "$(rel_marked_procs "$MARK")" ]' 5; then
+	# What a leak's post-mortem needs: whose task, which attempts, what
+	# the supervisor and workers said about it.
+	for p in $(rel_marked_procs "$MARK"); do
+		tid=$(tr '\0' '\n' <"/proc/$p/environ" | sed -n 's/^TASKQ_TASK_ID=//p')
+		echo "leaked pid $p: $(tr '\0' ' ' <"/proc/$p/cmdline") task $tid;" \
+			"stat: $(cut -d' ' -f3-8 "/proc/$p/stat" 2>/dev/null)" >&2
+		[ -z "$tid" ] && continue
+		sql "select 'attempt', attempt, worker_id, pid, outcome, started_at, ended_at,
+			coalesce(reason, '') from attempts where task_id = $tid" >&2
+		grep -E "task $tid[^0-9]|worker [0-9]+ .*$tid" "$TQ_TMP/serve.log" | head -20 >&2
+	done
 	fail "task processes alive: $(for p in $(rel_marked_procs "$MARK"); do
 		tr '\0' ' ' <"/proc/$p/cmdline"; echo " (pid $p)"; done)"
+fi
 
 check "PRAGMA integrity_check is ok"
 assert_eq ok "$(rel_integrity)"
