@@ -241,8 +241,15 @@ int main(int argc, char **argv)
 		 * task 41 claude"); libbsd needs the original argv for that. Only
 		 * they pay for it, after which argv's memory is theirs to reuse
 		 * (every value they keep is copied while parsing). */
-		if (cmd == &cli_cmd_serve || cmd == &cli_cmd_drain || cmd == &cli_cmd_worker)
+		if (cmd == &cli_cmd_serve || cmd == &cli_cmd_drain)
 			setproctitle_init(argc, argv, environ);
+		else if (cmd == &cli_cmd_worker)
+			/* A worker's title gets argv's memory only (its argv,
+			 * which names the state directory, is long enough):
+			 * its environment must stay where the kernel shows it,
+			 * in /proc/PID/environ, since it holds the worker's
+			 * mark (TASKQ_WORKER_PROC, worker/proc.h). */
+			setproctitle_init(argc, argv, (char *[]){ NULL });
 		rc = cmd->run(&c, argc - at, argv + at);
 	}
 	out = cli_finish_stdout(&c);

@@ -452,6 +452,8 @@ static int read_running(struct tq_queue *q, sqlite3_stmt *st, size_t max,
 		e->proc_start = sqlite3_column_int64(st, 5);
 		e->retry_lost = sqlite3_column_int(st, 6);
 		e->max_retries = sqlite3_column_int64(st, 7);
+		e->worker_pid = sqlite3_column_int(st, 8);
+		e->worker_start = sqlite3_column_int64(st, 9);
 	}
 	tq_db_done(st);
 	if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
@@ -465,8 +467,9 @@ static int read_running(struct tq_queue *q, sqlite3_stmt *st, size_t max,
 
 #define RUNNING_COLS \
 	"SELECT t.id, t.attempt, t.worker_id, a.pid, a.pgid, a.proc_start," \
-	" t.retry_lost, t.max_retries FROM tasks t LEFT JOIN attempts a" \
-	" ON a.task_id = t.id AND a.attempt = t.attempt"
+	" t.retry_lost, t.max_retries, w.pid, w.proc_start FROM tasks t" \
+	" LEFT JOIN attempts a ON a.task_id = t.id AND a.attempt = t.attempt" \
+	" LEFT JOIN workers w ON w.id = t.worker_id"
 
 int tq_queue_expired(struct tq_queue *q, int64_t now_ms, size_t max,
 		     struct tq_expired **list, size_t *n, struct tq_err *err)

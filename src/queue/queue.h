@@ -563,6 +563,8 @@ struct tq_expired {
 	int64_t proc_start;
 	int retry_lost;
 	int64_t max_retries;
+	int worker_pid;         /* the worker's process (0: its row is gone) */
+	int64_t worker_start;   /* with worker_pid: its identity */
 };
 
 /* Running tasks whose lease ended before now_ms (at most max). *list is

@@ -131,6 +131,11 @@ int tq_proc_start_time(pid_t pid, int64_t *ticks, struct tq_err *err)
 	return rc;
 }
 
+void tq_proc_worker_mark(pid_t pid, int64_t start, char *buf, size_t n)
+{
+	snprintf(buf, n, TQ_WORKER_MARK_VAR "=%ld.%lld", (long)pid, (long long)start);
+}
+
 int tq_proc_same(pid_t pid, int64_t start_time)
 {
 	struct tq_proc_stat st;
@@ -184,51 +189,6 @@ static int env_has(const char *env, size_t n, const char *m, size_t mlen)
 		i += len + 1;
 	}
 	return 0;
-}
-
-#define ENVIRON_READ_MAX (1024 * 1024)
-
-int tq_proc_kill_marked(const char *marker, const char *home, size_t *killed,
-			struct tq_err *err)
-{
-	size_t mlen = strlen(marker), hlen = strlen(home), count = 0;
-	struct dirent *de;
-	char *buf;
-	DIR *d;
-
-	if (killed != NULL)
-		*killed = 0;
-	if ((buf = malloc(ENVIRON_READ_MAX)) == NULL)
-		return tq_err_set(err, TQ_ENOMEM, "out of memory");
-	if ((d = opendir("/proc")) == NULL) {
-		free(buf);
-		return tq_err_sys(err, "open /proc");
-	}
-	while ((de = readdir(d)) != NULL) {
-		char path[64];
-		size_t n = 0;
-		ssize_t r;
-		long pid = strtol(de->d_name, NULL, 10);
-		int fd;
-
-		if (pid <= 1 || pid == (long)getpid())
-			continue;
-		snprintf(path, sizeof(path), "/proc/%ld/environ", pid);
-		if ((fd = tq_open(path, O_RDONLY, 0)) < 0)
-			continue;
-		while (n < ENVIRON_READ_MAX &&
-		       (r = tq_read(fd, buf + n, ENVIRON_READ_MAX - n)) > 0)
-			n += (size_t)r;
-		tq_close(fd);
-		if (env_has(buf, n, marker, mlen) && env_has(buf, n, home, hlen) &&
-		    kill((pid_t)pid, SIGKILL) == 0)
-			count++;
-	}
-	closedir(d);
-	free(buf);
-	if (killed != NULL)
-		*killed = count;
-	return (int)count;
 }
 
 int tq_proc_kill_group(pid_t pgid, int sig, struct tq_err *err)
@@ -342,6 +302,99 @@ static pid_t dirent_pid(const struct dirent *de)
 	long long v = strtonum(de->d_name, 1, INT_MAX, &errstr);
 
 	return errstr == NULL ? (pid_t)v : 0;
+}
+
+#define ENVIRON_READ_MAX (1024 * 1024)
+#define KILL_MARKED_ROUNDS 4
+
+/*
+ * Whether the process's environment (read into buf) marks it as m's. The
+ * file reads the memory the process had when we opened it: one that execs
+ * meanwhile is judged by its old environment (a worker's, when it was the
+ * child of a worker's posix_spawn), or shows none at all if that memory is
+ * already freed; the caller's next pass sees its new one.
+ */
+static int marked(pid_t pid, const struct tq_marks *m, char *buf)
+{
+	char path[64];
+	size_t n = 0;
+	ssize_t r;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%ld/environ", (long)pid);
+	if ((fd = tq_open(path, O_RDONLY, 0)) < 0)
+		return 0;
+	while (n < ENVIRON_READ_MAX &&
+	       (r = tq_read(fd, buf + n, ENVIRON_READ_MAX - n)) > 0)
+		n += (size_t)r;
+	tq_close(fd);
+	if (m->task != NULL && m->home != NULL &&
+	    env_has(buf, n, m->task, strlen(m->task)) &&
+	    env_has(buf, n, m->home, strlen(m->home)))
+		return 1;
+	return m->worker != NULL && pid != m->worker_pid &&
+	       env_has(buf, n, m->worker, strlen(m->worker));
+}
+
+/* One pass over /proc: SIGKILL every marked process not already in done
+ * (and add it there). *found: how many this pass killed. */
+static int kill_marked_pass(const struct tq_marks *m, char *buf, struct pidlist *done,
+			    size_t *found)
+{
+	struct dirent *de;
+	DIR *d;
+	pid_t pid;
+
+	*found = 0;
+	if ((d = opendir("/proc")) == NULL)
+		return -1;
+	while ((de = readdir(d)) != NULL) {
+		if ((pid = dirent_pid(de)) <= 1 || pid == getpid() ||
+		    pidlist_has(done->v, done->n, pid) || !marked(pid, m, buf))
+			continue;
+		if (kill(pid, SIGKILL) == 0) {
+			(*found)++;
+			if (pidlist_add(done, pid) < 0) {
+				closedir(d);
+				errno = ENOMEM;
+				return -1;
+			}
+		}
+	}
+	closedir(d);
+	return 0;
+}
+
+int tq_proc_kill_marked(const struct tq_marks *m, size_t *killed, struct tq_err *err)
+{
+	struct pidlist done = { NULL, 0, 0 };
+	size_t found = 0;
+	char *buf;
+	int rc = 0;
+
+	if (killed != NULL)
+		*killed = 0;
+	if ((buf = malloc(ENVIRON_READ_MAX)) == NULL)
+		return tq_err_set(err, TQ_ENOMEM, "out of memory");
+	/* Again while a pass kills something: a process we killed may have
+	 * forked just before, and its child, given a pid below where the
+	 * pass had got to (pids wrap), was not seen. With a worker's mark,
+	 * at least twice: a child of its posix_spawn that execs during the
+	 * first pass may show neither environment then (see marked()). */
+	for (int round = 0; round < KILL_MARKED_ROUNDS; round++) {
+		if (kill_marked_pass(m, buf, &done, &found) < 0) {
+			rc = errno == ENOMEM ? tq_err_set(err, TQ_ENOMEM, "out of memory")
+					     : tq_err_sys(err, "scan /proc");
+			break;
+		}
+		if (found == 0 && (round > 0 || m->worker == NULL))
+			break;
+	}
+	free(buf);
+	free(done.v);
+	if (killed != NULL)
+		*killed = done.n;
+	return rc < 0 ? rc : (int)done.n;
 }
 
 /*

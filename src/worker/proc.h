@@ -182,21 +182,43 @@ int tq_proc_sweep(const pid_t *keep, size_t nkeep, size_t *killed,
 	struct tq_err *err);
 
 /*
- * SIGKILL every process whose environment holds both entries exactly
- * (marker "TASKQ_TASK_ID=41" and home "TASKQ_TASK_HOME=/path/of/state/dir",
- * which the runner gives every task; ids repeat across state directories):
- * what a lost task
- * left behind, wherever it went — its leader may have exited and the rest
- * been reparented to init when the supervisor died with the worker, or the
- * worker may have died before it recorded the task's pid. The marker, not a
- * pid or group id, names them, so a reused id is never hit. Processes whose
- * environment cannot be read (another user's) are skipped. Returns the
- * number signalled (*killed may be NULL), or TQ_ENOMEM / TQ_EIO.
+ * The marks by which recovery finds what a lost attempt left, wherever it
+ * went (its leader may have exited and the rest been reparented to init
+ * when the supervisor died with the worker; the worker may have died before
+ * it recorded the task's pid). Marks name processes, not pids or group ids,
+ * so a reused id is never hit.
+ *   task, home: "TASKQ_TASK_ID=41" and "TASKQ_TASK_HOME=/state/dir", which
+ *     the runner gives every process of a task (ids repeat across state
+ *     directories, hence both);
+ *   worker: "TASKQ_WORKER_PROC=PID.START", which the supervisor gives each
+ *     worker it starts (tq_proc_worker_mark). A child of the worker's
+ *     posix_spawn shares the worker's memory until its exec, and shows the
+ *     worker's environment, not the task's: a worker killed in that window
+ *     leaves a child that no task mark finds and that becomes the task.
  */
 #define TQ_TASK_MARK_VAR "TASKQ_TASK_ID"
 #define TQ_TASK_HOME_VAR "TASKQ_TASK_HOME"
-int tq_proc_kill_marked(const char *marker, const char *home, size_t *killed,
-			struct tq_err *err);
+#define TQ_WORKER_MARK_VAR "TASKQ_WORKER_PROC"
+struct tq_marks {
+	const char *task;       /* with home; either NULL: not looked for */
+	const char *home;
+	const char *worker;     /* NULL: not looked for */
+	pid_t worker_pid;       /* spared: the worker itself, never killed for
+				 * its own mark (recovery's business is its
+				 * task, and a live worker is not ours to kill) */
+};
+
+/* "TASKQ_WORKER_PROC=PID.START" for the process (pid, its start time). */
+void tq_proc_worker_mark(pid_t pid, int64_t start, char *buf, size_t n);
+
+/*
+ * SIGKILL every process whose environment holds m's task and home entries
+ * exactly, or its worker entry. Passes over /proc repeat while one finds
+ * something (a killed process's last child may have been missed). Processes
+ * whose environment cannot be read (another user's) are skipped. Returns
+ * the number signalled (*killed may be NULL), or TQ_ENOMEM / TQ_EIO.
+ */
+int tq_proc_kill_marked(const struct tq_marks *m, size_t *killed, struct tq_err *err);
 
 /*
  * Reap every child that has exited, without blocking: waitpid(-1, WNOHANG)

@@ -142,6 +142,8 @@ static int start(struct run *r, struct tq_err *err)
 	/* every process of the task carries its id: recovery finds what a
 	 * lost task left behind by it (tq_proc_kill_marked) */
 	snprintf(mark, sizeof(mark), TQ_TASK_MARK_VAR "=%lld", (long long)r->t->id);
+	/* and never a worker's mark, which would make it that worker's */
+	tq_env_unset(&env, TQ_WORKER_MARK_VAR);
 	if ((rc = tq_env_set(&env, mark, err)) < 0 ||
 	    (rc = tq_env_set(&env, r->w->home_mark, err)) < 0) {
 		tq_env_release(&env);

@@ -2,11 +2,15 @@
  * supervisor.c - keep N workers running, recover what dead workers left,
  * stop everything gracefully on a signal. See supervisor.h.
  *
- * Workers are started with posix_spawn of this binary (`taskq worker`), not
- * forked: a fork would copy the supervisor's SQLite connection, which must
- * never be used across fork, and posix_spawn stays fast however large the
- * parent is. The supervisor is a child subreaper, so when a worker dies the
- * orphans of its task are reparented here and swept.
+ * Workers are this binary (`taskq worker`), forked and exec'd at once: the
+ * child uses nothing of the parent's (its SQLite connection must never be
+ * used across a fork) but reads its own pid and start time, which it
+ * carries in its environment as its mark (TASKQ_WORKER_PROC, proc.h), so
+ * that recovery finds a task's process that the worker's posix_spawn made
+ * but had not yet exec'd when the worker died. The supervisor is small, and
+ * starts workers seldom, so the fork costs nothing that matters. It is a
+ * child subreaper, so when a worker dies the orphans of its task are
+ * reparented here and swept.
  *
  * Workers left by a supervisor that was killed keep running their tasks and
  * recording them (they need no supervisor). A new supervisor adopts the ones
@@ -153,28 +157,65 @@ int tq_supervisor_running(const char *home, pid_t *pid)
 /* ------------------------------------------------------------------ */
 /* Workers                                                            */
 
+/* Start `taskq worker` in slot i. Forked, then exec'd at once: the child
+ * touches nothing of ours (not the SQLite connection) but reads its own
+ * identity, to carry it in its environment as its mark (proc.h). */
 static int spawn_worker(struct sup *s, int i, struct tq_err *err)
 {
-	char slot[16], lease[32], grace[32], sup[16];
+	char slot[16], lease[32], grace[32], sup[16], mark[64] = "";
 	char *argv[] = { "taskq", "--home", (char *)s->o->home, "worker", "--slot", slot,
 			 "--lease", lease, "--grace", grace, "--supervisor", sup, NULL };
-	posix_spawnattr_t at;
-	sigset_t none;
+	size_t n = 0, k = 0;
+	char **envp;
+	int pfd[2], e = 0;
+	ssize_t got;
 	pid_t pid;
-	int rc;
 
 	snprintf(slot, sizeof(slot), "%d", i + 1);
 	snprintf(lease, sizeof(lease), "%lldms", (long long)s->o->lease_ms);
 	snprintf(grace, sizeof(grace), "%lldms", (long long)s->o->grace_ms);
 	snprintf(sup, sizeof(sup), "%d", (int)getpid());
-	sigemptyset(&none);
-	posix_spawnattr_init(&at);
-	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK);
-	posix_spawnattr_setsigmask(&at, &none);
-	rc = posix_spawn(&pid, s->o->exe, NULL, &at, argv, environ);
-	posix_spawnattr_destroy(&at);
-	if (rc != 0) {
-		errno = rc;
+	while (environ[n] != NULL)
+		n++;
+	if ((envp = reallocarray(NULL, n + 2, sizeof(*envp))) == NULL)
+		return tq_err_set(err, TQ_ENOMEM, "start worker %d: out of memory", i + 1);
+	for (size_t j = 0; j < n; j++)
+		if (strncmp(environ[j], TQ_WORKER_MARK_VAR "=",
+			    sizeof(TQ_WORKER_MARK_VAR)) != 0)
+			envp[k++] = environ[j];
+	envp[k++] = mark; /* filled in by the child */
+	envp[k] = NULL;
+	if (pipe2(pfd, O_CLOEXEC) < 0) {
+		free(envp);
+		return tq_err_sys(err, "start worker %d: pipe", i + 1);
+	}
+	if ((pid = fork()) == 0) {
+		int64_t start = 0;
+		sigset_t none;
+
+		tq_proc_start_time(getpid(), &start, NULL);
+		tq_proc_worker_mark(getpid(), start, mark, sizeof(mark));
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		execve(s->o->exe, argv, envp);
+		e = errno;
+		(void)!write(pfd[1], &e, sizeof(e));
+		_exit(127);
+	}
+	e = errno;
+	free(envp);
+	tq_close(pfd[1]);
+	if (pid < 0) {
+		tq_close(pfd[0]);
+		errno = e;
+		return tq_err_sys(err, "start worker %d: fork", i + 1);
+	}
+	/* The pipe closes at the exec; the errno arrives if it failed. */
+	got = tq_read(pfd[0], &e, sizeof(e));
+	tq_close(pfd[0]);
+	if (got == (ssize_t)sizeof(e)) {
+		tq_waitpid(pid, NULL, 0);
+		errno = e;
 		return tq_err_sys(err, "start worker %d (%s)", i + 1, s->o->exe);
 	}
 	s->slots[i].pid = pid;
@@ -331,9 +372,18 @@ static void recover(struct sup *s, int64_t worker_id, const char *why)
 		/* and whatever it left that is no longer in reach of its pid or
 		 * our subreaping (reparented to init while no supervisor ran, or
 		 * started before its worker recorded the pid) */
-		char mark[48];
+		char mark[48], wmark[64];
+		struct tq_marks m = { .task = mark, .home = s->home_mark };
 		snprintf(mark, sizeof(mark), TQ_TASK_MARK_VAR "=%lld", (long long)ex[i].task_id);
-		if (tq_proc_kill_marked(mark, s->home_mark, &killed, NULL) > 0)
+		/* and a child of the worker's posix_spawn not yet exec'd, which
+		 * shows the worker's environment (proc.h) */
+		if (ex[i].worker_pid > 0) {
+			tq_proc_worker_mark(ex[i].worker_pid, ex[i].worker_start, wmark,
+					    sizeof(wmark));
+			m.worker = wmark;
+			m.worker_pid = ex[i].worker_pid;
+		}
+		if (tq_proc_kill_marked(&m, &killed, NULL) > 0)
 			slog("task %lld: killed %zu leftover process%s", (long long)ex[i].task_id,
 			     killed, killed == 1 ? "" : "es");
 		snprintf(reason, sizeof(reason), "%s", why);

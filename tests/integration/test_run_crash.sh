@@ -81,3 +81,52 @@ wait_state "$t8" succeeded 30
 assert_eq "lost|succeeded" "$(tq_sql "select group_concat(outcome, '|') from (select outcome from attempts where task_id = $t8 order by attempt)")"
 check "without --retry-lost a lost task is not retried (t1 above)"
 assert_eq 1 "$(tq_sql "select count(*) from attempts where task_id = $t1")"
+
+# A worker killed while its posix_spawn child has not exec'd yet: the child
+# shares the worker's memory, so it shows the worker's environment, not the
+# task's, and becomes the task once its exec completes. Recovery must find it
+# by the worker's mark. The workers are adopted ones (not children of the
+# supervisor, whose sweep would hide the bug): strace holds the child in its
+# execve long enough to kill the worker then.
+check "a worker killed while its task's process is still in exec: that process is killed too"
+if ! command -v strace >/dev/null; then
+	echo "SKIP: no strace (apt-get install strace) to hold a task in its exec"
+else
+	kill -9 "$SERVE_PID"
+	wait_for "! _tq_alive $SERVE_PID" 5
+	serve_start 2
+	mapfile -t ws < <(tq_sql "select pid from workers where stopped_at is null")
+	sargs=()
+	for w in "${ws[@]}"; do sargs+=(-p "$w"); done
+	tq_bg strace -f -o /dev/null -e trace=execve -e inject=execve:delay_enter=20000000 "${sargs[@]}"
+	traced() { grep -q '^TracerPid:[[:space:]]*[1-9]' "/proc/$1/status" 2>/dev/null; }
+	if ! wait_for "traced ${ws[0]} && traced ${ws[1]}" 5; then
+		echo "SKIP: strace cannot attach to the workers here (ptrace refused)"
+	else
+		mark="CRASH_EXEC_MARK=$$"
+		t9=$(env "$mark" "$TASKQ_BIN" submit --shell "sleep 300 & sleep 0.2")
+		child=""
+		spawned() {
+			local w c
+			for w in "${ws[@]}"; do
+				c=$(cat "/proc/$w/task/$w/children" 2>/dev/null) || continue
+				[ -n "${c// /}" ] && child=${c%% *} && worker=$w && return 0
+			done
+			return 1
+		}
+		wait_for spawned 10 || fail "no worker started task $t9"
+		traced "$child" || fail "task $t9's process $child is not held in its exec"
+		kill -9 "$worker"
+		wait_state "$t9" failed 20
+		assert_eq lost "$(outcome_of "$t9")"
+		# strace holds a killed tracee until it lets go (it stops at its
+		# exit too): detach, then the child must die, never reach its exec.
+		_tq_signal TERM "$TQ_LAST_PID"
+		wait_for "! _tq_alive $TQ_LAST_PID" 5
+		wait_for "! _tq_alive $child" 5 ||
+			fail "task $t9's process $child, spawned but not yet exec'd when its worker died, outlived it"
+		marked() { grep -lsz -- "^$mark\$" /proc/[0-9]*/environ 2>/dev/null | grep -v "/proc/$$/" || true; }
+		wait_for '[ -z "$(marked)" ]' 5 ||
+			fail "processes of task $t9 alive: $(marked)"
+	fi
+fi

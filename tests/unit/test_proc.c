@@ -24,6 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <bsd/stdlib.h>
+
 #include "common/sys.h"
 #include "worker/proc.h"
 #include "worker/spawn.h"
@@ -572,6 +574,57 @@ static int reaped_three(void *arg)
 	return ((struct reaped *)arg)->n >= 3;
 }
 
+/*
+ * tq_proc_kill_marked kills exactly what carries the marks: a task's
+ * processes (task and home entries both, whole entries only) and a
+ * worker's (its entry), never the worker itself. The marks are unique to
+ * this run, since the scan covers every process of the machine.
+ */
+static void test_kill_marked(void **state)
+{
+	char task[64], task_longer[80], home[64], other_home[80], worker[64];
+	struct tq_child c[5];
+	size_t killed = 99;
+	struct tq_err err = TQ_ERR_INIT;
+	unsigned long u = (unsigned long)getpid() * 100000UL + arc4random_uniform(100000);
+
+	(void)state;
+	snprintf(task, sizeof(task), TQ_TASK_MARK_VAR "=9%lu", u);
+	snprintf(task_longer, sizeof(task_longer), "%s1", task);
+	snprintf(home, sizeof(home), TQ_TASK_HOME_VAR "=/nonexistent/test-proc-%lu", u);
+	snprintf(other_home, sizeof(other_home), "%s-other", home);
+	snprintf(worker, sizeof(worker), TQ_WORKER_MARK_VAR "=0.%lu", u);
+	char *envs[5][4] = {
+		{ "PATH=/usr/bin:/bin", task, home, NULL },        /* killed */
+		{ "PATH=/usr/bin:/bin", task, other_home, NULL },  /* another home's */
+		{ "PATH=/usr/bin:/bin", worker, NULL },            /* killed */
+		{ "PATH=/usr/bin:/bin", worker, NULL },            /* the worker: spared */
+		{ "PATH=/usr/bin:/bin", task_longer, home, NULL }, /* another task */
+	};
+	for (int i = 0; i < 5; i++) {
+		memset(&c[i], 0, sizeof(c[i]));
+		c[i].argv = (char *[]){ "sleep", "1000", NULL };
+		c[i].envp = envs[i];
+		if (tq_spawn_start(&c[i], &err) != 0)
+			fail_msg("spawn: %s", err.msg);
+	}
+	struct tq_marks m = { .task = task, .home = home, .worker = worker,
+			      .worker_pid = c[3].pid };
+	assert_int_equal(tq_proc_kill_marked(&m, &killed, &err), 2);
+	assert_int_equal(killed, 2);
+	for (int i = 0; i < 5; i++) {
+		if (i != 0 && i != 2)
+			kill(c[i].pid, SIGTERM);
+		int st = wait_status(&c[i]);
+		assert_true(WIFSIGNALED(st));
+		assert_int_equal(WTERMSIG(st), i == 0 || i == 2 ? SIGKILL : SIGTERM);
+	}
+	/* Nothing marked: nothing killed, and no worker entry looked for. */
+	m.worker = NULL;
+	assert_int_equal(tq_proc_kill_marked(&m, &killed, &err), 0);
+	assert_int_equal(killed, 0);
+}
+
 static void test_reap(void **state)
 {
 	struct tq_child c[3] = { TQ_CHILD_INIT, TQ_CHILD_INIT, TQ_CHILD_INIT };
@@ -643,6 +696,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_sweep_tree, teardown),
 		cmocka_unit_test_teardown(test_sweep_keep, teardown),
 		cmocka_unit_test_teardown(test_sweep_keep_session, teardown),
+		cmocka_unit_test_teardown(test_kill_marked, teardown),
 		cmocka_unit_test_teardown(test_reap, teardown),
 		cmocka_unit_test_teardown(test_exit_codes, teardown),
 	};
