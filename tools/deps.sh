@@ -26,7 +26,9 @@ TQ_DEPS=(build-essential pkg-config meson ninja-build
 #                        and sanitizer runtimes (Debian 12's clang is 14)
 #   scdoc                the man page (contrib/taskq.1.scd; test_contrib)
 #   cron                 test_cron drives a real cron daemon
-TQ_TEST_DEPS=(valgrind clang libclang-rt-14-dev scdoc cron)
+#   strace               test_run_crash holds a task's process in its exec
+#                        (to kill its worker in that window)
+TQ_TEST_DEPS=(valgrind clang libclang-rt-14-dev scdoc cron strace)
 
 # Print the packages among "$@" that are not installed, one a line.
 tq_deps_missing() {
