@@ -337,7 +337,7 @@ static void renew(struct run *r, int64_t now)
 		tq_worker_log(r->w, "task %lld: %s", (long long)r->t->id, err.msg);
 		return;
 	}
-	tq_queue_worker_beat(r->w->q, r->w->id, r->t->id, NULL);
+	tq_worker_beat(r->w, r->t->id, 1);
 	if (sig > 0 && r->kill_sig == 0) {
 		r->kill_sig = sig;
 		stop_task(r, sig);

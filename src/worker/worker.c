@@ -113,6 +113,20 @@ static int idle_timeout(struct worker *w)
 	return (int)wait;
 }
 
+void tq_worker_beat(struct worker *w, int64_t task_id, int force)
+{
+	int64_t now = tq_mono_ms();
+
+	if (!force && task_id == w->beat_task && now - w->beat_at < IDLE_BEAT_MS / 2)
+		return;
+	if (tq_queue_worker_beat(w->q, w->id, task_id, NULL) == 0) {
+		w->beat_task = task_id;
+		w->beat_at = now;
+	} else {
+		w->beat_task = -1; /* unknown: write the next one */
+	}
+}
+
 /* One round: claim and run a task, or sleep until something may be ready. */
 static int step(struct worker *w)
 {
@@ -127,16 +141,16 @@ static int step(struct worker *w)
 		 * next timer. A worker that finds nothing does not ring. */
 		tq_doorbell_ring(w->o->home);
 		/* Say at once which task this worker runs (status, kill). */
-		tq_queue_worker_beat(w->q, w->id, t.id, NULL);
+		tq_worker_beat(w, t.id, 1);
 		rc = tq_runner_run(w, &t);
 		tq_task_release(&t);
-		tq_queue_worker_beat(w->q, w->id, 0, NULL);
+		tq_worker_beat(w, 0, 1);
 		if (rc < 0)
 			idle_events(w, ERROR_RETRY_MS);
 		return 0;
 	}
 	if (rc == TQ_ENOTFOUND) {
-		tq_queue_worker_beat(w->q, w->id, 0, NULL);
+		tq_worker_beat(w, 0, 0);
 		idle_events(w, idle_timeout(w));
 		return 0;
 	}
@@ -176,7 +190,7 @@ static int start(struct worker *w, struct tq_err *err)
 
 int tq_worker_main(const struct tq_worker_opts *o)
 {
-	struct worker w = { .o = o, .sigfd = -1, .bellfd = -1 };
+	struct worker w = { .o = o, .sigfd = -1, .bellfd = -1, .beat_task = -1 };
 	struct tq_err err = TQ_ERR_INIT;
 	int status = 0;
 

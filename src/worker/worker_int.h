@@ -24,7 +24,15 @@ struct worker {
 	int poked;              /* SIGUSR1: look at the store now */
 	struct tq_rules *rules; /* classification rules (classify.h) */
 	char home_mark[PATH_MAX + 32]; /* "TASKQ_TASK_HOME=HOME", given to tasks */
+	int64_t beat_task;      /* what our row says we run (-1: unknown) */
+	int64_t beat_at;        /* mono ms of our last heartbeat written */
 };
+
+/* Write our heartbeat and the task we run (0: none). An idle worker's
+ * repeated "still idle" within half its idle beat is skipped unless force:
+ * every doorbell wakes every idle worker, and a write per wake would cost
+ * a transaction (and the other connections' page caches) per submit. */
+void tq_worker_beat(struct worker *w, int64_t task_id, int force);
 
 /* Log a line to the worker's stderr (the supervisor's log). */
 void tq_worker_log(struct worker *w, const char *fmt, ...)
