@@ -615,15 +615,18 @@ static int read_stdin_file(const struct cli_ctx *c, struct cli_submit *s)
 	return CLI_OK;
 }
 
-/* Wake an idle worker, and start a supervisor if none runs. A failure to
- * start one is reported but does not fail the submit: the task is stored. */
-static void after_store(const struct cli_ctx *c, struct cli_submit *s, const char *home)
+/* Wake the idle workers (ring: there is something they could start), and
+ * start a supervisor if none runs. A failure to start one is reported but
+ * does not fail the submit: the task is stored. */
+static void after_store(const struct cli_ctx *c, struct cli_submit *s, const char *home,
+			int ring)
 {
 	const char *auto_env = getenv("TASKQ_AUTOSTART");
 	struct tq_err err = TQ_ERR_INIT;
 	char exe[PATH_MAX];
 
-	tq_doorbell_ring(home);
+	if (ring)
+		tq_doorbell_ring(home);
 	if (s->no_start || (auto_env != NULL && strcmp(auto_env, "0") == 0))
 		return;
 	if (tq_self_exe(exe, sizeof(exe), &err) < 0 ||
@@ -937,7 +940,7 @@ int cli_submit_store(const struct cli_ctx *c, struct cli_submit *s)
 	if (rc == CLI_OK && existed)
 		say_existed(c, id, s->spec.unique_key);
 	if (rc == CLI_OK && !existed)
-		after_store(c, s, tq_queue_home(q));
+		after_store(c, s, tq_queue_home(q), tq_queue_wants_worker(q, id));
 	if (rc == CLI_OK && s->wait) {
 		rc = wait_and_show(c, s, q, id);
 		tq_queue_close(q);
@@ -1053,7 +1056,7 @@ static int store_many(const struct cli_ctx *c, struct cli_submit *s, const char 
 	for (size_t i = 0; i < n; i++)
 		added += !existed[i];
 	if (added > 0)
-		after_store(c, s, tq_queue_home(q));
+		after_store(c, s, tq_queue_home(q), 1);
 	rc = print_ids(c, s, ids, existed, n);
 out:
 	tq_queue_close(q);

@@ -260,6 +260,16 @@ int tq_queue_submit(struct tq_queue *q, const struct tq_task_spec *spec,
 		    int64_t *id, int *existed, struct tq_err *err);
 
 /*
+ * Whether the task just stored is worth waking idle workers for: 0 when it
+ * waits in a paused group (queued or blocked there: a pause by hand lasts
+ * until a resume, which wakes them, and a rate limit's ends at a time they
+ * already wake at), 1 otherwise and on any doubt. Every ring wakes every
+ * idle worker, each of which then tries a claim; a script that goes on
+ * submitting into a rate-limited group should not cost that per submit.
+ */
+int tq_queue_wants_worker(struct tq_queue *q, int64_t id);
+
+/*
  * Forget submit tokens (tq_task_spec.token) stored before before_ms (ms
  * since the epoch); *n (may be NULL) gets how many. The supervisor runs it
  * in its housekeeping: a token only has to outlive its submit's retry.

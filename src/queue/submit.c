@@ -20,6 +20,7 @@
 #define ST_TOKEN_FIND ST_SUBMIT_0
 #define ST_TOKEN_ADD ST_SUBMIT_1
 #define ST_TOKEN_PRUNE ST_SUBMIT_2
+#define ST_WANTS_WORKER ST_SUBMIT_3
 #define TOKEN_MAX 64
 
 /*
@@ -591,4 +592,21 @@ int tq_queue_submit(struct tq_queue *q, const struct tq_task_spec *spec,
 		}
 	}
 	return tq_queue_submit_many(q, spec, 1, id, existed, err);
+}
+
+int tq_queue_wants_worker(struct tq_queue *q, int64_t id)
+{
+	sqlite3_stmt *st = tq_db_stmt(q, ST_WANTS_WORKER,
+		"SELECT 1 FROM tasks t JOIN groups g ON g.name = t.grp"
+		" WHERE t.id = ?1 AND t.state IN ('queued', 'blocked')"
+		" AND (g.paused != 0 OR g.paused_until > ?2)", NULL);
+	int rc;
+
+	if (st == NULL)
+		return 1;
+	sqlite3_bind_int64(st, 1, id);
+	sqlite3_bind_int64(st, 2, tq_now_ms());
+	rc = sqlite3_step(st);
+	tq_db_done(st);
+	return rc != SQLITE_ROW;
 }

@@ -219,7 +219,7 @@ static void serve_one(struct tq_submitd *sd, int c, void (*log)(const char *msg)
 		     (long long)id);
 	/* A token already stored (the client's retry) rings once more for
 	 * nothing: harmless, a worker just finds no new task. */
-	if (!existed)
+	if (!existed && tq_queue_wants_worker(sd->q, id))
 		tq_doorbell_ring(sd->home);
 out:
 	tq_wire_free(&w);

@@ -947,6 +947,40 @@ static void test_group_pause_resume(void **state)
 	assert_non_null(strstr(err.msg, "no such group"));
 }
 
+/* A task waiting in a paused group is not worth a ring; any other is. */
+static void test_wants_worker(void **state)
+{
+	struct fx *f = *state;
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_task_spec s = spec_of(argv_true);
+	char path[512], sql[256];
+	int64_t a = submit_simple(f->q, 0, "api"), b, c, d;
+
+	assert_int_equal(tq_queue_wants_worker(f->q, a), 1);
+	assert_int_equal(tq_queue_group_pause(f->q, "api", &err), 0);
+	b = submit_simple(f->q, 0, "api");
+	assert_int_equal(tq_queue_wants_worker(f->q, b), 0);
+	/* another group, and a later start in the paused one (its time is
+	 * new to idle workers): rung for */
+	assert_int_equal(tq_queue_wants_worker(f->q, submit_simple(f->q, 0, "other")), 1);
+	s.group = "api";
+	s.run_after = tq_now_ms() + 60000;
+	c = submit(f->q, &s);
+	assert_int_equal(tq_queue_wants_worker(f->q, c), 1);
+	/* a rate limit's pause: until later, not worth it; over, worth it */
+	assert_int_equal(tq_queue_group_resume(f->q, "api", &err), 0);
+	snprintf(path, sizeof(path), "%s/state", f->home);
+	snprintf(sql, sizeof(sql), "UPDATE groups SET paused_until = %lld WHERE name = 'api'",
+		 (long long)(tq_now_ms() + 60000));
+	sql_int(path, sql);
+	d = submit_simple(f->q, 0, "api");
+	assert_int_equal(tq_queue_wants_worker(f->q, d), 0);
+	sql_int(path, "UPDATE groups SET paused_until = 1 WHERE name = 'api'");
+	assert_int_equal(tq_queue_wants_worker(f->q, d), 1);
+	/* no such task: on doubt, ring */
+	assert_int_equal(tq_queue_wants_worker(f->q, 999999), 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -975,6 +1009,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_expired, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_manual_retry, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_group_pause_resume, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_wants_worker, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
