@@ -537,7 +537,7 @@ static const char *const split_everywhere[] = {
 static void chunking(const char *name, const char *parser, const char *buf, size_t len,
 		     const struct snap *base)
 {
-	char ctx[256];
+	char ctx[512]; /* a fixture name (< 256) and what was done to it */
 	struct snap s;
 	int every = 0;
 
@@ -564,7 +564,7 @@ static void test_chunking_every_boundary(void **state)
 static void key_order(const char *name, const char *parser, const char *buf, size_t len,
 		      const struct snap *base)
 {
-	char ctx[256];
+	char ctx[512]; /* a fixture name (< 256) and what was done to it */
 
 	for (int round = 0; round < 6; round++) {
 		struct out o;
@@ -626,7 +626,7 @@ static void crlf(const char *name, const char *parser, const char *buf, size_t l
 		 const struct snap *base)
 {
 	struct out o = rewrite(buf, len, 0, 0, 1);
-	char ctx[256];
+	char ctx[512]; /* a fixture name (< 256) and what was done to it */
 	struct snap s;
 
 	snprintf(ctx, sizeof(ctx), "%s with CRLF", name);
@@ -645,7 +645,7 @@ static void test_crlf(void **state)
 static void noise(const char *name, const char *parser, const char *buf, size_t len,
 		  const struct snap *base)
 {
-	char ctx[256];
+	char ctx[512]; /* a fixture name (< 256) and what was done to it */
 
 	for (int round = 0; round < 4; round++) {
 		struct out o;
