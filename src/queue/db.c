@@ -66,10 +66,16 @@ int tq_db_error(struct tq_queue *q, int rc, struct tq_err *err, const char *what
 	const char *msg = q && q->db ? sqlite3_errmsg(q->db) : sqlite3_errstr(rc);
 	int sys = q && q->db ? sqlite3_system_errno(q->db) : 0;
 
-	if (code == TQ_EBUSY)
+	/* Say how long we waited only when we did: SQLite also answers busy
+	 * without calling the handler (a snapshot too old to upgrade to a
+	 * write, a lock held during WAL recovery). */
+	if (code == TQ_EBUSY && q != NULL && q->busy_gave_up != 0 &&
+	    tq_mono_ms() - q->busy_gave_up < 1000)
 		return tq_err_set(err, code, "%s: database %s is locked (waited %lld ms)",
-				  what, q ? q->path : "",
-				  (long long)(q ? q->busy_timeout : 0));
+				  what, q->path, (long long)(q->busy_gave_up - q->busy_start));
+	if (code == TQ_EBUSY)
+		return tq_err_set(err, code, "%s: database %s is locked by another process",
+				  what, q ? q->path : "");
 	if (code == TQ_ECORRUPT)
 		return tq_err_set(err, code, "%s: database %s is corrupt (%s)", what,
 				  q ? q->path : "", msg);
@@ -310,8 +316,10 @@ static int busy_handler(void *arg, int count)
 	 * slowly keep waiters close to FIFO at a small CPU cost. */
 	if (count == 0)
 		q->busy_start = now;
-	if (now - q->busy_start >= q->busy_timeout)
+	if (now - q->busy_start >= q->busy_timeout) {
+		q->busy_gave_up = now;
 		return 0;
+	}
 	struct timespec ts = { 0, count < 20 ? 200000 : count < 200 ? 1000000 : 5000000 };
 	nanosleep(&ts, NULL);
 	return 1;

@@ -45,6 +45,7 @@ struct tq_queue {
 	sqlite3_stmt *list_st[TQ_LIST_VARIANTS];
 	unsigned flags;
 	int64_t busy_start;     /* mono ms when the current busy wait began */
+	int64_t busy_gave_up;   /* mono ms when the busy handler last gave up */
 	int64_t busy_timeout;   /* ms */
 	char home[PATH_MAX];
 	char path[PATH_MAX];    /* HOME/taskq.db */

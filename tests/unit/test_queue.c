@@ -318,6 +318,15 @@ static void test_locked(void **state)
 	assert_int_equal(tq_queue_submit(f->q, &s, &id, NULL, &err), TQ_EBUSY);
 	assert_true(tq_mono_ms() - t0 >= 150);
 	assert_non_null(strstr(err.msg, "locked"));
+	/* the time it really waited, not a figure from the settings */
+	{
+		const char *w = strstr(err.msg, "(waited ");
+		long ms;
+
+		assert_non_null(w);
+		ms = strtol(w + 8, NULL, 10);
+		assert_true(ms >= 150 && ms < 1000);
+	}
 	sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
 	sqlite3_close(db);
 	assert_int_equal(tq_queue_submit(f->q, &s, &id, NULL, &err), 0);
