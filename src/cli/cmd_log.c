@@ -277,6 +277,14 @@ static int open_task(const struct cli_ctx *c, int64_t id, unsigned flags,
 	return CLI_OK;
 }
 
+/* A task that has started but has no log file: its log was deleted (by
+ * hand, or with logs/) after it ended. Its output is gone; say so rather
+ * than print nothing as for a task that printed nothing. */
+static int log_missing(struct tq_queue *q, const struct tq_task *t, int64_t total)
+{
+	return total == 0 && t->attempt > 0 && tq_log_exists(q, t->id) == 0;
+}
+
 /* "failed (output_overflow), exit status 1", "running". */
 static void describe_state(const struct tq_task *t, char *buf, size_t n)
 {
@@ -566,6 +574,9 @@ static int show_log(const struct cli_ctx *c, const struct log_req *r)
 		rc = cli_fail(c, &err);
 	else if (p.rc < 0)
 		rc = cli_runtime(c, "out of memory");
+	else if (!r->follow && log_missing(q, &t, total))
+		rc = cli_runtime(c, "task %lld: its log file logs/%lld.log is missing (deleted?);"
+				 " its output is lost", (long long)r->id, (long long)r->id);
 	if (rc == CLI_OK)
 		page_hint(r, &p, total);
 	if (rc == CLI_OK && r->follow)
@@ -745,7 +756,7 @@ static int poll_round(struct tq_queue *q, const struct poll_req *r, struct tq_ta
 }
 
 static int poll_json(const struct poll_req *r, const struct tq_task *t,
-		     const struct poll_got *g, int64_t shown, int64_t total)
+		     const struct poll_got *g, int64_t shown, int64_t total, int missing)
 {
 	cJSON *o = NULL, *lines = cJSON_CreateArray();
 	int64_t next = shown + (int64_t)g->n + 1;
@@ -771,6 +782,8 @@ static int poll_json(const struct poll_req *r, const struct tq_task *t,
 		cli_json_bool(o, "more", next <= total, &oom);
 		cli_json_int(o, "next", next, 1, &oom);
 		cli_json_int(o, "total", total, 1, &oom);
+		if (missing)
+			cli_json_bool(o, "log_missing", 1, &oom);
 	}
 	if (!oom)
 		oom = cli_json_print(o, stdout) < 0;
@@ -780,7 +793,7 @@ static int poll_json(const struct poll_req *r, const struct tq_task *t,
 }
 
 static int poll_human(const struct poll_req *r, const struct tq_task *t,
-		      const struct poll_got *g, int64_t shown, int64_t total)
+		      const struct poll_got *g, int64_t shown, int64_t total, int missing)
 {
 	int64_t next = shown + (int64_t)g->n + 1;
 	struct cli_lines p;
@@ -798,7 +811,10 @@ static int poll_human(const struct poll_req *r, const struct tq_task *t,
 	/* on a line of its own even when stdout and stderr are one file and
 	 * the output ended without a newline */
 	fprintf(stderr, "%stask %lld: %s; ", p.open ? "\n" : "", (long long)r->id, st);
-	if (g->n == 0)
+	if (missing)
+		fprintf(stderr, "its log file logs/%lld.log is missing (deleted?)",
+			(long long)r->id);
+	else if (g->n == 0)
 		fprintf(stderr, "no new lines (%lld in all)", (long long)total);
 	else
 		fprintf(stderr, "%zu new line%s (%lld-%lld of %lld)", g->n, g->n == 1 ? "" : "s",
@@ -842,7 +858,7 @@ static int do_poll(const struct cli_ctx *c, const struct poll_req *r)
 	struct poll_got g = { 0 };
 	struct tq_task t;
 	int64_t shown = 0, total = 0;
-	int rc, tries = 0;
+	int rc, tries = 0, missing;
 
 	if ((rc = open_task(c, r->id, 0, &q, &t)) != CLI_OK)
 		return rc;
@@ -851,11 +867,14 @@ static int do_poll(const struct cli_ctx *c, const struct poll_req *r)
 		got_release(&g);
 		rc = poll_round(q, r, &t, &g, &shown, &total, &err);
 	} while (rc == TQ_ESTALE && ++tries < CLI_POLL_RETRIES);
-	if (rc < 0)
+	if (rc < 0) {
 		rc = cli_fail(c, &err);
-	else if ((r->json ? poll_json(r, &t, &g, shown, total)
-			  : poll_human(r, &t, &g, shown, total)) < 0)
-		rc = cli_runtime(c, "out of memory");
+	} else {
+		missing = log_missing(q, &t, total);
+		if ((r->json ? poll_json(r, &t, &g, shown, total, missing)
+			     : poll_human(r, &t, &g, shown, total, missing)) < 0)
+			rc = cli_runtime(c, "out of memory");
+	}
 	got_release(&g);
 	tq_task_release(&t);
 	tq_queue_close(q);

@@ -55,6 +55,14 @@
  *   partial lines still buffered (they would follow the gap); the worker
  *   kills the task anyway. If even the truncate fails the writer refuses further
  *   writes.
+ * - A log deleted under its writer (its file, or the whole logs/ directory,
+ *   removed by hand or by a cleanup job) would swallow everything the task
+ *   writes after: the writer would go on appending to a file no one can open
+ *   again. So before each write the writer checks its file still has a name
+ *   (fstat's st_nlink); when not, it starts a new log at the same path (and
+ *   logs/ again if need be), whose first line, on stderr, says the lines
+ *   before it were lost, and goes on there. The output cap still counts
+ *   everything the task wrote. Only what was deleted is lost.
  */
 #include "logstore.h"
 
@@ -692,6 +700,20 @@ out:
 	return rc;
 }
 
+int tq_log_exists(struct tq_queue *q, int64_t id)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	struct paths p;
+	struct stat sb;
+	int rc;
+
+	if ((rc = paths_init(q, id, &p, &err)) < 0)
+		return rc;
+	if (lstat(p.log, &sb) == 0)
+		return 1;
+	return errno == ENOENT ? 0 : tq_err_from_errno(errno);
+}
+
 int tq_log_stat(struct tq_queue *q, int64_t id, enum tq_stream stream,
 		int64_t *lines, int64_t *output_bytes, struct tq_err *err)
 {
@@ -748,6 +770,7 @@ struct part {
 
 struct tq_log {
 	char name[NAME_MAX_LEN];
+	struct paths paths;        /* to start the log again if it is deleted */
 	int fd, ifd;
 	int64_t cap;               /* 0: none */
 	int64_t taken;             /* output bytes accepted (stored, batched, buffered) */
@@ -761,6 +784,7 @@ struct tq_log {
 	char *batch;
 	size_t blen;
 	struct part part[2];       /* stdout, stderr */
+	int relinked;              /* times the log was started again */
 };
 
 static int broken_error(const struct tq_log *l, struct tq_err *err)
@@ -928,6 +952,52 @@ static int feed(struct tq_log *l, enum tq_stream s, const char *p, size_t n,
 	return 0;
 }
 
+static int open_locked(struct tq_log *l, const struct paths *p, int64_t *size,
+		       struct tq_err *err);
+static int load_state(struct tq_log *l, const struct paths *p, int64_t size,
+		      struct tq_err *err);
+
+/*
+ * The log's file has lost its last name (deleted by hand, or logs/ with it):
+ * start a new log at its path, first a line that says the lines before it
+ * were lost, and go on writing there (see "Crashes and errors" above). When
+ * no new log can be made, or someone else's file is at the path already, go
+ * on as before; the next write tries again.
+ */
+static void relink_if_deleted(struct tq_log *l)
+{
+	struct tq_err e = TQ_ERR_INIT;
+	struct stat sb;
+	int old_fd = l->fd, old_ifd = l->ifd, n;
+	int64_t taken = l->taken, size = 0;
+	char note[128];
+
+	if (l->broken || l->blen != 0 || fstat(l->fd, &sb) < 0 || sb.st_nlink > 0)
+		return;
+	l->fd = l->ifd = -1;
+	if (open_locked(l, &l->paths, &size, &e) < 0 || size != 0) {
+		tq_close(l->fd);
+		l->fd = old_fd;
+		l->ifd = old_ifd;
+		return;
+	}
+	tq_close(old_ifd);
+	tq_close(old_fd);
+	/* the index of the deleted log, if only the .log went */
+	(void)unlink(l->paths.idx);
+	if (load_state(l, &l->paths, 0, &e) < 0) {
+		l->broken = 1; /* out of memory: the next write says so */
+		return;
+	}
+	l->taken = taken; /* the cap counts all the task wrote */
+	l->relinked++;
+	n = snprintf(note, sizeof(note),
+		     "taskq: %s was deleted while the task ran; the lines before this one are lost",
+		     l->name);
+	if (add_record(l, 'e', note, (size_t)n, NULL, 0, &e) == 0)
+		(void)flush_batch(l, &e);
+}
+
 int tq_log_write(struct tq_log *l, enum tq_stream stream, const void *buf, size_t n,
 		 int64_t now_ms, struct tq_err *err)
 {
@@ -942,6 +1012,7 @@ int tq_log_write(struct tq_log *l, enum tq_stream stream, const void *buf, size_
 		return cap_error(l, err);
 	if (n == 0)
 		return 0;
+	relink_if_deleted(l);
 	if (l->cap > 0 && (l->taken >= l->cap || (uint64_t)(l->cap - l->taken) < n)) {
 		take = l->taken >= l->cap ? 0 : (size_t)(l->cap - l->taken);
 		over = 1;
@@ -966,6 +1037,8 @@ int tq_log_tick(struct tq_log *l, int64_t now_ms, int64_t *next_ms, struct tq_er
 	int64_t next = -1;
 	int rc = 0;
 
+	if (l->part[0].len > 0 || l->part[1].len > 0)
+		relink_if_deleted(l);
 	if (l->broken)
 		rc = broken_error(l, err);
 	for (int s = TQ_STREAM_STDOUT; rc == 0 && s <= TQ_STREAM_STDERR; s++) {
@@ -991,6 +1064,8 @@ int tq_log_end_stream(struct tq_log *l, enum tq_stream stream, struct tq_err *er
 
 	if (stream != TQ_STREAM_STDOUT && stream != TQ_STREAM_STDERR)
 		return tq_err_set(err, TQ_EINVAL, "log %s: bad stream", l->name);
+	if (l->part[stream - 1].len > 0)
+		relink_if_deleted(l);
 	if (l->broken)
 		return broken_error(l, err);
 	if ((rc = flush_part(l, stream, err)) < 0)
@@ -1011,6 +1086,11 @@ int64_t tq_log_output_bytes(const struct tq_log *l)
 	return l->done.obytes + l->done.ebytes;
 }
 
+int tq_log_relinked(const struct tq_log *l)
+{
+	return l->relinked;
+}
+
 static void log_free(struct tq_log *l)
 {
 	tq_close(l->ifd);
@@ -1027,6 +1107,8 @@ int tq_log_close(struct tq_log *l, struct tq_err *err)
 
 	if (l == NULL)
 		return 0;
+	if (l->part[0].len > 0 || l->part[1].len > 0)
+		relink_if_deleted(l);
 	if (!l->broken) {
 		rc = flush_part(l, TQ_STREAM_STDOUT, err);
 		if (rc == 0)
@@ -1093,6 +1175,7 @@ static struct tq_log *log_alloc(const struct paths *p, int64_t cap)
 	l->fd = l->ifd = -1;
 	l->cap = cap;
 	memcpy(l->name, p->name, sizeof(l->name));
+	l->paths = *p;
 	if ((l->batch = malloc(BATCH_MAX)) == NULL ||
 	    (l->part[0].buf = malloc(TQ_LOG_LINE_MAX)) == NULL ||
 	    (l->part[1].buf = malloc(TQ_LOG_LINE_MAX)) == NULL) {

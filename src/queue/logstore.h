@@ -108,6 +108,16 @@ void tq_log_position(const struct tq_log *l, int64_t *offset, int64_t *line);
  * tags, newlines added by taskq, or partial lines still buffered. */
 int64_t tq_log_output_bytes(const struct tq_log *l);
 
+/* 1 if task id's log file exists, 0 if not, a negative error code if that
+ * cannot be told. A task that has started has one (the worker makes it
+ * before it starts the command), so 0 for such a task means it was deleted
+ * after the task ended. */
+int tq_log_exists(struct tq_queue *q, int64_t id);
+
+/* How many times the log was started again at its path because its file had
+ * been deleted under the writer (the new log's first line says so). */
+int tq_log_relinked(const struct tq_log *l);
+
 /* Write partials of both streams as pieces, close and free (always, even
  * on error). No fsync: the log needs none to survive a crash of any process
  * (see above), and capture must not wait for the disk. NULL is a no-op.

@@ -685,6 +685,10 @@ int tq_runner_run(struct worker *w, struct tq_task *t)
 		stop_task(&r, SIGKILL);
 	fetch_stdin(&r);
 	loop(&r);
+	if (tq_log_relinked(r.log) > 0)
+		tq_worker_log(w, "task %lld: its log was deleted while it ran (%d time%s);"
+			      " started it again", (long long)t->id, tq_log_relinked(r.log),
+			      tq_log_relinked(r.log) == 1 ? "" : "s");
 	if (tq_log_close(r.log, &err) < 0 && !r.log_failed)
 		on_log_error(&r, err.code, &err);
 	r.log = NULL;

@@ -2,8 +2,11 @@
 # test_bad_output.sh - output that breaks naive capture:
 #   - a task's log file (and then the whole logs/ directory) deleted while
 #     the task runs: the task still ends with its own status and is
-#     recorded, a reader following it (log --follow) ends with it, log,
-#     poll and show still answer, and the next tasks log normally;
+#     recorded, what it printed after the deletion is kept in a new log
+#     whose first line says what was lost, a reader following it (log
+#     --follow) ends with it, log, poll and show still answer, and the next
+#     tasks log normally; a log deleted after its task ended gets a one-line
+#     error from log (exit 1) and a note from poll;
 #   - a task printing 100 MB without a newline: stored exactly (in pieces
 #     of at most 64 KiB) with --max-output 0, the worker's memory stays
 #     small (it never holds the whole line), and under the default cap
@@ -14,7 +17,9 @@
 # How we know it catches what it checks (tried on a copy of the tree in
 # /tmp): tq_log_write() without its cap check let the 100 MB line through
 # under the default cap (caught: "expected state failed, it is
-# succeeded").
+# succeeded"); tq_log_write() without relink_if_deleted() lost the lines
+# printed after the deletion (caught: "tq log 1" exited 1, its log
+# file missing).
 . "$(dirname "$0")/../integration/lib.sh"
 . "$(dirname "$0")/../integration/lib_serve.sh"
 . "$(dirname "$0")/lib_rel.sh"
@@ -42,6 +47,22 @@ assert_exit 0 tq log "$t" --json
 assert_exit 0 tq poll "$t"
 assert_exit 0 tq show "$t" --json
 assert_eq succeeded "$(out | pyjson 'd["state"]')"
+check "what it printed after the deletion is kept, under a line that says what was lost"
+note="taskq: logs/$t.log was deleted while the task ran; the lines before this one are lost"
+assert_eq "$(printf '%s\n' "$note" after1 after2 after3 after4 after5)" "$(tq log "$t")"
+assert_eq "$note" "$(tq log "$t" --stream stderr)"
+assert_eq 5 "$(tq log "$t" --stream stdout | grep -c '^after[1-5]$')"
+grep -q "task $t: its log was deleted while it ran (1 time); started it again" \
+	"$TQ_TMP/serve.log" || fail "the worker did not say it started the log again"
+
+check "a log deleted after its task ended: log says so (exit 1), poll notes it"
+rm -f "$TASKQ_HOME/logs/$t.log" "$TASKQ_HOME/logs/$t.idx"
+assert_exit 1 tq log "$t"
+assert_eq "taskq: log: task $t: its log file logs/$t.log is missing (deleted?); its output is lost" "$(err)"
+assert_exit 0 tq poll "$t" --json
+assert_eq true "$(out | pyjson 'd["log_missing"]')"
+assert_exit 0 tq poll "$t"
+assert_contains "$(err)" "its log file logs/$t.log is missing"
 
 check "the next task logs normally"
 t2=$(submit_id --shell 'echo next')
@@ -55,6 +76,7 @@ rm -rf "$TASKQ_HOME/logs"
 touch "$TQ_TMP/go3"
 wait_state "$t3" succeeded
 assert_exit 0 tq log "$t3"
+assert_eq "$(printf 'taskq: logs/%s.log was deleted while the task ran; the lines before this one are lost\nafter1\nafter2\nafter3\nafter4\nafter5' "$t3")" "$(out)"
 t4=$(submit_id --shell 'echo again; echo err >&2')
 wait_state "$t4" succeeded
 assert_eq "$(printf 'again\nerr')" "$(tq log "$t4" | sort)"

@@ -815,6 +815,75 @@ static void test_reopen(void **state)
 	lines_free(&ls);
 }
 
+/* The log deleted under its writer (by hand, or with logs/): what the task
+ * writes after is kept in a new log at the same path, whose first line says
+ * what was lost; partial lines and the cap carry over. */
+static void test_deleted_under_writer(void **state)
+{
+	struct fx *f = *state;
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_log *l = wopen(f, 12, 60);
+	struct lines ls = { 0 };
+	char path[600], ipath[600], xs[41];
+	const char *note = "taskq: logs/12.log was deleted while the task ran;"
+			   " the lines before this one are lost";
+
+	path_of(f, 12, "log", path, sizeof(path));
+	path_of(f, 12, "idx", ipath, sizeof(ipath));
+	for (int i = 0; i < 3; i++)
+		wr(l, TQ_STREAM_STDOUT, "before\n", 0);      /* 21 bytes */
+	wr(l, TQ_STREAM_STDERR, "part", 0);                  /* 25, buffered */
+	assert_int_equal(tq_log_exists(f->q, 12), 1);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(unlink(ipath), 0);
+	assert_int_equal(tq_log_exists(f->q, 12), 0);
+	assert_int_equal(tq_log_relinked(l), 0);
+	wr(l, TQ_STREAM_STDOUT, "after\n", 0);              /* 31 */
+	assert_int_equal(tq_log_relinked(l), 1);
+	assert_int_equal(tq_log_exists(f->q, 12), 1);
+	/* 40 more bytes pass the cap of 60 after 29 of them */
+	memset(xs, 'x', 39);
+	xs[39] = '\n';
+	xs[40] = '\0';
+	assert_int_equal(tq_log_write(l, TQ_STREAM_STDOUT, xs, 40, 0, &err), TQ_ECAP);
+	wclose(l);
+	assert_int_equal(rd(f, 12, TQ_STREAM_ALL, 1, -1, 0, &ls), 4);
+	assert_int_equal(ls.v[0].stream, TQ_STREAM_STDERR);
+	assert_string_equal(ls.v[0].text, note);
+	assert_string_equal(ls.v[1].text, "after");
+	assert_int_equal(ls.v[2].len, 29);
+	assert_false(ls.v[2].newline);
+	assert_string_equal(ls.v[3].text, "part");
+	assert_int_equal(ls.v[3].stream, TQ_STREAM_STDERR);
+	lines_free(&ls);
+	/* the new log pages like any other */
+	assert_int_equal(rd(f, 12, TQ_STREAM_STDOUT, 1, 1, 0, &ls), 2);
+	assert_int_equal(ls.n, 1);
+	assert_string_equal(ls.v[0].text, "after");
+	lines_free(&ls);
+
+	/* the whole logs/ directory deleted: made again */
+	l = wopen(f, 13, 0);
+	wr(l, TQ_STREAM_STDOUT, "one\n", 0);
+	path_of(f, 13, "log", path, sizeof(path));
+	path_of(f, 13, "idx", ipath, sizeof(ipath));
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(unlink(ipath), 0);
+	path_of(f, 12, "log", path, sizeof(path));
+	path_of(f, 12, "idx", ipath, sizeof(ipath));
+	assert_int_equal(unlink(path), 0);
+	unlink(ipath);
+	*strrchr(path, '/') = '\0';
+	assert_int_equal(rmdir(path), 0);
+	wr(l, TQ_STREAM_STDOUT, "two\n", 0);
+	wclose(l);
+	assert_int_equal(rd(f, 13, TQ_STREAM_ALL, 1, -1, 0, &ls), 2);
+	assert_non_null(strstr(ls.v[0].text, "logs/13.log was deleted"));
+	assert_string_equal(ls.v[1].text, "two");
+	lines_free(&ls);
+	(void)err;
+}
+
 static void test_busy(void **state)
 {
 	struct fx *f = *state;
@@ -1289,6 +1358,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_garbage, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cap, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reopen, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_deleted_under_writer, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_busy, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_partial_tick, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_long_line, setup, teardown),
