@@ -95,7 +95,7 @@ CREATE INDEX tasks_batch     ON tasks(batch, id)              WHERE batch IS NOT
 CREATE INDEX tasks_name      ON tasks(name, id);
 CREATE INDEX tasks_session   ON tasks(session, id)            WHERE session IS NOT NULL;
 CREATE INDEX tasks_finished  ON tasks(finished_at)            WHERE finished_at IS NOT NULL;
-CREATE INDEX tasks_env       ON tasks(env_id);                -- envs no task uses
+CREATE INDEX tasks_env       ON tasks(env_id);                -- envs_collect
 CREATE UNIQUE INDEX tasks_unique ON tasks(unique_key)
     WHERE unique_key IS NOT NULL AND state IN ('queued','scheduled','blocked','running');
 
@@ -196,6 +196,14 @@ CREATE TRIGGER task_counts_update AFTER UPDATE OF state, grp ON tasks
         ON CONFLICT(grp, state) DO UPDATE SET n = n + 1;
 END;
 
+-- An environment row goes with the last task that uses it (retention, clear,
+-- remove); tasks_env makes the check one index probe.
+CREATE TRIGGER envs_collect AFTER DELETE ON tasks
+    WHEN OLD.env_id IS NOT NULL
+     AND NOT EXISTS (SELECT 1 FROM tasks WHERE env_id = OLD.env_id) BEGIN
+    DELETE FROM envs WHERE id = OLD.env_id;
+END;
+
 -- Groups: parallelism limits and pauses. A row exists for every group any
 -- task names (inserted at submit), so the claim can walk groups, not tasks.
 CREATE TABLE groups (
@@ -255,4 +263,4 @@ SELECT id, state, name, grp, batch, priority, attempt,
 FROM tasks;
 
 PRAGMA application_id = 1953721201;  -- 'tskq'
-PRAGMA user_version = 2;
+PRAGMA user_version = 3;

@@ -22,6 +22,7 @@
 #include "../common/sys.h"
 #include "schema.h"
 #include "migration_002.h"
+#include "migration_003.h"
 
 #define TQ_JOURNAL_SIZE_LIMIT (16 * 1024 * 1024)
 #define TQ_CLI_WAL_FRAMES 64 /* see cli_wal_hook */
@@ -433,8 +434,9 @@ static int migrate(struct tq_queue *q, struct tq_err *err)
 			return rc;
 		return migrate(q, err);
 	}
-	if (version == 1) {
-		if ((rc = migrate_step(q, 1, tq_migration_002, err)) < 0)
+	if (version == 1 || version == 2) {
+		if ((rc = migrate_step(q, version, version == 1 ? tq_migration_002 :
+				       tq_migration_003, err)) < 0)
 			return rc;
 		return migrate(q, err);
 	}

@@ -168,7 +168,7 @@ static void test_open_creates(void **state)
 	snprintf(path, sizeof(path), "%s/logs", home);
 	assert_int_equal(stat(path, &sb), 0);
 	assert_true(S_ISDIR(sb.st_mode));
-	assert_int_equal(sql_int(home, "PRAGMA user_version"), 2);
+	assert_int_equal(sql_int(home, "PRAGMA user_version"), 3);
 	assert_int_equal(sql_int(home, "SELECT count(*) FROM pragma_journal_mode "
 				 "WHERE journal_mode = 'wal'"), 1);
 	assert_int_equal(sql_int(home, "PRAGMA application_id"), 1953721201);
@@ -194,6 +194,58 @@ static void test_reopen_and_newer(void **state)
 	assert_non_null(strstr(err.msg, "newer than this taskq"));
 	/* Nothing stored was lost: the row is still there. */
 	assert_int_equal(sql_int(home, "SELECT count(*) FROM tasks"), 1);
+}
+
+/* An environment row goes with the last task that uses it. */
+static void test_envs_collected(void **state)
+{
+	struct fx *f = *state;
+	struct tq_err err = TQ_ERR_INIT;
+	static char *env_two[] = { "B=2", NULL };
+	struct tq_task_spec s = spec_of(argv_true);
+	const char *home = tq_queue_home(f->q);
+	int64_t a1 = submit(f->q, &s), a2 = submit(f->q, &s), b;
+
+	s.env = env_two;
+	b = submit(f->q, &s);
+	assert_int_equal(sql_int(home, "SELECT count(*) FROM envs"), 2);
+	assert_int_equal(tq_queue_remove(f->q, b, &err), 0);
+	assert_int_equal(sql_int(home, "SELECT count(*) FROM envs"), 1);
+	assert_int_equal(tq_queue_remove(f->q, a1, &err), 0);
+	assert_int_equal(sql_int(home, "SELECT count(*) FROM envs"), 1);
+	assert_int_equal(tq_queue_remove(f->q, a2, &err), 0);
+	assert_int_equal(sql_int(home, "SELECT count(*) FROM envs"), 0);
+	/* the same environment again: a new row, used */
+	a1 = submit(f->q, &s);
+	assert_int_equal(sql_int(home, "SELECT count(*) FROM envs e JOIN tasks t"
+				 " ON t.env_id = e.id"), 1);
+}
+
+/* Schema 2 -> 3: the trigger comes, and the rows schema 2 left are collected. */
+static void test_migrate_2_to_3(void **state)
+{
+	struct fx *f = *state;
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_queue *q2 = NULL;
+	char home[512];
+	int64_t id = submit_simple(f->q, 0, NULL);
+
+	snprintf(home, sizeof(home), "%s", tq_queue_home(f->q));
+	tq_queue_close(f->q);
+	f->q = NULL;
+	sql_int(home, "DROP TRIGGER envs_collect");
+	sql_int(home, "INSERT INTO envs(hash, data) VALUES (7, x'413d3100')");
+	sql_int(home, "PRAGMA user_version = 2");
+	assert_int_equal(sql_int(home, "SELECT count(*) FROM envs"), 2);
+	assert_int_equal(tq_queue_open(&q2, home, 0, &err), 0);
+	assert_int_equal(sql_int(home, "PRAGMA user_version"), 3);
+	assert_int_equal(sql_int(home, "SELECT count(*) FROM envs"), 1);
+	assert_int_equal(sql_int(home, "SELECT count(*) FROM sqlite_schema"
+				 " WHERE type = 'trigger' AND name = 'envs_collect'"), 1);
+	assert_int_equal(state_of(q2, id), TQ_QUEUED);
+	assert_int_equal(tq_queue_remove(q2, id, &err), 0);
+	assert_int_equal(sql_int(home, "SELECT count(*) FROM envs"), 0);
+	f->q = q2;
 }
 
 static void write_file(const char *path, const char *data, size_t n)
@@ -995,6 +1047,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_open_creates, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reopen_and_newer, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_envs_collected, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_migrate_2_to_3, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refuse_not_db, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refuse_corrupt, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refuse_modes, setup, teardown),
