@@ -136,7 +136,7 @@ static double window(struct tq_queue *q, int warmup)
 		int64_t id;
 		double t0 = now_s();
 
-		if (tq_queue_claim(q, WORKER_ID, LEASE_MS, &t, &err))
+		if (tq_queue_claim(q, WORKER_ID, LEASE_MS, &t, NULL, &err))
 			die("tq_queue_claim", &err);
 		f.task_id = t.id;
 		f.attempt = t.attempt;

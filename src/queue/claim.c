@@ -69,14 +69,72 @@ static int add_attempt(struct tq_queue *q, int64_t id, int attempt, int64_t work
 	return tq_db_exec_st(q, st, err, "add attempt");
 }
 
+/* The worker's row says which task it runs (NULL: none), so `status` and
+ * recovery see it from the claim or the finish on, with no write of their
+ * own. A finish clears it only if it still names this task. */
+static int worker_on(struct tq_queue *q, int64_t worker_id, int64_t task_id, int64_t now,
+		     struct tq_err *err)
+{
+	sqlite3_stmt *st = tq_db_stmt(q, ST_WORKER_ON,
+		"UPDATE workers SET heartbeat_at = ?2, task_id = ?3 WHERE id = ?1", err);
+
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	sqlite3_bind_int64(st, 1, worker_id);
+	sqlite3_bind_int64(st, 2, now);
+	sqlite3_bind_int64(st, 3, task_id);
+	return tq_db_exec_st(q, st, err, "mark the worker busy");
+}
+
+static int worker_off(struct tq_queue *q, int64_t worker_id, int64_t task_id, int64_t now,
+		      struct tq_err *err)
+{
+	sqlite3_stmt *st;
+
+	if (worker_id == 0)
+		return 0;
+	st = tq_db_stmt(q, ST_WORKER_OFF,
+		"UPDATE workers SET heartbeat_at = ?2, task_id = NULL"
+		" WHERE id = ?1 AND task_id = ?3", err);
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	sqlite3_bind_int64(st, 1, worker_id);
+	sqlite3_bind_int64(st, 2, now);
+	sqlite3_bind_int64(st, 3, task_id);
+	return tq_db_exec_st(q, st, err, "mark the worker idle");
+}
+
+/* Is another task queued in a group that is not paused? One probe of
+ * tasks_ready per group, like the claim. */
+static int claim_more(struct tq_queue *q, int64_t now, int *more, struct tq_err *err)
+{
+	sqlite3_stmt *st = tq_db_stmt(q, ST_CLAIM_MORE,
+		"SELECT EXISTS (SELECT 1 FROM groups g"
+		" WHERE g.paused = 0 AND g.paused_until <= ?1"
+		"   AND EXISTS (SELECT 1 FROM tasks r INDEXED BY tasks_ready"
+		"               WHERE r.state = 'queued' AND r.grp = g.name))", err);
+	int rc;
+
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	sqlite3_bind_int64(st, 1, now);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*more = sqlite3_column_int(st, 0) != 0;
+	tq_db_done(st);
+	return rc == SQLITE_ROW ? 0 : tq_db_error(q, rc, err, "look for more tasks");
+}
+
 int tq_queue_claim(struct tq_queue *q, int64_t worker_id, int64_t lease_ms,
-		   struct tq_task *t, struct tq_err *err)
+		   struct tq_task *t, int *more, struct tq_err *err)
 {
 	int64_t now = tq_now_ms(), id = 0;
 	sqlite3_stmt *st;
 	int attempt = 0, rc;
 
 	memset(t, 0, sizeof(*t));
+	if (more)
+		*more = 0;
 	if ((rc = tq_db_begin(q, err)) < 0)
 		return rc;
 	if ((rc = promote_due(q, now, err)) < 0)
@@ -106,6 +164,8 @@ int tq_queue_claim(struct tq_queue *q, int64_t worker_id, int64_t lease_ms,
 		return tq_err_set(err, TQ_ENOTFOUND, "no runnable task");
 	}
 	if ((rc = add_attempt(q, id, attempt, worker_id, now, err)) < 0 ||
+	    (rc = worker_on(q, worker_id, id, now, err)) < 0 ||
+	    (more && (rc = claim_more(q, now, more, err)) < 0) ||
 	    (rc = tq_task_load(q, id, TQ_GET_ENV, t, err)) < 0 ||
 	    (rc = tq_db_commit(q, err)) < 0) {
 		tq_task_release(t);
@@ -412,6 +472,7 @@ int tq_queue_finish(struct tq_queue *q, const struct tq_finish *f,
 	    (rc = end_task(q, f, s, now, err)) < 0 ||
 	    (rc = pause_group(q, f, err)) < 0 ||
 	    (tq_state_final(s) && (rc = tq_deps_resolve(q, f->task_id, s, now, err)) < 0) ||
+	    (rc = worker_off(q, f->worker_id, f->task_id, now, err)) < 0 ||
 	    (rc = tq_db_commit(q, err)) < 0) {
 		tq_db_rollback(q);
 		return rc;

@@ -480,11 +480,17 @@ int tq_queue_request_kill(struct tq_queue *q, int64_t id, int sig,
  * and the one with the highest priority (then lowest id) becomes running with
  * attempt + 1 and a lease until now + lease_ms; an attempts row is added.
  *
+ * The workers row worker_id (if there is one) is marked as running the task,
+ * with a fresh heartbeat, in the same transaction.
+ *
  * Returns 0 with t filled (TQ_GET_ENV included), or TQ_ENOTFOUND when nothing
- * is runnable. Cost does not grow with the number of queued or finished tasks.
+ * is runnable. *more (may be NULL) is set to 1 when another task was queued in
+ * a group that is not paused at that moment (a hint for waking another
+ * worker: a parallel limit may still hold it back). Cost does not grow with
+ * the number of queued or finished tasks.
  */
 int tq_queue_claim(struct tq_queue *q, int64_t worker_id, int64_t lease_ms,
-		   struct tq_task *t, struct tq_err *err);
+		   struct tq_task *t, int *more, struct tq_err *err);
 
 /*
  * When the next scheduled task becomes due or the next group pause ends

@@ -617,6 +617,7 @@ static int record(struct run *r, struct tq_finish *f)
 		tq_worker_log(r->w, "task %lld: record: %s", (long long)r->t->id, err.msg);
 		return rc;
 	}
+	tq_worker_beat_written(r->w, 0); /* the finish marked our row idle */
 	/* A retry or a pause is a new time at which work appears: wake an idle
 	 * worker so it sleeps until then, not until its old timeout (up to its
 	 * idle heartbeat); its claim at that time wakes the others in turn. */

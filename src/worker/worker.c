@@ -77,17 +77,25 @@ static int setup_signals(struct worker *w)
 	return w->sigfd < 0 ? -1 : 0;
 }
 
-/* While idle: handle signals (reaping strays) and the doorbell. */
+/* While idle: handle signals (reaping strays) and the doorbell. Every idle
+ * worker polls the doorbell, so each byte wakes them all; the one that reads
+ * it claims, and the others, finding it gone, sleep on (to the same
+ * deadline) instead of each running a claim that finds nothing. */
 static void idle_events(struct worker *w, int timeout)
 {
 	struct pollfd p[2] = { { w->sigfd, POLLIN, 0 }, { w->bellfd, POLLIN, 0 } };
 	struct signalfd_siginfo si;
 	struct tq_err err = TQ_ERR_INIT;
+	int64_t until = tq_mono_ms() + timeout;
 
-	if (poll(p, 2, timeout) < 0)
-		return;
-	if (p[1].revents)
-		tq_doorbell_drain(w->bellfd);
+	for (;;) {
+		if (poll(p, 2, timeout) < 0)
+			return;
+		if (p[0].revents || !p[1].revents || tq_doorbell_drain(w->bellfd) > 0)
+			break;
+		if ((timeout = (int)(until - tq_mono_ms())) <= 0)
+			return;
+	}
 	if (!p[0].revents)
 		return;
 	while (tq_read(w->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
@@ -113,6 +121,12 @@ static int idle_timeout(struct worker *w)
 	return (int)wait;
 }
 
+void tq_worker_beat_written(struct worker *w, int64_t task_id)
+{
+	w->beat_task = task_id;
+	w->beat_at = tq_mono_ms();
+}
+
 void tq_worker_beat(struct worker *w, int64_t task_id, int force)
 {
 	int64_t now = tq_mono_ms();
@@ -132,19 +146,25 @@ static int step(struct worker *w)
 {
 	struct tq_err err = TQ_ERR_INIT;
 	struct tq_task t;
-	int rc = tq_queue_claim(w->q, w->id, w->o->lease_ms, &t, &err);
+	int more = 0;
+	int rc = tq_queue_claim(w->q, w->id, w->o->lease_ms, &t, &more, &err);
 
 	if (rc == 0) {
-		/* There may be more: wake the next idle worker, which claims and
+		/* More is waiting: wake the next idle worker, which claims and
 		 * rings in turn, so a backlog (a resumed group, tasks a finished
 		 * one unblocked) reaches every idle worker at once, not at its
-		 * next timer. A worker that finds nothing does not ring. */
-		tq_doorbell_ring(w->o->home);
-		/* Say at once which task this worker runs (status, kill). */
-		tq_worker_beat(w, t.id, 1);
+		 * next timer. When nothing else was queued (one task submitted
+		 * at a time) the others sleep on: waking them would only cost a
+		 * claim that finds nothing. */
+		if (more)
+			tq_doorbell_ring(w->o->home);
+		/* The claim marked our row busy with this task (status, kill). */
+		tq_worker_beat_written(w, t.id);
 		rc = tq_runner_run(w, &t);
 		tq_task_release(&t);
-		tq_worker_beat(w, 0, 1);
+		/* Recording the end marked the row idle; if it could not (the
+		 * lease was lost, the store failed), say so now. */
+		tq_worker_beat(w, 0, w->beat_task != 0);
 		if (rc < 0)
 			idle_events(w, ERROR_RETRY_MS);
 		return 0;

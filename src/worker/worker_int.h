@@ -33,6 +33,9 @@ struct worker {
  * every doorbell wakes every idle worker, and a write per wake would cost
  * a transaction (and the other connections' page caches) per submit. */
 void tq_worker_beat(struct worker *w, int64_t task_id, int force);
+/* The store's row was written with task_id by a transaction of ours (the
+ * claim, the finish): note it as a beat without writing again. */
+void tq_worker_beat_written(struct worker *w, int64_t task_id);
 
 /* Log a line to the worker's stderr (the supervisor's log). */
 void tq_worker_log(struct worker *w, const char *fmt, ...)

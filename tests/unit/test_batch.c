@@ -232,7 +232,7 @@ static int64_t claim_id(struct tq_queue *q)
 	struct tq_err err = TQ_ERR_INIT;
 	struct tq_task t;
 	int64_t id;
-	int rc = tq_queue_claim(q, 1, 60000, &t, &err);
+	int rc = tq_queue_claim(q, 1, 60000, &t, NULL, &err);
 
 	if (rc == TQ_ENOTFOUND)
 		return 0;

@@ -92,7 +92,7 @@ static int64_t claim_id(struct tq_queue *q, int *attempt)
 	struct tq_err err = TQ_ERR_INIT;
 	struct tq_task t;
 	int64_t id;
-	int rc = tq_queue_claim(q, 1, 60000, &t, &err);
+	int rc = tq_queue_claim(q, 1, 60000, &t, NULL, &err);
 
 	if (rc == TQ_ENOTFOUND)
 		return 0;
@@ -525,7 +525,7 @@ static void test_claim_concurrent(void **state)
 			struct tq_task t;
 			if (tq_queue_open(&q, home, 0, &err) != 0)
 				_exit(3);
-			while (tq_queue_claim(q, p + 1, 60000, &t, &err) == 0) {
+			while (tq_queue_claim(q, p + 1, 60000, &t, NULL, &err) == 0) {
 				struct tq_finish fin = { .task_id = t.id, .attempt = t.attempt,
 					.worker_id = p + 1, .outcome = TQ_OUT_SUCCEEDED,
 					.exit_code = 0 };

@@ -81,7 +81,7 @@ static int claim(struct tq_queue *q, int64_t want)
 	struct tq_err err = TQ_ERR_INIT;
 	int attempt;
 
-	if (tq_queue_claim(q, 1, 60000, &t, &err) != 0)
+	if (tq_queue_claim(q, 1, 60000, &t, NULL, &err) != 0)
 		fail_msg("claim (want %lld): %s", (long long)want, err.msg);
 	assert_int_equal(t.id, want);
 	attempt = t.attempt;
