@@ -249,7 +249,7 @@ CREATE TABLE workers (
 CREATE TABLE meta (
     key    TEXT PRIMARY KEY,
     value  TEXT
-);
+) WITHOUT ROWID;                             -- one b-tree: a submit token is one page
 
 -- For people reading the database with the sqlite3 shell.
 CREATE VIEW task_list AS

@@ -221,7 +221,8 @@ static void test_envs_collected(void **state)
 				 " ON t.env_id = e.id"), 1);
 }
 
-/* Schema 2 -> 3: the trigger comes, and the rows schema 2 left are collected. */
+/* Schema 2 -> 3: the trigger comes, the rows schema 2 left are collected,
+ * and meta becomes one b-tree with its rows. */
 static void test_migrate_2_to_3(void **state)
 {
 	struct fx *f = *state;
@@ -235,6 +236,9 @@ static void test_migrate_2_to_3(void **state)
 	f->q = NULL;
 	sql_int(home, "DROP TRIGGER envs_collect");
 	sql_int(home, "INSERT INTO envs(hash, data) VALUES (7, x'413d3100')");
+	sql_int(home, "DROP TABLE meta");
+	sql_int(home, "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)");
+	sql_int(home, "INSERT INTO meta(key, value) VALUES ('x-test', '123')");
 	sql_int(home, "PRAGMA user_version = 2");
 	assert_int_equal(sql_int(home, "SELECT count(*) FROM envs"), 2);
 	assert_int_equal(tq_queue_open(&q2, home, 0, &err), 0);
@@ -242,6 +246,10 @@ static void test_migrate_2_to_3(void **state)
 	assert_int_equal(sql_int(home, "SELECT count(*) FROM envs"), 1);
 	assert_int_equal(sql_int(home, "SELECT count(*) FROM sqlite_schema"
 				 " WHERE type = 'trigger' AND name = 'envs_collect'"), 1);
+	/* meta is one b-tree now, its rows kept */
+	assert_int_equal(sql_int(home, "SELECT sql LIKE '%WITHOUT ROWID%' FROM sqlite_schema"
+				 " WHERE name = 'meta'"), 1);
+	assert_int_equal(sql_int(home, "SELECT value FROM meta WHERE key = 'x-test'"), 123);
 	assert_int_equal(state_of(q2, id), TQ_QUEUED);
 	assert_int_equal(tq_queue_remove(q2, id, &err), 0);
 	assert_int_equal(sql_int(home, "SELECT count(*) FROM envs"), 0);
