@@ -38,7 +38,13 @@
 #include "doorbell.h"
 
 #define LISTEN_BACKLOG 64
-#define IO_DEADLINE_MS 5000     /* to read a request, and to send an answer */
+/* A client writes its whole request right after connecting (it encodes it
+ * first), so a request that takes longer to arrive is from a client that
+ * stopped (Ctrl-Z at the wrong moment) or is not ours to wait for: while we
+ * read, the supervisor does nothing else. A client dropped here stores its
+ * task itself, with the same token, so a slow one loses only time. */
+#define READ_DEADLINE_MS 1000   /* to read a request */
+#define IO_DEADLINE_MS 5000     /* to send an answer (a few bytes) */
 #define SERVE_MAX 64            /* connections per tq_submitd_serve call */
 #define SERVE_BUDGET_MS 1000    /* no new connection after this long in one call */
 #define PAUSE_MS 1000           /* accept failed for want of fds or memory */
@@ -191,7 +197,7 @@ static void serve_one(struct tq_submitd *sd, int c, void (*log)(const char *msg)
 
 	if (!peer_ok(c, log))
 		return;
-	rc = tq_wire_read_frame(c, "TQS1", tq_mono_ms() + IO_DEADLINE_MS, &payload, &len,
+	rc = tq_wire_read_frame(c, "TQS1", tq_mono_ms() + READ_DEADLINE_MS, &payload, &len,
 				&err);
 	if (rc < 0) {
 		/* A bad frame is worth telling the client about; a timeout or

@@ -31,7 +31,7 @@ int tq_submitd_fd(const struct tq_submitd *sd);
 
 /*
  * Accept every pending connection and serve each: check the peer's uid,
- * read the request (deadline 5 s), decode, tq_queue_submit, answer, close.
+ * read the request (deadline 1 s), decode, tq_queue_submit, answer, close.
  * A request wrong in itself (it does not decode, or the store refuses the
  * spec: TQ_EINVAL, TQ_ENOTFOUND, TQ_ESTATE, TQ_EEXIST) is answered with the
  * error the client would have got storing it. The supervisor's own trouble
@@ -39,7 +39,7 @@ int tq_submitd_fd(const struct tq_submitd *sd);
  * client then stores the task itself with the same token, exactly once
  * even if our commit landed. Problems are logged through log (may be
  * NULL); nothing here can stop the supervisor. A client that connects and
- * sends nothing holds it for the read deadline (5 s) at most.
+ * sends nothing holds it for the read deadline (1 s) at most.
  */
 void tq_submitd_serve(struct tq_submitd *sd, void (*log)(const char *msg));
 
