@@ -71,21 +71,8 @@ static int add_attempt(struct tq_queue *q, int64_t id, int attempt, int64_t work
 
 /* The worker's row says which task it runs (NULL: none), so `status` and
  * recovery see it from the claim or the finish on, with no write of their
- * own. A finish clears it only if it still names this task. */
-static int worker_on(struct tq_queue *q, int64_t worker_id, int64_t task_id, int64_t now,
-		     struct tq_err *err)
-{
-	sqlite3_stmt *st = tq_db_stmt(q, ST_WORKER_ON,
-		"UPDATE workers SET heartbeat_at = ?2, task_id = ?3 WHERE id = ?1", err);
-
-	if (st == NULL)
-		return err ? err->code : TQ_EIO;
-	sqlite3_bind_int64(st, 1, worker_id);
-	sqlite3_bind_int64(st, 2, now);
-	sqlite3_bind_int64(st, 3, task_id);
-	return tq_db_exec_st(q, st, err, "mark the worker busy");
-}
-
+ * own: the claim marks it with tq_queue_worker_beat in its transaction; a
+ * finish clears it only if it still names this task. */
 static int worker_off(struct tq_queue *q, int64_t worker_id, int64_t task_id, int64_t now,
 		      struct tq_err *err)
 {
@@ -164,7 +151,7 @@ int tq_queue_claim(struct tq_queue *q, int64_t worker_id, int64_t lease_ms,
 		return tq_err_set(err, TQ_ENOTFOUND, "no runnable task");
 	}
 	if ((rc = add_attempt(q, id, attempt, worker_id, now, err)) < 0 ||
-	    (rc = worker_on(q, worker_id, id, now, err)) < 0 ||
+	    (rc = tq_queue_worker_beat(q, worker_id, id, err)) < 0 ||
 	    (more && (rc = claim_more(q, now, more, err)) < 0) ||
 	    (rc = tq_task_load(q, id, TQ_GET_ENV, t, err)) < 0 ||
 	    (rc = tq_db_commit(q, err)) < 0) {

@@ -196,6 +196,40 @@ static void test_reopen_and_newer(void **state)
 	assert_int_equal(sql_int(home, "SELECT count(*) FROM tasks"), 1);
 }
 
+/* The claim marks the worker's row busy with its task and says whether more
+ * is waiting (not counting a paused group); the finish marks it idle. */
+static void test_claim_marks_worker(void **state)
+{
+	struct fx *f = *state;
+	struct tq_err err = TQ_ERR_INIT;
+	const char *home = tq_queue_home(f->q);
+	struct tq_task t;
+	int64_t wid = 0, a, b;
+	int more = -1;
+
+	assert_int_equal(tq_queue_worker_add(f->q, (int)getpid(), 1, 1, (int)getppid(), &wid,
+					     &err), 0);
+	assert_int_equal(wid, 1); /* the id finish() and claim_id() use */
+	a = submit_simple(f->q, 0, NULL);
+	b = submit_simple(f->q, 0, NULL);
+	submit_simple(f->q, 0, "held");
+	assert_int_equal(tq_queue_group_pause(f->q, "held", &err), 0);
+
+	assert_int_equal(tq_queue_claim(f->q, wid, 60000, &t, &more, &err), 0);
+	assert_int_equal(t.id, a);
+	assert_int_equal(more, 1);
+	assert_int_equal(sql_int(home, "SELECT task_id FROM workers WHERE id = 1"), a);
+	finish(f->q, a, t.attempt, TQ_OUT_SUCCEEDED, TQ_NEXT_FINAL, 0);
+	tq_task_release(&t);
+	assert_int_equal(sql_int(home, "SELECT task_id IS NULL FROM workers WHERE id = 1"), 1);
+
+	assert_int_equal(tq_queue_claim(f->q, wid, 60000, &t, &more, &err), 0);
+	assert_int_equal(t.id, b);
+	assert_int_equal(more, 0); /* only the paused group's task is left */
+	assert_int_equal(sql_int(home, "SELECT task_id FROM workers WHERE id = 1"), b);
+	tq_task_release(&t);
+}
+
 /* An environment row goes with the last task that uses it. */
 static void test_envs_collected(void **state)
 {
@@ -1055,6 +1089,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_open_creates, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reopen_and_newer, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_claim_marks_worker, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_envs_collected, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_migrate_2_to_3, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refuse_not_db, setup, teardown),
