@@ -343,7 +343,11 @@ static const char log_help[] =
 	"  124      timed out (--timeout)\n"
 	"  127      could not be started (command not found, cwd gone)\n"
 	"  1        output cap reached (output_overflow), lost, canceled\n"
-	"  2        (from taskq itself) no such task, bad option\n";
+	"  2        (from taskq itself) no such task, bad option\n"
+	"\n"
+	"A task that ran but has no log file (logs/ID.log deleted after it ended):\n"
+	"one line saying so, exit 1. A log deleted while its task ran is started\n"
+	"again; its first line says the lines before it were lost.\n";
 
 enum {
 	OPT_OFFSET = 256, OPT_LIMIT, OPT_STREAM, OPT_FOLLOW, OPT_JSON, OPT_RAW, OPT_AS,
@@ -639,6 +643,10 @@ static const char poll_help[] =
 	"  task 5: running; 3 new lines (4-6 of 6)\n"
 	"  task 5: failed, exit status 3; no new lines (6 in all); end of output\n"
 	"  task 5: running; 1000 new lines (1-1000 of 2400); more waiting\n"
+	"\n"
+	"A task that ran but whose log file was deleted after it ended: the status\n"
+	"line says \"its log file logs/ID.log is missing (deleted?)\" in place of\n"
+	"the line count, and --json adds \"log_missing\":true.\n"
 	"\n"
 	"Exit status: 0 whatever the task's state (it is in the output); 2 for an\n"
 	"unknown task.\n";
