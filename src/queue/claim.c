@@ -91,27 +91,6 @@ static int worker_off(struct tq_queue *q, int64_t worker_id, int64_t task_id, in
 	return tq_db_exec_st(q, st, err, "mark the worker idle");
 }
 
-/* Is another task queued in a group that is not paused? One probe of
- * tasks_ready per group, like the claim. */
-static int claim_more(struct tq_queue *q, int64_t now, int *more, struct tq_err *err)
-{
-	sqlite3_stmt *st = tq_db_stmt(q, ST_CLAIM_MORE,
-		"SELECT EXISTS (SELECT 1 FROM groups g"
-		" WHERE g.paused = 0 AND g.paused_until <= ?1"
-		"   AND EXISTS (SELECT 1 FROM tasks r INDEXED BY tasks_ready"
-		"               WHERE r.state = 'queued' AND r.grp = g.name))", err);
-	int rc;
-
-	if (st == NULL)
-		return err ? err->code : TQ_EIO;
-	sqlite3_bind_int64(st, 1, now);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW)
-		*more = sqlite3_column_int(st, 0) != 0;
-	tq_db_done(st);
-	return rc == SQLITE_ROW ? 0 : tq_db_error(q, rc, err, "look for more tasks");
-}
-
 int tq_queue_claim(struct tq_queue *q, int64_t worker_id, int64_t lease_ms,
 		   struct tq_task *t, int *more, struct tq_err *err)
 {
@@ -152,7 +131,7 @@ int tq_queue_claim(struct tq_queue *q, int64_t worker_id, int64_t lease_ms,
 	}
 	if ((rc = add_attempt(q, id, attempt, worker_id, now, err)) < 0 ||
 	    (rc = tq_queue_worker_beat(q, worker_id, id, err)) < 0 ||
-	    (more && (rc = claim_more(q, now, more, err)) < 0) ||
+	    (more && (rc = tq_queue_runnable(q, now, more, err)) < 0) ||
 	    (rc = tq_task_load(q, id, TQ_GET_ENV, t, err)) < 0 ||
 	    (rc = tq_db_commit(q, err)) < 0) {
 		tq_task_release(t);
@@ -548,23 +527,31 @@ int tq_queue_running_by(struct tq_queue *q, int64_t worker_id, size_t max,
 	return read_running(q, st, max, list, n, err);
 }
 
-int tq_queue_runnable(struct tq_queue *q, int64_t *n, struct tq_err *err)
+/* Per group that may start a task, one probe of tasks_ready, as the claim
+ * does; then the due scheduled tasks not yet promoted (a claim promotes
+ * them, so there are few). Never a scan of the queue. */
+int tq_queue_runnable(struct tq_queue *q, int64_t now, int *any, struct tq_err *err)
 {
 	sqlite3_stmt *st = tq_db_stmt(q, ST_RUNNABLE,
-		"SELECT count(*) FROM tasks t JOIN groups g ON g.name = t.grp"
-		" WHERE (t.state = 'queued' OR (t.state = 'scheduled' AND t.run_after <= ?1))"
-		" AND g.paused = 0 AND g.paused_until <= ?1", err);
+		"SELECT EXISTS (SELECT 1 FROM groups g"
+		"  WHERE g.paused = 0 AND g.paused_until <= ?1"
+		"    AND EXISTS (SELECT 1 FROM tasks r INDEXED BY tasks_ready"
+		"                WHERE r.state = 'queued' AND r.grp = g.name))"
+		" OR EXISTS (SELECT 1 FROM tasks d INDEXED BY tasks_due"
+		"  JOIN groups g ON g.name = d.grp"
+		"  WHERE d.state = 'scheduled' AND d.run_after <= ?1"
+		"    AND g.paused = 0 AND g.paused_until <= ?1)", err);
 	int rc;
 
-	*n = 0;
+	*any = 0;
 	if (st == NULL)
 		return err ? err->code : TQ_EIO;
-	sqlite3_bind_int64(st, 1, tq_now_ms());
+	sqlite3_bind_int64(st, 1, now);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW)
-		*n = sqlite3_column_int64(st, 0);
+		*any = sqlite3_column_int(st, 0) != 0;
 	tq_db_done(st);
-	return rc == SQLITE_ROW ? 0 : tq_db_error(q, rc, err, "count runnable tasks");
+	return rc == SQLITE_ROW ? 0 : tq_db_error(q, rc, err, "look for runnable tasks");
 }
 
 /* ------------------------------------------------------------------ */

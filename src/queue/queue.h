@@ -484,10 +484,9 @@ int tq_queue_request_kill(struct tq_queue *q, int64_t id, int sig,
  * with a fresh heartbeat, in the same transaction.
  *
  * Returns 0 with t filled (TQ_GET_ENV included), or TQ_ENOTFOUND when nothing
- * is runnable. *more (may be NULL) is set to 1 when another task was queued in
- * a group that is not paused at that moment (a hint for waking another
- * worker: a parallel limit may still hold it back). Cost does not grow with
- * the number of queued or finished tasks.
+ * is runnable. *more (may be NULL) is tq_queue_runnable's answer right after
+ * the claim, in its transaction: a hint for waking another worker. Cost does
+ * not grow with the number of queued or finished tasks.
  */
 int tq_queue_claim(struct tq_queue *q, int64_t worker_id, int64_t lease_ms,
 		   struct tq_task *t, int *more, struct tq_err *err);
@@ -593,9 +592,11 @@ int tq_queue_expired(struct tq_queue *q, int64_t now_ms, size_t max,
 int tq_queue_running_by(struct tq_queue *q, int64_t worker_id, size_t max,
 			struct tq_expired **list, size_t *n, struct tq_err *err);
 
-/* How many tasks could start now if a worker were free: queued or due
- * scheduled tasks in groups that are not paused. */
-int tq_queue_runnable(struct tq_queue *q, int64_t *n, struct tq_err *err);
+/* *any = 1 if a task could start at `now` (ms since the epoch) if a worker
+ * were free: a queued or due scheduled task in a group that is not paused (a
+ * group's parallel limit may still hold it back). Costs an index probe per
+ * group, not a scan of the queue. */
+int tq_queue_runnable(struct tq_queue *q, int64_t now, int *any, struct tq_err *err);
 
 /* ------------------------------------------------------------------ */
 /* Workers and the supervisor                                         */

@@ -616,12 +616,13 @@ static int next_timeout(struct sup *s)
  * workers ran is still waiting (for a retry). */
 static int drain_done(struct sup *s)
 {
-	int64_t counts[TQ_STATE_COUNT], runnable = 0, ran = 0, failed = 0, pending = 0;
+	int64_t counts[TQ_STATE_COUNT], ran = 0, failed = 0, pending = 0;
+	int runnable = 0;
 
 	learn_worker_ids(s);
 	if (tq_queue_counts(s->q, counts, NULL) < 0 || counts[TQ_RUNNING] > 0)
 		return 0;
-	if (tq_queue_runnable(s->q, &runnable, NULL) < 0 || runnable > 0)
+	if (tq_queue_runnable(s->q, tq_now_ms(), &runnable, NULL) < 0 || runnable)
 		return 0;
 	if (tq_queue_worker_results(s->q, s->ran_by, s->nran_by, &ran, &failed, &pending,
 				    NULL) < 0)

@@ -197,7 +197,8 @@ static void test_reopen_and_newer(void **state)
 }
 
 /* The claim marks the worker's row busy with its task and says whether more
- * is waiting (not counting a paused group); the finish marks it idle. */
+ * is waiting (not counting a paused group); the finish marks it idle;
+ * tq_queue_runnable sees due scheduled tasks too. */
 static void test_claim_marks_worker(void **state)
 {
 	struct fx *f = *state;
@@ -228,6 +229,22 @@ static void test_claim_marks_worker(void **state)
 	assert_int_equal(more, 0); /* only the paused group's task is left */
 	assert_int_equal(sql_int(home, "SELECT task_id FROM workers WHERE id = 1"), b);
 	tq_task_release(&t);
+
+	/* the same answer for drain: nothing; then a scheduled task falls due */
+	assert_int_equal(tq_queue_runnable(f->q, tq_now_ms(), &more, &err), 0);
+	assert_int_equal(more, 0);
+	{
+		struct tq_task_spec s = spec_of(argv_true);
+		int64_t c;
+
+		s.run_after = tq_now_ms() + 60000;
+		c = submit(f->q, &s);
+		assert_int_equal(state_of(f->q, c), TQ_SCHEDULED);
+		assert_int_equal(tq_queue_runnable(f->q, tq_now_ms(), &more, &err), 0);
+		assert_int_equal(more, 0);
+		assert_int_equal(tq_queue_runnable(f->q, tq_now_ms() + 61000, &more, &err), 0);
+		assert_int_equal(more, 1);
+	}
 }
 
 /* An environment row goes with the last task that uses it. */
