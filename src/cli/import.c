@@ -79,6 +79,7 @@ void cli_submit_release(struct cli_submit *s)
 		free((char *)s->owned.v[i]);
 	free(s->owned.v);
 	free(s->owned_argv);
+	free(s->cwd);
 	cli_submit_init(s);
 }
 
@@ -896,8 +897,11 @@ static int apply_agent(struct line *l, struct tq_err *err)
 	}
 	l->ask = s;
 	s->spec = l->spec;
-	if (l->spec.cwd != NULL && strlcpy(s->cwd, l->spec.cwd, sizeof(s->cwd)) < sizeof(s->cwd))
+	if (l->spec.cwd != NULL) {
+		if ((s->cwd = strdup(l->spec.cwd)) == NULL)
+			return oom(err);
 		s->spec.cwd = s->cwd;
+	}
 	if ((rc = cli_ask_apply(s, &a, err)) < 0)
 		return rc;
 	l->spec = s->spec;

@@ -49,7 +49,7 @@ struct cli_submit {
 	int64_t wait_ms;                /* its limit; 0: none */
 	const char *stdin_file;
 	char *stdin_data;               /* --stdin-file's bytes */
-	char cwd[PATH_MAX];
+	char *cwd;                      /* the resolved working directory (malloc'd) */
 	char *shell_argv[4];
 	struct tq_env env;
 	struct cli_strv owned;          /* malloc'd strings freed by release */
