@@ -298,6 +298,7 @@ static int resolve_cwd(const struct cli_ctx *c, const char *dir, char **out)
 	struct stat sb;
 
 	free(*out);
+	*out = NULL;
 	if (dir == NULL) {
 		if ((*out = getcwd(NULL, 0)) == NULL)
 			return cli_runtime(c, "current directory: %s; give --cwd DIR",

@@ -204,7 +204,7 @@ static int home_absolute(char *buf, size_t n, struct tq_err *err)
 	int r, rc = 0;
 
 	if (cwd == NULL || rel == NULL) {
-		rc = tq_err_sys(err, cwd == NULL ? "getcwd" : "resolve the state directory");
+		rc = tq_err_sys(err, "%s", cwd == NULL ? "getcwd" : "resolve the state directory");
 	} else {
 		r = snprintf(buf, n, "%s/%s", cwd, rel);
 		if (r < 0 || (size_t)r >= n)
