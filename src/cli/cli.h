@@ -150,6 +150,11 @@ int cli_usage(const struct cli_ctx *c, const char *fmt, ...)
 int cli_runtime(const struct cli_ctx *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* "taskq: CMD: no task id given; usage: SYNOPSIS" with the command's
+ * synopsis folded onto that one line (a long synopsis is written on
+ * several for `help`); returns CLI_USAGE. */
+int cli_usage_no_id(const struct cli_ctx *c);
+
 /* The exit code for a TQ_E* code: TQ_EINVAL and TQ_ENOTFOUND (an id or a
  * name the user gave) are usage errors, the rest runtime errors. */
 int cli_exit_for(int code);

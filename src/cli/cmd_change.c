@@ -54,7 +54,7 @@ static int parse_ids(const struct cli_ctx *c, int argc, char **argv,
 		rc = cli_parse_id(c, a.val, &(*ids)[(*n)++]);
 	}
 	if (rc == CLI_OK && *n == 0)
-		rc = cli_usage(c, "no task id given; usage: %s", c->cmd->synopsis);
+		rc = cli_usage_no_id(c);
 	return rc;
 }
 

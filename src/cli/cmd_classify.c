@@ -313,7 +313,7 @@ static int run_classify(struct cli_ctx *c, int argc, char **argv)
 	if (rc != CLI_OK)
 		return rc;
 	if (!r.have_id)
-		return cli_usage(c, "no task id given; usage: %s", cli_cmd_classify.synopsis);
+		return cli_usage_no_id(c);
 	if (r.config != NULL && r.config[0] == '\0')
 		return cli_usage(c, "--config \"\": expected a file such as ~/.config/taskq/"
 				 "config.json");

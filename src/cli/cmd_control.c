@@ -166,7 +166,7 @@ static int run_kill(struct cli_ctx *c, int argc, char **argv)
 	if (rc != CLI_OK)
 		return rc;
 	if (n == 0)
-		return cli_usage(c, "no task id given; usage: %s", c->cmd->synopsis);
+		return cli_usage_no_id(c);
 	if ((rc = cli_open(c, TQ_OPEN_DURABLE | TQ_OPEN_NOCREATE, &q)) != CLI_OK)
 		return rc;
 	for (size_t i = 0; i < n; i++) {
@@ -251,7 +251,7 @@ static int run_write(struct cli_ctx *c, int argc, char **argv)
 	if (rc != CLI_OK)
 		return rc;
 	if (!have_id)
-		return cli_usage(c, "no task id given; usage: %s", c->cmd->synopsis);
+		return cli_usage_no_id(c);
 	if (data != NULL && file != NULL)
 		return cli_usage(c, "give DATA or --file, not both");
 	if (data == NULL && file == NULL && !eof)

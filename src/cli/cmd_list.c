@@ -860,7 +860,7 @@ static int run_show(struct cli_ctx *c, int argc, char **argv)
 			return CLI_USAGE;
 	}
 	if (id_s == NULL)
-		return cli_usage(c, "no task id given; usage: %s", cli_cmd_show.synopsis);
+		return cli_usage_no_id(c);
 	if ((rc = cli_parse_id(c, id_s, &id)) != CLI_OK)
 		return rc;
 	return show_task(c, id, json, show_env);

@@ -423,7 +423,7 @@ static int parse_log(struct cli_ctx *c, struct log_req *r, int argc, char **argv
 	if (rc != CLI_OK)
 		return rc;
 	if (!r->have_id)
-		return cli_usage(c, "no task id given; usage: %s", c->cmd->synopsis);
+		return cli_usage_no_id(c);
 	if (r->json && r->raw)
 		return cli_usage(c, "give --json or --raw, not both");
 	if (r->follow && r->offset > 0 && r->limit >= 0)
@@ -904,7 +904,7 @@ static int run_poll(struct cli_ctx *c, int argc, char **argv)
 	if (rc != CLI_OK)
 		return rc;
 	if (!r.have_id)
-		return cli_usage(c, "no task id given; usage: %s", c->cmd->synopsis);
+		return cli_usage_no_id(c);
 	if (r.json && r.raw)
 		return cli_usage(c, "give --json or --raw, not both");
 	return do_poll(c, &r);

@@ -196,7 +196,7 @@ static int run_result(struct cli_ctx *c, int argc, char **argv)
 			return CLI_USAGE;
 	}
 	if (id_s == NULL)
-		return cli_usage(c, "no task id given; usage: %s", cli_cmd_result.synopsis);
+		return cli_usage_no_id(c);
 	if ((rc = cli_parse_id(c, id_s, &id)) != CLI_OK)
 		return rc;
 	return show_result(c, id, json);

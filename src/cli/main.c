@@ -118,6 +118,25 @@ int cli_runtime(const struct cli_ctx *c, const char *fmt, ...)
 	return CLI_RUNTIME;
 }
 
+int cli_usage_no_id(const struct cli_ctx *c)
+{
+	char line[1024];
+	size_t n = 0;
+
+	/* Each newline and the indent after it become one space. */
+	for (const char *p = c->cmd->synopsis; *p != '\0' && n + 1 < sizeof(line); p++) {
+		if (*p == '\n') {
+			while (p[1] == ' ' || p[1] == '\t')
+				p++;
+			line[n++] = ' ';
+		} else {
+			line[n++] = *p;
+		}
+	}
+	line[n] = '\0';
+	return cli_usage(c, "no task id given; usage: %s", line);
+}
+
 int cli_exit_for(int code)
 {
 	if (code == 0)

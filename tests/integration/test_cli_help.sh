@@ -93,3 +93,13 @@ check "errors are escaped to stay on one line"
 assert_exit 2 tq show $'12\n34'
 assert_one_line_error
 assert_contains "$(err)" '"12\n34"'
+
+check "a command missing its id quotes its whole synopsis on the one line, with no literal \\n"
+for c in log show result classify kill poll cancel remove; do
+	assert_exit 2 tq "$c"
+	assert_one_line_error
+	assert_contains "$(err)" "no task id given; usage: taskq $c ID"
+	assert_not_contains "$(err)" '\n' "the usage of $c"
+done
+assert_exit 2 tq log
+assert_contains "$(err)" "[--stream stdout|stderr] [-f|--follow]" "log's usage, both lines of it"
