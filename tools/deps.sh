@@ -16,7 +16,9 @@
 #   libcmocka-dev    unit tests
 #   sqlite3          the shell: tests read the database the way a user would
 #   python3          tools/embed.py (schema.sql -> schema.h), test log counting
-TQ_DEPS=(build-essential pkg-config meson ninja-build
+#   scdoc            the man page, taskq(1), from contrib/taskq.1.scd (without
+#                    it the build goes on with no page)
+TQ_DEPS=(build-essential pkg-config meson ninja-build scdoc
 	libsqlite3-dev libcjson-dev libbsd-dev libcmocka-dev sqlite3 python3)
 
 # What only the test command (tests/run) needs, on top of TQ_DEPS; ./bootstrap
@@ -24,11 +26,10 @@ TQ_DEPS=(build-essential pkg-config meson ninja-build
 #   valgrind             memcheck over the CLI's integration tests
 #   clang, libclang-rt-14-dev   libFuzzer (tests/fuzz/run): clang's fuzzer
 #                        and sanitizer runtimes (Debian 12's clang is 14)
-#   scdoc                the man page (contrib/taskq.1.scd; test_contrib)
 #   cron                 test_cron drives a real cron daemon
 #   strace               test_run_crash holds a task's process in its exec
 #                        (to kill its worker in that window)
-TQ_TEST_DEPS=(valgrind clang libclang-rt-14-dev scdoc cron strace)
+TQ_TEST_DEPS=(valgrind clang libclang-rt-14-dev cron strace)
 
 # Print the packages among "$@" that are not installed, one a line.
 tq_deps_missing() {
