@@ -12,7 +12,7 @@
  * lines.
  *
  * Output: exact bytes when stdout is not a terminal or with --raw (so
- * `taskq log 5 --offset 1 > out` is the task's output byte for byte);
+ * `taskq log 5 --offset 0 > out` is the task's output byte for byte);
  * escaped when it is a terminal (control characters, invalid UTF-8 and
  * "\r" progress bars cannot act on it); JSON lines with --json.
  */
@@ -305,11 +305,14 @@ static void describe_state(const struct tq_task *t, char *buf, size_t n)
 
 static const char log_help[] =
 	"Lines of the task's output, stdout and stderr in the order they arrived.\n"
-	"Lines are numbered from 1; with --stream, in that stream's own numbering.\n"
+	"Lines are numbered from 1 (in --json and in the hints); with --stream, in\n"
+	"that stream's own numbering.\n"
 	"\n"
 	"Options:\n"
-	"  --offset N      start at line N; without --limit, read to the end\n"
-	"                  (--offset 1: the whole output)\n"
+	"  --offset N      skip the first N lines (as SQL's OFFSET: --offset 0 starts\n"
+	"                  at the first line, --offset 3 --limit 1 is the fourth);\n"
+	"                  without --limit, read to the end (--offset 0: the whole\n"
+	"                  output)\n"
 	"  --limit M       at most M lines; alone, the last M lines\n"
 	"  --stream S      only stdout or only stderr\n"
 	"  -f, --follow    then print new lines as they arrive until the task ends,\n"
@@ -330,7 +333,7 @@ static const char log_help[] =
 	"When stdout is not a terminal, or with --raw, each line is written as its\n"
 	"exact bytes with its newline, and a line that had none (the last bytes of\n"
 	"a stream, a partial line flushed after a second, a piece of a line longer\n"
-	"than 64K) without one: `taskq log ID --offset 1 > out` reproduces the\n"
+	"than 64K) without one: `taskq log ID --offset 0 > out` reproduces the\n"
 	"output byte for byte. On a terminal, control characters, backslashes\n"
 	"and bytes that are not UTF-8 are escaped C-style (\\r, \\033, \\000,\n"
 	"\\377, \\\\), and a line that had no newline ends in \\c.\n"
@@ -366,7 +369,7 @@ static const struct cli_opt log_opts[] = {
 struct log_req {
 	int64_t id;
 	int have_id;
-	int64_t offset;  /* 0: not given */
+	int64_t offset;  /* lines to skip; -1: not given */
 	int64_t limit;   /* -1: not given */
 	enum tq_stream stream;
 	int follow, json, raw;
@@ -379,8 +382,10 @@ static int take_log_opt(const struct cli_ctx *c, struct log_req *r, int k,
 
 	switch (k) {
 	case OPT_OFFSET:
-		if (tq_parse_int(a->val, 1, INT64_MAX, &r->offset, &err) < 0)
-			return cli_usage(c, "--offset %s (lines count from 1)", err.msg);
+		/* the store numbers lines from 1: leave room for the + 1 */
+		if (tq_parse_int(a->val, 0, INT64_MAX - 1, &r->offset, &err) < 0)
+			return cli_usage(c, "--offset %s (the number of lines to skip; 0 "
+					 "starts at the first)", err.msg);
 		return CLI_OK;
 	case OPT_LIMIT:
 		if (tq_parse_int(a->val, 0, INT64_MAX, &r->limit, &err) < 0)
@@ -426,7 +431,7 @@ static int parse_log(struct cli_ctx *c, struct log_req *r, int argc, char **argv
 		return cli_usage_no_id(c);
 	if (r->json && r->raw)
 		return cli_usage(c, "give --json or --raw, not both");
-	if (r->follow && r->offset > 0 && r->limit >= 0)
+	if (r->follow && r->offset >= 0 && r->limit >= 0)
 		return cli_usage(c, "--follow reads to the end: give --offset or --limit, "
 				 "not both");
 	return CLI_OK;
@@ -438,7 +443,7 @@ static void page_hint(const struct log_req *r, const struct cli_lines *p, int64_
 	const char *s = r->stream == TQ_STREAM_STDOUT ? " (stdout)" :
 			r->stream == TQ_STREAM_STDERR ? " (stderr)" : "";
 
-	if (r->offset > 0 || total <= p->count)
+	if (r->offset >= 0 || total <= p->count)
 		return;
 	fflush(stdout); /* after the lines, on a shared terminal */
 	if (p->count == 0)
@@ -560,7 +565,10 @@ static int follow(const struct cli_ctx *c, struct tq_queue *q, const struct log_
 static int show_log(const struct cli_ctx *c, const struct log_req *r)
 {
 	struct tq_err err = TQ_ERR_INIT;
-	struct tq_log_range range = { .stream = r->stream, .offset = r->offset,
+	/* --offset N skips N lines: the store's ranges start at a 1-based
+	 * line number, 0 meaning "the tail" */
+	struct tq_log_range range = { .stream = r->stream,
+				      .offset = r->offset >= 0 ? r->offset + 1 : 0,
 				      .limit = r->limit, .tail = CLI_LOG_TAIL };
 	struct tq_queue *q = NULL;
 	struct cli_lines p;
@@ -568,7 +576,7 @@ static int show_log(const struct cli_ctx *c, const struct log_req *r)
 	int64_t total = 0;
 	int rc;
 
-	if (r->offset == 0 && r->limit >= 0)
+	if (r->offset < 0 && r->limit >= 0)
 		range.tail = r->limit; /* --limit alone: the last M lines */
 	if ((rc = open_task(c, r->id, 0, &q, &t)) != CLI_OK)
 		return rc;
@@ -585,7 +593,7 @@ static int show_log(const struct cli_ctx *c, const struct log_req *r)
 		page_hint(r, &p, total);
 	if (rc == CLI_OK && r->follow)
 		rc = follow(c, q, r, &p, &t,
-			    r->offset > total ? r->offset : total + 1);
+			    range.offset > total ? range.offset : total + 1);
 	cli_lines_release(&p);
 	tq_task_release(&t);
 	tq_queue_close(q);
@@ -594,7 +602,7 @@ static int show_log(const struct cli_ctx *c, const struct log_req *r)
 
 static int run_log(struct cli_ctx *c, int argc, char **argv)
 {
-	struct log_req r = { .limit = -1, .stream = TQ_STREAM_ALL };
+	struct log_req r = { .offset = -1, .limit = -1, .stream = TQ_STREAM_ALL };
 	int rc = parse_log(c, &r, argc, argv);
 
 	if (rc != CLI_OK)
@@ -635,7 +643,8 @@ static const char poll_help[] =
 	"\n"
 	"One poll returns at most 1000 lines or 1M of text; \"more\" (JSON) or \"more\n"
 	"waiting\" (the status line) says the next poll has lines ready. \"next\" is\n"
-	"the number of the first line the next poll returns (log --offset NEXT).\n"
+	"the number of the first line the next poll returns (lines count from 1;\n"
+	"log --offset counts lines to skip, so log --offset NEXT-1 starts there).\n"
 	"\n"
 	"Without --json the new lines go to stdout exactly as `taskq log` prints\n"
 	"them (so the stdouts of every poll by one reader, put together, are the\n"

@@ -61,7 +61,7 @@ check "claude stream-json: text, cost, tokens, model, session id = what it print
 assert_eq "claude says one|0|0.00021|12|6|0|0|1|claude-opus-4-8[1m]|success" \
 	"$(att "$C1" result is_error cost_usd input_tokens output_tokens cache_read_tokens \
 		cache_creation_tokens num_turns model subtype)"
-tq log "$C1" --stream stdout --offset 1 >"$TQ_TMP/c1.out"
+tq log "$C1" --stream stdout --offset 0 >"$TQ_TMP/c1.out"
 want=$(last_result "$TQ_TMP/c1.out" | pyjson 'd["session_id"]')
 assert_eq "$want" "$(att "$C1" agent_session)" "claude session id"
 assert_contains "$want" "-" "a uuid"
@@ -74,7 +74,7 @@ assert_eq "claude says two|0|0.00021|12|6" \
 check "gemini json (pretty-printed) and stream-json: no cost reported is NULL"
 assert_eq "gemini says three|0|NULL|12|6|gemini-2.5-flash" \
 	"$(att "$G1" result is_error cost_usd input_tokens output_tokens model)"
-tq log "$G1" --stream stdout --offset 1 | pyjson 'd["session_id"]' >"$TQ_TMP/g1.sid"
+tq log "$G1" --stream stdout --offset 0 | pyjson 'd["session_id"]' >"$TQ_TMP/g1.sid"
 assert_eq "$(cat "$TQ_TMP/g1.sid")" "$(att "$G1" agent_session)" "gemini session id"
 assert_eq "gemini says four|0|NULL|12|6|gemini-2.5-flash|success" \
 	"$(att "$G2" result is_error cost_usd input_tokens output_tokens model subtype)"
@@ -82,7 +82,7 @@ assert_eq "gemini says four|0|NULL|12|6|gemini-2.5-flash|success" \
 check "codex --json: the agent message, the thread id, usage"
 assert_eq "codex says five|0|NULL|12|6|1" \
 	"$(att "$X1" result is_error cost_usd input_tokens output_tokens num_turns)"
-want=$(tq log "$X1" --stream stdout --offset 1 | "$TQ_PYTHON" -c '
+want=$(tq log "$X1" --stream stdout --offset 0 | "$TQ_PYTHON" -c '
 import json, sys
 for l in sys.stdin:
     d = json.loads(l)

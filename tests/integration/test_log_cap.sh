@@ -15,15 +15,15 @@ wait_state "$both" failed 60
 for id in "$yes_id" "$both"; do
 	assert_eq output_overflow "$(outcome_of "$id")"
 	assert_contains "$(tq_sql "select reason from tasks where id = $id")" "output cap of 1.0M"
-	assert_eq 1048576 "$(tq log "$id" --offset 1 --raw | wc -c)"
+	assert_eq 1048576 "$(tq log "$id" --offset 0 --raw | wc -c)"
 done
 check "what was kept is the output's start, unchanged"
-head -c 1048576 < <(yes) | cmp - <(tq log "$yes_id" --offset 1 --raw) ||
+head -c 1048576 < <(yes) | cmp - <(tq log "$yes_id" --offset 0 --raw) ||
 	fail "the kept output is not yes's first 1M"
 check "log --follow and submit --wait say 1 for an overflow"
 assert_exit 1 tq log "$yes_id" --follow --limit 0
 check "both streams' kept lines are whole, each of its own stream"
-tq log "$both" --offset 1 --json | "$TQ_PYTHON" -c '
+tq log "$both" --offset 0 --json | "$TQ_PYTHON" -c '
 import json, re, sys
 for raw in sys.stdin:
     d = json.loads(raw)

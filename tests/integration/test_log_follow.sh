@@ -64,13 +64,13 @@ assert_eq '{"n":1,"stream":"stderr","text":"after2"}' "$(cat "$TQ_TMP/errs.out")
 check "a task that already ended: its lines, its exit code, at once"
 assert_exit 3 tq log "$gated" --follow
 assert_eq "$(printf 'after1\nafter2\nbefore')" "$(out | sort)"
-assert_exit 3 tq log "$gated" --follow --offset 3
+assert_exit 3 tq log "$gated" --follow --offset 2
 assert_eq 1 "$(out | wc -l)"
 
 check "--limit with --follow: the last M lines, then the new ones"
 mkgate g2
 slow=$(submit_id -- bash -c "seq 1 50; read x < '$TQ_TMP/g2'; echo 51; exit 0")
-wait_for "[ \"\$(tq log $slow --offset 1 | wc -l)\" -eq 50 ]" 20 || fail "task did not write 50 lines"
+wait_for "[ \"\$(tq log $slow --offset 0 | wc -l)\" -eq 50 ]" 20 || fail "task did not write 50 lines"
 follow_bg tail "$slow" --limit 2
 tail_pid=$FOLLOW_PID
 wait_for "[ \"\$(cat '$TQ_TMP/tail.out')\" = \"\$(seq 49 50)\" ]" 10 || fail "tail: $(cat "$TQ_TMP/tail.out")"

@@ -14,13 +14,13 @@ for i in $(seq 1 "$n"); do echo "o$i-a-b"; done >"$TQ_TMP/out.want"
 sed 's/^o/e/' "$TQ_TMP/out.want" >"$TQ_TMP/err.want"
 
 check "each stream reads back exactly"
-assert_exit 0 tq log "$id" --stream stdout --offset 1
+assert_exit 0 tq log "$id" --stream stdout --offset 0
 cmp "$TQ_OUT" "$TQ_TMP/out.want" || fail "stdout: $(cmp "$TQ_OUT" "$TQ_TMP/out.want" 2>&1)"
-assert_exit 0 tq log "$id" --stream stderr --offset 1 --raw
+assert_exit 0 tq log "$id" --stream stderr --offset 0 --raw
 cmp "$TQ_OUT" "$TQ_TMP/err.want" || fail "stderr: $(cmp "$TQ_OUT" "$TQ_TMP/err.want" 2>&1)"
 
 check "no line mixes the streams; --json says which stream each line is"
-assert_exit 0 tq log "$id" --offset 1 --json
+assert_exit 0 tq log "$id" --offset 0 --json
 "$TQ_PYTHON" - "$TQ_OUT" "$TQ_TMP/out.want" "$TQ_TMP/err.want" <<'EOF' || fail "JSON lines are wrong"
 import json, re, sys
 rebuilt = {"stdout": [], "stderr": []}
@@ -42,4 +42,4 @@ for s, path in (("stdout", sys.argv[2]), ("stderr", sys.argv[3])):
     assert "".join(rebuilt[s]) == open(path).read(), s + " differs"
 print(n, "lines")
 EOF
-assert_eq $((2 * n)) "$(tq log "$id" --offset 1 | wc -l)"
+assert_eq $((2 * n)) "$(tq log "$id" --offset 0 | wc -l)"

@@ -34,7 +34,7 @@ tq cancel "$queued" >/dev/null
 serve_start 2
 mkfifo "$TQ_TMP/gate"
 id=$(submit_id -- bash -c "printf 'l1\nl2\nl3\n'; read x < '$TQ_TMP/gate'; echo l4; echo l5 >&2")
-wait_for "[ \"\$(tq log $id --offset 1 | wc -l)\" -eq 3 ]" 20 || fail "the task did not write 3 lines"
+wait_for "[ \"\$(tq log $id --offset 0 | wc -l)\" -eq 3 ]" 20 || fail "the task did not write 3 lines"
 
 check "reader a: lines 1-3 while the task runs, then nothing new"
 assert_exit 0 tq poll "$id" --as a --json

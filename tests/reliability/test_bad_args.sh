@@ -139,7 +139,7 @@ assert_exit 0 tq show "$big"
 
 serve_start 1
 wait_state "$big" succeeded 60
-printf '%s\n' "${args[@]}" | cmp - <(tq log "$big" --offset 1 --raw) || fail "the task did not get its argv"
+printf '%s\n' "${args[@]}" | cmp - <(tq log "$big" --offset 0 --raw) || fail "the task did not get its argv"
 tq resume "$inv" >/dev/null
 wait_for "[ \"\$(tq_sql \"select count(*) from tasks where state in ('queued', 'running')\")\" -eq 0 ]" 60 ||
 	fail "tasks did not run: $(tq_sql "select id, state from tasks where state in ('queued', 'running')")"

@@ -86,11 +86,11 @@ check "100 MB without a newline, uncapped: stored exactly, in pieces of at most 
 t5=$(submit_id --max-output 0 --shell 'head -c 100000000 /dev/zero | tr "\0" x')
 wait_state "$t5" succeeded 120
 wpid=$(tq_sql "select w.pid from attempts a join workers w on w.id = a.worker_id where a.task_id = $t5")
-tq log "$t5" --offset 1 --raw >"$TQ_TMP/big"
+tq log "$t5" --offset 0 --raw >"$TQ_TMP/big"
 assert_eq 100000000 "$(wc -c <"$TQ_TMP/big")" "bytes read back"
 assert_eq 0 "$(tr -d x <"$TQ_TMP/big" | wc -c)" "bytes other than x"
 rm -f "$TQ_TMP/big"
-piece=$(tq log "$t5" --offset 1 --limit 1 --raw | wc -c)
+piece=$(tq log "$t5" --offset 0 --limit 1 --raw | wc -c)
 [ "$piece" -le 65536 ] || fail "a piece of $piece bytes"
 assert_exit 0 tq log "$t5"
 assert_exit 0 tq poll "$t5"
@@ -109,7 +109,7 @@ check "100 MB without a newline under the default cap: output_overflow, exactly 
 t6=$(submit_id --shell 'head -c 100000000 /dev/zero | tr "\0" x')
 wait_state "$t6" failed 120
 assert_eq output_overflow "$(outcome_of "$t6")"
-assert_eq 52428800 "$(tq log "$t6" --offset 1 --raw | wc -c)" "bytes kept"
+assert_eq 52428800 "$(tq log "$t6" --offset 0 --raw | wc -c)" "bytes kept"
 
 assert_exit 0 tq shutdown
 wait_for "! _tq_alive $SERVE_PID" 30 || fail "the supervisor did not stop"
