@@ -5,7 +5,9 @@
 -- PRAGMA user_version; the binary refuses a database whose user_version is
 -- newer than this file's. Each later version adds migrations/NNN.sql (moving
 -- user_version from NNN-1 to NNN, also compiled in) and this file stays the
--- full, current schema for new databases.
+-- full, current schema for new databases. A migration must also run on a
+-- database set back to its version by hand (IF NOT EXISTS; an ALTER TABLE
+-- ADD COLUMN of a column already there is skipped by db.c, migrate_step).
 --
 -- Conventions, so that the file reads the same from the sqlite3 shell:
 --   * times are integer milliseconds since the Unix epoch (UTC); see the
@@ -39,6 +41,9 @@ CREATE TABLE tasks (
     argv          BLOB    NOT NULL,          -- "arg0\0arg1\0...\0"
     shell         INTEGER NOT NULL DEFAULT 0, -- 1: argv is /bin/sh -c STRING from --shell
     cwd           TEXT    NOT NULL,
+    umask         INTEGER,                   -- the submitter's umask (0..0777); NULL: a
+                                             -- task stored before schema 4, which runs
+                                             -- with its worker's umask, as it would have
     env_id        INTEGER REFERENCES envs(id),
     batch         TEXT,
     grp           TEXT    NOT NULL,          -- default: the program's name (claude, make, ...)
@@ -50,6 +55,8 @@ CREATE TABLE tasks (
 
     -- run policy
     timeout_ms    INTEGER NOT NULL,          -- 0: none
+    stall_timeout_ms INTEGER NOT NULL DEFAULT 0, -- no output on either stream this
+                                             -- long ends the attempt (stalled); 0: off
     kill_grace_ms INTEGER NOT NULL,          -- TERM, then KILL this much later
     max_output    INTEGER NOT NULL,          -- bytes of log; 0: unlimited
     max_retries   INTEGER NOT NULL DEFAULT 3, -- for transient categories
@@ -68,6 +75,13 @@ CREATE TABLE tasks (
     prompt        TEXT,
     isolate       INTEGER NOT NULL DEFAULT 0,
     sources       TEXT,                      -- JSON object {"name": "path", ...}
+
+    -- How many of this task's dependencies (its deps rows) name a task that
+    -- exists and has not ended: kept by the deps_left_* triggers below in the
+    -- transaction of every change, so a finish unblocks a dependent by
+    -- reading one number instead of counting all of its dependencies
+    -- (migrations/004.sql says why). A blocked task is queued when it is 0.
+    deps_left     INTEGER NOT NULL DEFAULT 0,
 
     -- the current (or last) attempt; attempts holds every one
     attempt       INTEGER NOT NULL DEFAULT 0, -- attempts started so far
@@ -147,6 +161,31 @@ CREATE TABLE deps (
 );
 CREATE INDEX deps_dep ON deps(dep_id);
 
+-- tasks.deps_left, kept whatever code changes a task (a worker's finish,
+-- cancel, remove, retry, recovery, retention): a dependency added while its
+-- task has not ended counts; a dependency that ends, or is removed before it
+-- ended, stops counting; one retried (ended -> queued again) counts again.
+-- The upsert of a repeated dependency (submit.c) fires no INSERT trigger, so
+-- a dependency named twice counts once, as its one deps row.
+CREATE TRIGGER deps_left_add AFTER INSERT ON deps
+    WHEN EXISTS (SELECT 1 FROM tasks WHERE id = NEW.dep_id
+                 AND state IN ('queued','scheduled','blocked','running')) BEGIN
+    UPDATE tasks SET deps_left = deps_left + 1 WHERE id = NEW.task_id;
+END;
+CREATE TRIGGER deps_left_end AFTER UPDATE OF state ON tasks
+    WHEN (OLD.state IN ('succeeded','failed','timed_out','killed','canceled'))
+      <> (NEW.state IN ('succeeded','failed','timed_out','killed','canceled')) BEGIN
+    UPDATE tasks SET deps_left = deps_left +
+        CASE WHEN NEW.state IN ('succeeded','failed','timed_out','killed','canceled')
+             THEN -1 ELSE 1 END
+        WHERE id IN (SELECT task_id FROM deps WHERE dep_id = NEW.id);
+END;
+CREATE TRIGGER deps_left_delete AFTER DELETE ON tasks
+    WHEN OLD.state IN ('queued','scheduled','blocked','running') BEGIN
+    UPDATE tasks SET deps_left = deps_left - 1
+        WHERE id IN (SELECT task_id FROM deps WHERE dep_id = OLD.id);
+END;
+
 CREATE TABLE labels (
     task_id  INTEGER NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,
     key      TEXT    NOT NULL,
@@ -211,15 +250,25 @@ CREATE TABLE groups (
     parallel      INTEGER NOT NULL DEFAULT 0, -- 0: unlimited within the worker count
     paused        INTEGER NOT NULL DEFAULT 0, -- taskq pause GROUP
     paused_until  INTEGER NOT NULL DEFAULT 0, -- ms; a rate limit's pause
-    pause_reason  TEXT
+    pause_reason  TEXT,
+    -- 1: when the rate limit's pause lifts, one task is released first (a
+    -- half-open probe) and the rest wait until it ended without a rate limit
+    probe         INTEGER NOT NULL DEFAULT 0,
+    probe_task    INTEGER                    -- the task released as the probe, while it runs
 );
 
--- Agent sessions (--session KEY): the agent's own session id to resume.
+-- Sessions (--session KEY): the agent's own session id to resume, and the
+-- directory every task of the session runs in. The row is made by the
+-- session's first task (agent_session NULL, updated_at 0 until a link
+-- reports one) and outlives its tasks: an agent keeps a conversation per
+-- directory (Claude under ~/.claude/projects/<cwd>), so resuming it from
+-- another directory fails.
 CREATE TABLE sessions (
     key           TEXT PRIMARY KEY,
     agent_session TEXT,
     last_task_id  INTEGER,
-    updated_at    INTEGER NOT NULL
+    updated_at    INTEGER NOT NULL,          -- ms the agent session last advanced; 0: never
+    cwd           TEXT                       -- its first task's working directory
 );
 
 -- poll cursors: what each reader has already been shown of a task's log.
@@ -263,4 +312,4 @@ SELECT id, state, name, grp, batch, priority, attempt,
 FROM tasks;
 
 PRAGMA application_id = 1953721201;  -- 'tskq'
-PRAGMA user_version = 3;
+PRAGMA user_version = 4;

@@ -505,11 +505,17 @@ static void relations_json(cJSON *o, const struct tq_task *t, int *oom)
 /* What show --json adds to task_json. */
 static void task_json_more(cJSON *o, const struct tq_task *t, char **env, int *oom)
 {
+	char um[8];
+
 	cli_json_bool(o, "shell", t->shell, oom);
+	/* octal text, as umask(1) prints it; null: stored before it was kept */
+	snprintf(um, sizeof(um), "%04o", (unsigned)(t->umask & TQ_UMASK_MAX));
+	cli_json_bytes(o, "umask", t->umask >= 0 ? um : NULL, oom);
 	cli_json_bytes(o, "session", t->session, oom);
 	cli_json_bytes(o, "unique_key", t->unique_key, oom);
 	cli_json_int(o, "run_after", t->run_after, t->run_after > 0, oom);
 	cli_json_int(o, "timeout_ms", t->timeout_ms, 1, oom);
+	cli_json_int(o, "stall_timeout_ms", t->stall_timeout_ms, 1, oom);
 	cli_json_int(o, "kill_grace_ms", t->kill_grace_ms, 1, oom);
 	cli_json_int(o, "max_output", t->max_output, 1, oom);
 	cli_json_int(o, "max_retries", t->max_retries, 1, oom);
@@ -531,6 +537,7 @@ static void task_json_more(cJSON *o, const struct tq_task *t, char **env, int *o
 	cli_json_int(o, "lease_until", t->lease_until, t->lease_until > 0, oom);
 	cli_json_strv(o, "env", env, t->envc, oom);
 	relations_json(o, t, oom);
+	cli_json_int(o, "deps_left", t->deps_left, 1, oom);
 }
 
 static int show_json(const struct tq_task *t, char **env,
@@ -621,8 +628,13 @@ static void show_command(const struct tq_task *t, int *oom)
 {
 	printf("%-13s %zu argument%s%s\n", "argv:", t->argc, t->argc == 1 ? "" : "s",
 	       t->shell ? " (from --shell)" : "");
+	char um[8];
+
 	lines(t->argv, t->argc, oom);
 	field("cwd:", t->cwd, CLI_ESC_QUOTE, oom);
+	snprintf(um, sizeof(um), "%04o", (unsigned)(t->umask & TQ_UMASK_MAX));
+	field("umask:", t->umask >= 0 ? um : "- (not known: it runs with the worker's)",
+	      0, oom);
 }
 
 static void show_outcome(const struct tq_task *t, int64_t now, int *oom)
@@ -650,6 +662,7 @@ static void show_policy(const struct tq_task *t, int *oom)
 	char size[16];
 
 	field_dur("timeout:", t->timeout_ms, "none");
+	field_dur("stall:", t->stall_timeout_ms, "none");
 	field_dur("kill grace:", t->kill_grace_ms, NULL);
 	tq_format_size(t->max_output, size, sizeof(size));
 	printf("%-13s %s\n", "max output:", t->max_output ? size : "unlimited");
@@ -687,7 +700,11 @@ static void show_relations(const struct tq_task *t, char **env, int show_env, in
 		free(k);
 		free(v);
 	}
-	printf("%-13s %zu\n", "after:", t->nafter);
+	if (t->nafter > 0 && t->deps_left > 0)
+		printf("%-13s %zu (%lld not ended yet)\n", "after:", t->nafter,
+		       (long long)t->deps_left);
+	else
+		printf("%-13s %zu\n", "after:", t->nafter);
 	for (size_t i = 0; i < t->nafter; i++)
 		printf("    %lld (%s)\n", (long long)t->after[i],
 		       t->after_any != NULL && t->after_any[i] ? "to end"

@@ -141,7 +141,8 @@ static const char submit_help[] =
 	"When a supervisor runs, submit hands it the task through its socket\n"
 	"(STATE/submit.sock), which stores it as durably, and faster than a\n"
 	"process opening the database; else (or if the supervisor does not answer)\n"
-	"submit stores the task itself, exactly once either way.\n"
+	"submit stores the task itself, exactly once either way; also, saying so,\n"
+	"when the supervisor runs another version of taskq that cannot read it.\n"
 	"TASKQ_SUBMIT_VIA=direct always stores it directly; =supervisor fails\n"
 	"rather than do so. After storing the task itself, submit rings the\n"
 	"workers' doorbell (unless the task waits in a paused group), and starts\n"
@@ -945,6 +946,14 @@ int cli_submit_store(const struct cli_ctx *c, struct cli_submit *s)
 			return stored_via_supervisor(c, s, id, existed);
 		if (rc < 0)
 			return cli_fail(c, &err); /* refused: as the store would have */
+		if (rc == TQ_WIRE_UNREAD && via != VIA_SUPERVISOR)
+			/* it stored nothing (wire.h, "Versions"): say why the
+			 * fast path is gone, then store directly */
+			fprintf(stderr, "taskq: %s: the running supervisor could not read "
+				"this submit (%s): it runs another version of taskq; "
+				"storing the task directly (after an upgrade: taskq "
+				"shutdown, and the next submit starts this one)\n",
+				c->cmd->name, err.msg);
 		if (via == VIA_SUPERVISOR)
 			return cli_runtime(c, "TASKQ_SUBMIT_VIA=supervisor: %s", err.msg);
 		err = (struct tq_err)TQ_ERR_INIT;

@@ -23,6 +23,7 @@
 #include "schema.h"
 #include "migration_002.h"
 #include "migration_003.h"
+#include "migration_004.h"
 
 #define TQ_JOURNAL_SIZE_LIMIT (16 * 1024 * 1024)
 #define TQ_CLI_WAL_FRAMES 64 /* see cli_wal_hook */
@@ -397,6 +398,77 @@ fail:
 }
 
 /*
+ * Run a migration's statements in order, in the caller's transaction. An
+ * ALTER TABLE ... ADD COLUMN of a column the table already has is skipped
+ * (SQLite has no ADD COLUMN IF NOT EXISTS): a database set back to an older
+ * version by hand (a test, a user reading an old note) has the column, and
+ * the migration must still run (schema.sql, the header). It is the only
+ * error passed over: "duplicate column name" comes from nothing else.
+ */
+/* The end of the statement that starts at p: past the first ';' that
+ * completes it (sqlite3_complete: a trigger's body holds several), or the
+ * end of the text. Used only to skip a statement that failed to prepare,
+ * where SQLite's tail points wherever its parser stopped. */
+static const char *statement_end(const char *p, char *scratch)
+{
+	size_t n = strlen(p);
+	const char *semi = p;
+
+	memcpy(scratch, p, n + 1);
+	while ((semi = strchr(semi, ';')) != NULL) {
+		char keep = scratch[semi - p + 1];
+
+		scratch[semi - p + 1] = '\0';
+		if (sqlite3_complete(scratch)) {
+			scratch[semi - p + 1] = keep;
+			return semi + 1;
+		}
+		scratch[semi - p + 1] = keep;
+		semi++;
+	}
+	return p + n;
+}
+
+static int run_migration(struct tq_queue *q, const char *sql, char **emsg)
+{
+	const char *p = sql, *tail = NULL;
+	sqlite3_stmt *st = NULL;
+	char *scratch = NULL;
+	int rc = SQLITE_OK;
+
+	while (*p != '\0') {
+		rc = sqlite3_prepare_v2(q->db, p, -1, &st, &tail);
+		if (rc != SQLITE_OK && strncmp(sqlite3_errmsg(q->db), "duplicate column name",
+					       21) == 0) {
+			if (scratch == NULL && (scratch = malloc(strlen(sql) + 1)) == NULL) {
+				rc = SQLITE_NOMEM;
+				*emsg = sqlite3_mprintf("out of memory");
+				break;
+			}
+			p = statement_end(p, scratch);
+			continue;
+		}
+		if (rc != SQLITE_OK) {
+			*emsg = sqlite3_mprintf("%s", sqlite3_errmsg(q->db));
+			break;
+		}
+		p = tail;
+		if (st == NULL) /* only a comment or white space was left */
+			continue;
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+			;
+		if (rc != SQLITE_DONE)
+			*emsg = sqlite3_mprintf("%s", sqlite3_errmsg(q->db));
+		sqlite3_finalize(st);
+		if (rc != SQLITE_DONE)
+			break;
+		rc = SQLITE_OK;
+	}
+	free(scratch);
+	return rc;
+}
+
+/*
  * One migrations/NNN.sql step from version `from`, in one transaction. Two
  * processes may open an old database at once: the loser waits on BEGIN
  * IMMEDIATE, then finds the version already moved and does nothing.
@@ -416,8 +488,8 @@ static int migrate_step(struct tq_queue *q, int64_t from, const char *sql,
 		tq_db_rollback(q);
 		return 0;
 	}
-	if (sqlite3_exec(q->db, sql, NULL, NULL, &emsg) != SQLITE_OK) {
-		rc = tq_err_set(err, code_of(q, sqlite3_errcode(q->db)),
+	if ((rc = run_migration(q, sql, &emsg)) != SQLITE_OK) {
+		rc = tq_err_set(err, code_of(q, rc),
 				"database %s: migrate from schema version %lld: %s",
 				q->path, (long long)from, emsg ? emsg : "?");
 		sqlite3_free(emsg);
@@ -448,9 +520,14 @@ static int migrate(struct tq_queue *q, struct tq_err *err)
 			return rc;
 		return migrate(q, err);
 	}
-	if (version == 1 || version == 2) {
-		if ((rc = migrate_step(q, version, version == 1 ? tq_migration_002 :
-				       tq_migration_003, err)) < 0)
+	if (version >= 1 && version < TQ_SCHEMA_VERSION) {
+		/* migrations[v] moves a database of version v to v + 1 */
+		static const char *const migrations[] = {
+			[1] = tq_migration_002, [2] = tq_migration_003, [3] = tq_migration_004,
+		};
+		_Static_assert(sizeof(migrations) / sizeof(migrations[0]) == TQ_SCHEMA_VERSION,
+			       "a migration for every version below schema.sql's");
+		if ((rc = migrate_step(q, version, migrations[version], err)) < 0)
 			return rc;
 		return migrate(q, err);
 	}

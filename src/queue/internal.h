@@ -86,7 +86,8 @@ int tq_col_strdup(sqlite3_stmt *st, int col, char **out);
 	" t.backoff_max_ms, t.stdin_mode, t.pty, t.on_exit, t.agent, t.model, t.prompt," \
 	" t.isolate, t.sources, t.kill_signal, t.kill_requested_at, t.attempt," \
 	" t.worker_id, t.lease_until, t.started_at, t.finished_at, t.exit_code," \
-	" t.signal, t.outcome, t.category, t.reason, t.env_id"
+	" t.signal, t.outcome, t.category, t.reason, t.env_id, t.umask," \
+	" t.stall_timeout_ms, t.deps_left"
 
 /* Fill t from the current row of a statement that selected tq_task_cols
  * first. Returns 0 or TQ_ENOMEM (t released). */

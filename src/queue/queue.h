@@ -96,6 +96,7 @@ int tq_state_final(enum tq_state s);
 #define TQ_ENV_MAX (16 * 1024 * 1024)
 #define TQ_STDIN_FILE_MAX ((int64_t)256 * 1024 * 1024)
 #define TQ_LIST_DEFAULT_LIMIT 50
+#define TQ_UMASK_MAX 0777             /* the bits umask(2) keeps */
 
 /* ------------------------------------------------------------------ */
 /* Opening                                                            */
@@ -181,6 +182,12 @@ struct tq_task_spec {
 	size_t argc;
 	int shell;                  /* argv is {"/bin/sh", "-c", STRING} from --shell */
 	const char *cwd;            /* absolute path */
+	/* The cwd was asked for (--cwd), not just where the submitter was:
+	 * a task of a --session whose directory (its first task's) differs
+	 * is refused (TQ_EINVAL) instead of moved there. */
+	int cwd_explicit;
+	int umask;                  /* the submitter's umask, 0..0777; -1: not
+				     * known (stored NULL: the worker's own) */
 	char *const *env;
 	size_t envc;
 	const char *batch;          /* NULL: none */
@@ -192,6 +199,7 @@ struct tq_task_spec {
 	int64_t priority;           /* higher first */
 	int64_t run_after;          /* ms since the epoch; 0: now */
 	int64_t timeout_ms;         /* 0: none */
+	int64_t stall_timeout_ms;   /* no output this long: stalled; 0: off */
 	int64_t kill_grace_ms;
 	int64_t max_output;         /* bytes; 0: unlimited */
 	int64_t max_retries;
@@ -221,6 +229,7 @@ struct tq_task_spec {
 };
 
 #define TQ_TASK_SPEC_INIT {                                           \
+	.umask = -1,                                                  \
 	.timeout_ms = TQ_DEFAULT_TIMEOUT_MS,                          \
 	.kill_grace_ms = TQ_DEFAULT_KILL_GRACE_MS,                    \
 	.max_output = TQ_DEFAULT_MAX_OUTPUT,                          \
@@ -301,6 +310,7 @@ struct tq_task {
 	size_t argc;
 	int shell;
 	char *cwd;
+	int umask;          /* 0..0777; -1: stored before schema 4 (the worker's) */
 	char **env;         /* envc strings, NULL-terminated; only with TQ_GET_ENV */
 	size_t envc;
 	char *batch;
@@ -311,6 +321,7 @@ struct tq_task {
 	int64_t run_after;
 	int64_t created_at;
 	int64_t timeout_ms;
+	int64_t stall_timeout_ms;  /* 0: off */
 	int64_t kill_grace_ms;
 	int64_t max_output;
 	int64_t max_retries;
@@ -339,6 +350,7 @@ struct tq_task {
 	char *reason;
 	struct tq_label *labels;   /* only with TQ_GET_LABELS; strings owned */
 	size_t nlabels;
+	int64_t deps_left;         /* dependencies not ended yet (schema.sql) */
 	int64_t *after;            /* only with TQ_GET_DEPS: ids waited for */
 	int *after_any;            /* per dep: 1 if it needs only to end */
 	size_t nafter;

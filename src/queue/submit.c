@@ -179,8 +179,12 @@ static int check_spec(const struct tq_task_spec *s, struct tq_err *err)
 					  s->labels[i].key);
 	}
 	if (s->timeout_ms < 0 || s->kill_grace_ms < 0 || s->max_output < 0 ||
-	    s->max_retries < 0 || s->backoff_ms < 0 || s->backoff_max_ms < 0)
+	    s->max_retries < 0 || s->backoff_ms < 0 || s->backoff_max_ms < 0 ||
+	    s->stall_timeout_ms < 0)
 		return tq_err_set(err, TQ_EINVAL, "negative limit");
+	if (s->umask < -1 || s->umask > TQ_UMASK_MAX)
+		return tq_err_set(err, TQ_EINVAL, "umask %d is not 0 to 0%o", s->umask,
+				  TQ_UMASK_MAX);
 	if (s->token != NULL && (s->token[0] == '\0' || strlen(s->token) > TOKEN_MAX))
 		return tq_err_set(err, TQ_EINVAL, "submit token must be 1 to %d bytes", TOKEN_MAX);
 	if (s->stdin_mode == TQ_STDIN_FILE && (int64_t)s->stdin_len > TQ_STDIN_FILE_MAX)
@@ -278,8 +282,9 @@ static const char task_add_sql[] =
 	" unique_key, priority, run_after, created_at, timeout_ms, kill_grace_ms,"
 	" max_output, max_retries, retry_lost, backoff_ms, backoff_max_ms, stdin_mode,"
 	" pty, on_exit, agent, model, prompt, isolate, sources, finished_at, outcome,"
-	" reason) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,"
-	"?18,?19,?20,?21,?22,?23,?24,?25,?26,?27,?28,?29,?30,?31)";
+	" reason, umask, stall_timeout_ms) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,"
+	"?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,?26,?27,?28,?29,?30,"
+	"?31,?32,?33)";
 
 struct insert_ctx {
 	const struct tq_task_spec *s;
@@ -334,6 +339,8 @@ static int insert_task(struct tq_queue *q, const struct insert_ctx *c, int64_t *
 		tq_bind_text(st, 30, tq_outcome_name(TQ_OUT_CANCELED));
 		tq_bind_text(st, 31, c->reason);
 	}
+	tq_bind_opt_i64(st, 32, s->umask, -1);
+	sqlite3_bind_int64(st, 33, s->stall_timeout_ms);
 	if (tq_db_exec_st(q, st, err, "add task") < 0)
 		return err ? err->code : TQ_EIO;
 	*id = sqlite3_last_insert_rowid(q->db);

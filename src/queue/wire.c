@@ -256,6 +256,11 @@ static void put_spec(struct wbuf *b, const struct tq_task_spec *s)
 	put_bool(b, FIELD("isolate"), s->isolate);
 	put_str(b, FIELD("sources_json"), s->sources_json);
 	put_str(b, FIELD("token"), s->token);
+	/* version 2 on (wire.h): the version, then its fields */
+	put_i64(b, FIELD("version"), TQ_WIRE_VERSION);
+	put_i64(b, FIELD("umask"), s->umask);
+	put_i64(b, FIELD("stall_timeout_ms"), s->stall_timeout_ms);
+	put_bool(b, FIELD("cwd_explicit"), s->cwd_explicit);
 }
 
 /* The payload's length, without writing it. */
@@ -493,6 +498,45 @@ static enum tq_stdin_mode get_stdin_mode(struct rbuf *c)
 	return (enum tq_stdin_mode)v;
 }
 
+/*
+ * What follows the token (wire.h, "Versions"): nothing from a version 1
+ * client, which gets the defaults of the fields it does not know; else the
+ * request's version and the fields of every version up to it. A version
+ * above ours is refused by name, so that its client knows to store the
+ * task itself; a version field saying 1 is not canonical (version 1 sends
+ * none) and is refused too.
+ */
+static void get_later(struct rbuf *c, struct tq_wire_spec *w)
+{
+	struct tq_task_spec *s = &w->spec;
+	int64_t v;
+
+	s->umask = -1;
+	s->stall_timeout_ms = 0;
+	s->cwd_explicit = 0;
+	w->version = 1;
+	if (c->rc < 0 || c->left == 0)
+		return;
+	v = get_i64(c, FIELD("version"));
+	if (c->rc == 0 && v > TQ_WIRE_VERSION)
+		get_fail(c, FIELD("version"), "request version %lld is newer than this "
+			 "taskq's (%d)", (long long)v, TQ_WIRE_VERSION);
+	else if (c->rc == 0 && v < 2)
+		get_fail(c, FIELD("version"), "%lld is not a version that sends one",
+			 (long long)v);
+	if (c->rc < 0)
+		return;
+	w->version = (int)v;
+	v = get_i64(c, FIELD("umask"));
+	/* range-checked as an enum is: it narrows to an int */
+	if (c->rc == 0 && (v < -1 || v > TQ_UMASK_MAX))
+		get_fail(c, FIELD("umask"), "%lld is not -1 (unknown) or 0 to 0%o",
+			 (long long)v, TQ_UMASK_MAX);
+	s->umask = c->rc == 0 ? (int)v : -1;
+	s->stall_timeout_ms = get_i64(c, FIELD("stall_timeout_ms"));
+	s->cwd_explicit = get_bool(c, FIELD("cwd_explicit"));
+}
+
 /* The wire order: as put_spec. */
 static void get_spec(struct rbuf *c, struct tq_wire_spec *w)
 {
@@ -533,6 +577,7 @@ static void get_spec(struct rbuf *c, struct tq_wire_spec *w)
 	s->isolate = get_bool(c, FIELD("isolate"));
 	s->sources_json = get_str(c, FIELD("sources_json"));
 	s->token = get_str(c, FIELD("token"));
+	get_later(c, w);
 }
 
 int tq_wire_decode(const uint8_t *payload, size_t len, struct tq_wire_spec *w,
@@ -544,7 +589,8 @@ int tq_wire_decode(const uint8_t *payload, size_t len, struct tq_wire_spec *w,
 	get_spec(&c, w);
 	if (c.rc == 0 && c.left > 0)
 		c.rc = tq_err_set(err, TQ_EINVAL,
-				  "wire: %zu bytes left over after the last field (token)", c.left);
+				  "wire: %zu bytes left over after the last field (%s)", c.left,
+				  w->version == 1 ? "token" : "cwd_explicit");
 	if (c.rc < 0) {
 		tq_wire_free(w);
 		return c.rc;
@@ -819,6 +865,7 @@ static int dial(const char *home, struct tq_err *err)
 int tq_wire_submit(const char *home, const struct tq_task_spec *spec, int64_t timeout_ms,
 		   int64_t *id, int *existed, struct tq_err *err)
 {
+	struct tq_err refusal = TQ_ERR_INIT;
 	uint8_t *frame = NULL, *ans = NULL;
 	size_t flen = 0, alen = 0, need;
 	int64_t now = tq_mono_ms(), deadline;
@@ -857,7 +904,13 @@ int tq_wire_submit(const char *home, const struct tq_task_spec *spec, int64_t ti
 	if (tq_wire_write_all(fd, frame, flen, deadline, err) < 0 ||
 	    tq_wire_read_frame(fd, MAGIC_ANSWER, deadline, &ans, &alen, err) < 0)
 		goto out;
-	rc = parse_answer(ans, alen, id, existed, err);
+	rc = parse_answer(ans, alen, id, existed, &refusal);
+	/* A decoding error is the supervisor's, before any store (wire.h,
+	 * "Versions"); any other refusal is the spec's, as the store gives. */
+	if (rc < 0 && strncmp(refusal.msg, "wire: ", 6) == 0)
+		rc = TQ_WIRE_UNREAD;
+	if (err != NULL)
+		*err = refusal;
 out:
 	free(frame);
 	free(ans);

@@ -25,6 +25,19 @@
  * Answer payload (text): "OK ID EXISTED" (EXISTED 0 or 1), or
  * "ERR CODE MESSAGE" (CODE a tq_err code, negative; MESSAGE one line).
  *
+ * Versions. Version 1's request ends with the token. Every later version
+ * keeps it as a prefix and appends i64 VERSION, then the fields each
+ * version up to VERSION added, in order (version 2: umask, stall_timeout_ms,
+ * cwd_explicit). So a supervisor decodes any request of its version or
+ * older, the fields an older client does not know taking their defaults
+ * (umask -1: unknown; 0; 0). An older supervisor cannot read a newer
+ * request (version 1: "N bytes left over after the last field (token)"; 2
+ * and on: "request version N is newer"), and answers ERR with a message
+ * that, like every decoding error, starts "wire: " -- before it stores
+ * anything. The client takes such an answer as TQ_WIRE_UNREAD and stores
+ * the task itself (after a taskq upgrade, the supervisor still running is
+ * the old binary).
+ *
  * The server reads a request with a deadline, so a stuck client cannot
  * hold the supervisor; it checks that the peer is its own user
  * (SO_PEERCRED) before reading.
@@ -38,6 +51,7 @@
 #include "queue.h"
 
 #define TQ_WIRE_SOCKET "submit.sock" /* in the state directory */
+#define TQ_WIRE_VERSION 2            /* the request version this taskq sends */
 #define TQ_WIRE_MAX (16u << 20)      /* largest payload either way */
 /* A spec whose encoding is larger goes straight to the database (a big
  * --stdin-file): the socket would only add a copy. */
@@ -55,6 +69,7 @@ int tq_wire_encode(const struct tq_task_spec *spec, uint8_t **frame, size_t *len
  * (strings) and into the arrays below (owned). */
 struct tq_wire_spec {
 	struct tq_task_spec spec;
+	int version;               /* the request's (1: it sent none) */
 	char **argv;
 	char **env;
 	struct tq_label *labels;
@@ -99,13 +114,17 @@ enum tq_wire_result {
 	TQ_WIRE_LOST = 2,     /* sent, but no answer (the supervisor died, timed
 			       * out, answered garbage): the task may or may not
 			       * be stored; store it directly WITH THE SAME TOKEN */
+	TQ_WIRE_UNREAD = 3,   /* the supervisor could not decode the request
+			       * (ERR "wire: ...": another version of taskq, see
+			       * "Versions"): nothing was stored; store it
+			       * directly (err has its message) */
 };
 
 /*
  * Submit spec (spec->token must be set) through the supervisor of home:
  * connect to home/TQ_WIRE_SOCKET, send, wait up to timeout_ms for the
- * answer. Returns an enum tq_wire_result (err says why for NOT_SENT and
- * LOST, for a debug line), or a negative tq_err code when the supervisor
+ * answer. Returns an enum tq_wire_result (err says why for NOT_SENT, LOST
+ * and UNREAD), or a negative tq_err code when the supervisor
  * refused the task (err holds its message, as tq_queue_submit would have
  * failed: the same error the direct path gives).
  */

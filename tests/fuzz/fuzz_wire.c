@@ -7,10 +7,12 @@
  * Checked beyond "no crash, no sanitizer report, no hang":
  *   - success: every string lies inside the payload and ends there with
  *     its NUL (read with strlen under ASan), argv and env are
- *     NULL-terminated after their counts, booleans are 0 or 1 and
- *     stdin_mode is in range; encoding the decoded spec gives back the
- *     input byte for byte (the encoding is canonical), and decoding that
- *     again agrees with the first decoding field by field;
+ *     NULL-terminated after their counts, booleans are 0 or 1, stdin_mode
+ *     and umask are in range; encoding the decoded spec gives back the
+ *     input byte for byte (the encoding is canonical; a version 1 request,
+ *     which ends at the token, comes back as its version 2 form: the input
+ *     then the later fields' defaults), and decoding that again agrees
+ *     with the first decoding field by field;
  *   - failure: TQ_EINVAL or TQ_ENOMEM with a one-line message starting
  *     "wire: ", and the struct left empty.
  * A failed check abort()s.
@@ -86,6 +88,9 @@ static void check_spec(const struct tq_task_spec *s, const uint8_t *p, size_t n)
 	check_bool(s->pty);
 	check_bool(s->after_any);
 	check_bool(s->isolate);
+	check_bool(s->cwd_explicit);
+	if (s->umask < -1 || s->umask > TQ_UMASK_MAX)
+		die("a umask out of range");
 	if (s->stdin_mode != TQ_STDIN_NULL && s->stdin_mode != TQ_STDIN_FILE &&
 	    s->stdin_mode != TQ_STDIN_PIPE)
 		die("a stdin_mode out of range");
@@ -136,7 +141,8 @@ static void compare(const struct tq_task_spec *a, const struct tq_task_spec *b)
 	    a->run_after != b->run_after || a->timeout_ms != b->timeout_ms ||
 	    a->kill_grace_ms != b->kill_grace_ms || a->max_output != b->max_output ||
 	    a->max_retries != b->max_retries || a->backoff_ms != b->backoff_ms ||
-	    a->backoff_max_ms != b->backoff_max_ms)
+	    a->backoff_max_ms != b->backoff_max_ms || a->umask != b->umask ||
+	    a->stall_timeout_ms != b->stall_timeout_ms || a->cwd_explicit != b->cwd_explicit)
 		die("a number field differs after a round trip");
 }
 
@@ -174,8 +180,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check_spec(&a.spec, data, size);
 	if (tq_wire_encode(&a.spec, &frame, &len, &err) != 0)
 		die("a decoded spec does not encode");
-	if (len != size + 8 || memcmp(frame + 8, data, size) != 0)
+	/* version 1 comes back with version 2's fields after it: 4 i64 */
+	if (len != size + 8 + (a.version == 1 ? 32 : 0) || memcmp(frame + 8, data, size) != 0)
 		die("re-encoding does not give back the input");
+	if (a.version == 1 && (a.spec.umask != -1 || a.spec.stall_timeout_ms != 0 ||
+			       a.spec.cwd_explicit != 0))
+		die("a version 1 request without the later fields' defaults");
 	if (tq_wire_decode(frame + 8, len - 8, &b, &err) != 0)
 		die("a re-encoded spec does not decode");
 	check_spec(&b.spec, frame + 8, len - 8);

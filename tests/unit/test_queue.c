@@ -168,7 +168,7 @@ static void test_open_creates(void **state)
 	snprintf(path, sizeof(path), "%s/logs", home);
 	assert_int_equal(stat(path, &sb), 0);
 	assert_true(S_ISDIR(sb.st_mode));
-	assert_int_equal(sql_int(home, "PRAGMA user_version"), 3);
+	assert_int_equal(sql_int(home, "PRAGMA user_version"), 4);
 	assert_int_equal(sql_int(home, "SELECT count(*) FROM pragma_journal_mode "
 				 "WHERE journal_mode = 'wal'"), 1);
 	assert_int_equal(sql_int(home, "PRAGMA application_id"), 1953721201);
@@ -292,8 +292,9 @@ static void test_migrate_2_to_3(void **state)
 	sql_int(home, "INSERT INTO meta(key, value) VALUES ('x-test', '123')");
 	sql_int(home, "PRAGMA user_version = 2");
 	assert_int_equal(sql_int(home, "SELECT count(*) FROM envs"), 2);
+	/* 2 -> 3, then 3 -> 4 over columns the database already has */
 	assert_int_equal(tq_queue_open(&q2, home, 0, &err), 0);
-	assert_int_equal(sql_int(home, "PRAGMA user_version"), 3);
+	assert_int_equal(sql_int(home, "PRAGMA user_version"), 4);
 	assert_int_equal(sql_int(home, "SELECT count(*) FROM envs"), 1);
 	assert_int_equal(sql_int(home, "SELECT count(*) FROM sqlite_schema"
 				 " WHERE type = 'trigger' AND name = 'envs_collect'"), 1);
@@ -305,6 +306,170 @@ static void test_migrate_2_to_3(void **state)
 	assert_int_equal(tq_queue_remove(q2, id, &err), 0);
 	assert_int_equal(sql_int(home, "SELECT count(*) FROM envs"), 0);
 	f->q = q2;
+}
+
+/*
+ * A database made by taskq 3's own schema (tests/fixtures/schema-3.sql, the
+ * schema.sql of version 3 byte for byte) in home, holding what its code
+ * stored, with user_version set to `version` (3, or older as a user may set
+ * it back by hand: every migration must run on it):
+ *   1 succeeded, 2 queued, 3 blocked --after 1, 2 and a removed 99,
+ *   4 blocked --after-any 3; session k: 5 succeeded in /a (it advanced the
+ *   session), 6 queued in /b; session j: 7 queued in /c, no sessions row.
+ */
+static void make_v3(const char *home, int version)
+{
+	const char *fx = getenv("TASKQ_FIXTURES");
+	char path[1024], *schema = NULL, sql[128];
+	sqlite3 *db = NULL;
+	FILE *fp;
+	long n;
+
+	assert_non_null(fx);
+	snprintf(path, sizeof(path), "%s/schema-3.sql", fx);
+	assert_non_null(fp = fopen(path, "re"));
+	assert_int_equal(fseek(fp, 0, SEEK_END), 0);
+	assert_true((n = ftell(fp)) > 0);
+	rewind(fp);
+	assert_non_null(schema = calloc(1, (size_t)n + 1));
+	assert_int_equal(fread(schema, 1, (size_t)n, fp), (size_t)n);
+	fclose(fp);
+	assert_int_equal(mkdir(home, 0700), 0);
+	snprintf(path, sizeof(path), "%s/taskq.db", home);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(chmod(path, 0600), 0);
+	if (sqlite3_exec(db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL) != SQLITE_OK ||
+	    sqlite3_exec(db, schema, NULL, NULL, NULL) != SQLITE_OK)
+		fail_msg("schema-3.sql: %s", sqlite3_errmsg(db));
+	free(schema);
+	assert_int_equal(sql_int(home, "PRAGMA user_version"), 3);
+#define V3_TASK(id, state, cwd, session) \
+	"INSERT INTO tasks(id, state, name, argv, cwd, grp, session, created_at," \
+	" timeout_ms, kill_grace_ms, max_output) VALUES (" #id ", '" state "', 't'," \
+	" x'7472756500', '" cwd "', 'true', " session ", 1, 0, 0, 0);"
+	if (sqlite3_exec(db, "BEGIN;"
+		V3_TASK(1, "succeeded", "/", "NULL") V3_TASK(2, "queued", "/", "NULL")
+		V3_TASK(3, "blocked", "/", "NULL") V3_TASK(4, "blocked", "/", "NULL")
+		V3_TASK(5, "succeeded", "/a", "'k'") V3_TASK(6, "queued", "/b", "'k'")
+		V3_TASK(7, "queued", "/c", "'j'")
+		"INSERT INTO deps(task_id, dep_id, kind) VALUES (3, 1, 'success'),"
+		" (3, 2, 'success'), (3, 99, 'success'), (4, 3, 'any');"
+		"INSERT INTO groups(name) VALUES ('true');"
+		"INSERT INTO sessions(key, agent_session, last_task_id, updated_at)"
+		" VALUES ('k', 'S', 5, 7);"
+		"COMMIT;", NULL, NULL, NULL) != SQLITE_OK)
+		fail_msg("v3 rows: %s", sqlite3_errmsg(db));
+#undef V3_TASK
+	snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", version);
+	assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+}
+
+/* What migrations/004.sql must leave of make_v3's database. */
+static void check_v4(struct tq_queue *q, const char *home)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_task t;
+	int attempt = 0;
+
+	assert_int_equal(sql_int(home, "PRAGMA user_version"), 4);
+	/* the counts: 3 waits for 2 (1 ended, 99 is gone), 4 for 3 */
+	assert_int_equal(sql_int(home, "SELECT deps_left FROM tasks WHERE id = 3"), 1);
+	assert_int_equal(sql_int(home, "SELECT deps_left FROM tasks WHERE id = 4"), 1);
+	assert_int_equal(sql_int(home, "SELECT sum(deps_left) FROM tasks"), 2);
+	/* a session keeps the directory of the task that advanced it, else of
+	 * its first task; the rows no task made yet are made */
+	assert_int_equal(sql_int(home, "SELECT count(*) FROM sessions WHERE key = 'k'"
+				 " AND cwd = '/a' AND agent_session = 'S' AND updated_at = 7"), 1);
+	assert_int_equal(sql_int(home, "SELECT count(*) FROM sessions WHERE key = 'j'"
+				 " AND cwd = '/c' AND agent_session IS NULL AND updated_at = 0"), 1);
+	assert_int_equal(sql_int(home, "SELECT count(*) FROM groups WHERE probe = 0"
+				 " AND probe_task IS NULL"), 1);
+	/* tasks stored before: no umask (the worker's own), no stall timeout */
+	assert_int_equal(tq_queue_get(q, 2, 0, &t, &err), 0);
+	assert_int_equal(t.umask, -1);
+	assert_int_equal(t.stall_timeout_ms, 0);
+	tq_task_release(&t);
+	assert_int_equal(tq_queue_get(q, 3, 0, &t, &err), 0);
+	assert_int_equal(t.deps_left, 1);
+	tq_task_release(&t);
+	/* and the triggers keep them: 2 ends, 3 runs; 3 ends, 4 runs */
+	assert_int_equal(tq_queue_cancel(q, 6, NULL, NULL, &err), 0);
+	assert_int_equal(tq_queue_cancel(q, 7, NULL, NULL, &err), 0);
+	assert_int_equal(claim_id(q, &attempt), 2);
+	finish(q, 2, attempt, TQ_OUT_SUCCEEDED, TQ_NEXT_FINAL, 0);
+	assert_int_equal(state_of(q, 3), TQ_QUEUED);
+	assert_int_equal(claim_id(q, &attempt), 3);
+	finish(q, 3, attempt, TQ_OUT_FAILED, TQ_NEXT_FINAL, 0);
+	assert_int_equal(state_of(q, 4), TQ_QUEUED);
+	assert_int_equal(sql_int(home, "SELECT sum(deps_left) FROM tasks"), 0);
+}
+
+/* Schema 3 -> 4 on a database taskq 3 made; and 1 -> 2 -> 3 -> 4 on the
+ * same set back to version 1 by hand (every step over what it finds). */
+static void test_migrate_3_to_4(void **state)
+{
+	struct fx *f = *state;
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_queue *q = NULL;
+	char home[600];
+
+	for (int version = 3; version >= 1; version -= 2) {
+		snprintf(home, sizeof(home), "%s/v%d", f->home, version);
+		make_v3(home, version);
+		if (tq_queue_open(&q, home, 0, &err) != 0)
+			fail_msg("open a version %d database: %s", version, err.msg);
+		check_v4(q, home);
+		tq_queue_close(q);
+		q = NULL;
+		/* opened again: nothing more to do, nothing changed */
+		assert_int_equal(tq_queue_open(&q, home, TQ_OPEN_CHECK, &err), 0);
+		assert_int_equal(sql_int(home, "SELECT sum(deps_left) FROM tasks"), 0);
+		tq_queue_close(q);
+		q = NULL;
+	}
+}
+
+/* Schema 4's task fields: stored and read back; out of range refused. */
+static void test_umask_stall_stored(void **state)
+{
+	struct fx *f = *state;
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_task_spec s = spec_of(argv_true);
+	struct tq_task t, *list = NULL;
+	size_t n = 0;
+	int64_t id, id2;
+
+	s.umask = 0027;
+	s.stall_timeout_ms = 300000;
+	id = submit(f->q, &s);
+	s.umask = -1; /* not known: NULL, the worker's own */
+	s.stall_timeout_ms = 0;
+	id2 = submit(f->q, &s);
+	assert_int_equal(tq_queue_get(f->q, id, 0, &t, &err), 0);
+	assert_int_equal(t.umask, 0027);
+	assert_int_equal(t.stall_timeout_ms, 300000);
+	tq_task_release(&t);
+	assert_int_equal(sql_int(tq_queue_home(f->q), "SELECT count(*) FROM tasks"
+				 " WHERE umask IS NULL AND stall_timeout_ms = 0"), 1);
+	assert_int_equal(tq_queue_list(f->q, &(struct tq_filter)TQ_FILTER_INIT, &list, &n,
+				       &err), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(list[0].id, id2);
+	assert_int_equal(list[0].umask, -1);
+	assert_int_equal(list[1].umask, 0027);
+	assert_int_equal(list[1].stall_timeout_ms, 300000);
+	tq_task_list_free(list, n);
+
+	s.umask = 01000;
+	assert_int_equal(tq_queue_submit(f->q, &s, &id, NULL, &err), TQ_EINVAL);
+	assert_non_null(strstr(err.msg, "umask 512 is not 0 to 0777"));
+	s.umask = -2;
+	assert_int_equal(tq_queue_submit(f->q, &s, &id, NULL, &err), TQ_EINVAL);
+	s.umask = 0;
+	s.stall_timeout_ms = -1;
+	assert_int_equal(tq_queue_submit(f->q, &s, &id, NULL, &err), TQ_EINVAL);
+	assert_int_equal(sql_int(tq_queue_home(f->q), "SELECT count(*) FROM tasks"), 2);
 }
 
 static void write_file(const char *path, const char *data, size_t n)
@@ -1109,6 +1274,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_claim_marks_worker, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_envs_collected, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_migrate_2_to_3, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_migrate_3_to_4, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_umask_stall_stored, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refuse_not_db, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refuse_corrupt, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refuse_modes, setup, teardown),

@@ -3,7 +3,8 @@
  * spec survive encode + decode field by field (and re-encode to the same
  * bytes); the decoder refuses every prefix of a valid request, strings
  * without their NUL or with one inside, counts that cannot fit, bad enums
- * and booleans, trailing bytes, naming the field; frames over a real
+ * and booleans, trailing bytes, naming the field; a version 1 request
+ * decodes with the defaults of later fields, a newer one is refused; frames over a real
  * socketpair (good, large, bad magic, oversize, EOF, a deadline that
  * passes); tq_wire_submit with no socket, a spec too big to send, and
  * against a server forked per test that answers OK, ERR, nothing, or
@@ -80,6 +81,9 @@ static struct tq_task_spec full_spec(void)
 	s.isolate = 1;
 	s.sources_json = "{\"repo\":\"/src\"}";
 	s.token = TOKEN;
+	s.umask = 0027;
+	s.stall_timeout_ms = 300000;
+	s.cwd_explicit = 1;
 	return s;
 }
 
@@ -156,6 +160,9 @@ static void spec_same(const struct tq_task_spec *a, const struct tq_task_spec *b
 	assert_int_equal(a->isolate != 0, b->isolate != 0);
 	str_same("sources_json", a->sources_json, b->sources_json);
 	str_same("token", a->token, b->token);
+	assert_int_equal(a->umask, b->umask);
+	assert_int_equal(a->stall_timeout_ms, b->stall_timeout_ms);
+	assert_int_equal(a->cwd_explicit != 0, b->cwd_explicit != 0);
 }
 
 /* The payload of spec's encoding (a copy of exactly its size, so that ASan
@@ -288,14 +295,26 @@ static void expect_bad(const uint8_t *p, size_t n, const char *needle)
 	free(copy);
 }
 
+/* Where version 1's request ended: just past the token and its NUL. */
+static size_t v1_length(const uint8_t *p, size_t n)
+{
+	const uint8_t *at = memmem(p, n, TOKEN, sizeof(TOKEN));
+
+	assert_non_null(at);
+	return (size_t)(at - p) + sizeof(TOKEN);
+}
+
 static void test_decode_truncated(void **state)
 {
 	struct tq_task_spec s = full_spec();
 	size_t n;
 	uint8_t *p = encode_payload(&s, &n);
+	size_t v1 = v1_length(p, n);
 
 	(void)state;
 	for (size_t len = 0; len < n; len++) {
+		if (len == v1)
+			continue; /* a whole version 1 request: test_decode_versions */
 		expect_bad(p, len, NULL);
 		/* a length past the end, or a count that cannot fit */
 		if (strstr(last_msg, "truncated") == NULL && strstr(last_msg, "does not fit") == NULL)
@@ -468,6 +487,57 @@ static void test_decode_trailing(void **state)
 	expect_bad(longer, n + 1, "1 bytes left over");
 	expect_bad(longer, n + 3, "3 bytes left over");
 	free(longer);
+	free(p);
+}
+
+/*
+ * Versions (wire.h): a version 1 request (what a taskq before version 2
+ * sends: the same fields up to the token, nothing after) decodes with the
+ * later fields' defaults; a newer version, a version field saying 1 or
+ * less, a umask out of range and a non-boolean cwd_explicit are refused,
+ * naming the field.
+ */
+static void test_decode_versions(void **state)
+{
+	struct tq_task_spec s = full_spec(), want = full_spec();
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_wire_spec w;
+	size_t n;
+	uint8_t *p = encode_payload(&s, &n);
+	size_t v1 = v1_length(p, n);
+
+	(void)state;
+	assert_int_equal(n - v1, 4 * 8); /* version, umask, stall, cwd_explicit */
+	assert_int_equal(tq_wire_decode(p, v1, &w, &err), 0);
+	assert_int_equal(w.version, 1);
+	want.umask = -1;
+	want.stall_timeout_ms = 0;
+	want.cwd_explicit = 0;
+	spec_same(&want, &w.spec);
+	tq_wire_free(&w);
+	assert_int_equal(tq_wire_decode(p, n, &w, &err), 0);
+	assert_int_equal(w.version, TQ_WIRE_VERSION);
+	tq_wire_free(&w);
+
+	p[v1] = TQ_WIRE_VERSION + 1;
+	expect_bad(p, n, "version: request version 3 is newer than this taskq's (2)");
+	p[v1] = 1;
+	expect_bad(p, n, "version: 1 is not a version that sends one");
+	memset(p + v1, 0xff, 8);
+	expect_bad(p, n, "version: -1 is not");
+	memset(p + v1, 0, 8);
+	p[v1] = TQ_WIRE_VERSION;
+	p[v1 + 8] = 0x00, p[v1 + 9] = 0x02; /* 01000 */
+	expect_bad(p, n, "umask: 512 is not -1 (unknown) or 0 to 0777");
+	memset(p + v1 + 8, 0xff, 8);  /* -2 */
+	p[v1 + 8] = 0xfe;
+	expect_bad(p, n, "umask: -2 is not");
+	memset(p + v1 + 8, 0xff, 8);  /* -1: unknown, as from version 1 */
+	assert_int_equal(tq_wire_decode(p, n, &w, &err), 0);
+	assert_int_equal(w.spec.umask, -1);
+	tq_wire_free(&w);
+	p[v1 + 24] = 2;
+	expect_bad(p, n, "cwd_explicit: 2 is not 0 or 1");
 	free(p);
 }
 
@@ -1061,6 +1131,14 @@ static void test_submit_answers(void **state)
 		{ "TQR1", "OK 9223372036854775807 0", 0, TQ_WIRE_STORED, INT64_MAX, 0 },
 		{ "TQR1", "ERR -15 cap", 0, TQ_ECAP, 0, 0 },
 		{ "TQR1", "ERR -12 ", 0, TQ_EEXIST, 0, 0 },
+		/* a supervisor of another version that could not read us: what
+		 * version 1 answers a version 2 request, what version 2 answers
+		 * version 3; any decoding error (they all start "wire: ") */
+		{ "TQR1", "ERR -1 wire: 32 bytes left over after the last field (token)", 0,
+		  TQ_WIRE_UNREAD, 0, 0 },
+		{ "TQR1", "ERR -1 wire: version: request version 3 is newer than this "
+		  "taskq's (2)", 0, TQ_WIRE_UNREAD, 0, 0 },
+		{ "TQR1", "ERR -1 wire: bad magic (not a TQS1 frame)", 0, TQ_WIRE_UNREAD, 0, 0 },
 		{ "TQR1", "HELLO", 0, TQ_WIRE_LOST, 0, 0 },
 		{ "TQR1", "", 0, TQ_WIRE_LOST, 0, 0 },
 		{ "TQR1", "OK 42", 0, TQ_WIRE_LOST, 0, 0 },
@@ -1102,10 +1180,10 @@ static void test_submit_answers(void **state)
 		} else {
 			assert_int_equal(id, 0);
 		}
-		if (rc < 0) {
-			assert_int_equal(err.code, rc);
+		if (rc < 0 || rc == TQ_WIRE_UNREAD)
 			assert_string_equal(err.msg, strchr(cases[i].text + 4, ' ') + 1);
-		}
+		if (rc < 0)
+			assert_int_equal(err.code, rc);
 		server_finish(s);
 	}
 }
@@ -1120,6 +1198,7 @@ int main(void)
 		cmocka_unit_test(test_decode_counts),
 		cmocka_unit_test(test_decode_enums),
 		cmocka_unit_test(test_decode_trailing),
+		cmocka_unit_test(test_decode_versions),
 		cmocka_unit_test(test_encode_errors),
 		cmocka_unit_test(test_frame_good),
 		cmocka_unit_test(test_frame_large),
