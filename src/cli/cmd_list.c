@@ -384,8 +384,9 @@ const struct cli_cmd cli_cmd_list = {
 static const char show_help[] =
 	"Everything stored about a task: its command (one argument per line,\n"
 	"quoted and escaped C-style so that spaces, quotes, empty arguments and\n"
-	"bytes that are not UTF-8 are all visible), working directory,\n"
-	"environment, labels, dependencies, limits and every attempt.\n"
+	"bytes that are not UTF-8 are all visible), working directory, umask\n"
+	"(\"-\" for a task stored before taskq kept it: it runs with the\n"
+	"worker's), environment, labels, dependencies, limits and every attempt.\n"
 	"\n"
 	"Options:\n"
 	"  --show-env   show the values of variables whose names look secret\n"

@@ -110,6 +110,7 @@ static const char submit_help[] =
 	"  --wait[=DUR]     wait up to DUR (default 10s; 0: no limit) for the task\n"
 	"                   to end; see below\n"
 	"\n"
+	"The task runs with your umask (as with the directory and environment).\n"
 	"The environment is yours minus variables that mark the submitting process\n"
 	"(CLAUDECODE, CLAUDE_CODE_ENTRYPOINT, CLAUDE_CODE_SESSION_ID,\n"
 	"CLAUDE_CODE_CHILD_SESSION, CLAUDE_CODE_SSE_PORT, CLAUDE_CODE_EXECPATH,\n"
@@ -800,6 +801,17 @@ int cli_submit_take_wait(const struct cli_ctx *c, struct cli_submit *s,
 	return 1;
 }
 
+/* The task runs with the submitter's umask, as with its cwd and
+ * environment. umask(2) can only be read by setting it; submit has one
+ * thread and creates no file between the two calls. */
+static mode_t current_umask(void)
+{
+	mode_t m = umask(0);
+
+	umask(m);
+	return m & TQ_UMASK_MAX;
+}
+
 int cli_submit_prepare(const struct cli_ctx *c, struct cli_submit *s)
 {
 	int rc;
@@ -809,6 +821,8 @@ int cli_submit_prepare(const struct cli_ctx *c, struct cli_submit *s)
 	    (rc = read_stdin_file(c, s)) != CLI_OK)
 		return rc;
 	s->spec.cwd = s->cwd;
+	s->spec.cwd_explicit = s->cwd_flag != NULL;
+	s->spec.umask = (int)current_umask();
 	s->spec.labels = s->labels;
 	s->spec.nlabels = s->nlabels;
 	s->spec.after = s->after;

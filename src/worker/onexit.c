@@ -115,6 +115,7 @@ static int start(struct hook *h, const struct tq_task *t, char **envp, struct tq
 	h->child.argv = argv;
 	h->child.envp = envp;
 	h->child.in = TQ_SPAWN_STDIN_NULL;
+	h->child.umask = t->umask; /* the files it makes: as the task's */
 	h->child.cwd = t->cwd != NULL && stat(t->cwd, &sb) == 0 && S_ISDIR(sb.st_mode)
 		       ? t->cwd : "/";
 	return tq_spawn_start(&h->child, err);

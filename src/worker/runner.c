@@ -152,6 +152,7 @@ static int start(struct run *r, struct tq_err *err)
 	r->child.argv = r->agent.argv != NULL ? r->agent.argv : r->t->argv;
 	r->child.envp = env.vars;
 	r->child.cwd = r->agent.cwd != NULL ? r->agent.cwd : r->t->cwd;
+	r->child.umask = r->t->umask; /* the submitter's; -1: ours (schema.sql) */
 	r->child.in = r->t->pty ? TQ_SPAWN_STDIN_PTY :
 		      r->t->stdin_mode == TQ_STDIN_NULL ? TQ_SPAWN_STDIN_NULL :
 		      TQ_SPAWN_STDIN_PIPE;

@@ -487,6 +487,7 @@ int tq_spawn_start(struct tq_child *c, struct tq_err *err)
 {
 	char path[PATH_MAX];
 	char *const *envp = c->envp ? c->envp : empty_env;
+	mode_t old;
 	int rc, e;
 
 	c->pid = -1;
@@ -498,9 +499,22 @@ int tq_spawn_start(struct tq_child *c, struct tq_err *err)
 		return fail_on(err, e, "chdir", c->cwd);
 	if ((rc = resolve_exe(c, envp, path, sizeof(path), err)))
 		return rc;
+	/*
+	 * The umask: posix_spawn has no attribute for it, and a file action
+	 * cannot set it. The child copies ours when it is cloned (posix_spawn
+	 * clones without CLONE_FS, so it shares no fs struct with us; the pty
+	 * path forks), so ours is set to it for the spawn and put back: two
+	 * system calls, against the fork path (slower the larger the worker)
+	 * or an exec shim. Safe because the caller has one thread (spawn.h).
+	 */
+	old = c->umask >= 0 ? umask((mode_t)(c->umask & 0777)) : 0;
 	if (c->in == TQ_SPAWN_STDIN_PTY)
-		return spawn_pty(c, path, envp, err);
-	return spawn_pipes(c, path, envp, err);
+		rc = spawn_pty(c, path, envp, err);
+	else
+		rc = spawn_pipes(c, path, envp, err);
+	if (c->umask >= 0)
+		umask(old);
+	return rc;
 }
 
 int tq_spawn_wait(struct tq_child *c, int *status, struct tq_err *err)

@@ -15,7 +15,8 @@
  *     except that glibc 2.36's posix_spawn leaves its two internal signals
  *     (32 and 33, below SIGRTMIN) ignored, which no glibc program can use;
  *   - exactly the environment in envp, nothing of the caller's;
- *   - cwd as its working directory (when set).
+ *   - cwd as its working directory (when set);
+ *   - umask as its file mode creation mask (when >= 0; else the caller's).
  *
  * Caller's preconditions:
  *   - fds 0-2 are open in the caller (tq_sanitize_stdfds), so no pipe created
@@ -64,6 +65,7 @@ struct tq_child {
 	char *const *envp;         /* the whole environment; NULL means empty */
 	const char *cwd;           /* NULL: the caller's working directory */
 	enum tq_spawn_stdin in;
+	int umask;                 /* 0..0777; -1: the caller's */
 
 	/* Outputs, set by tq_spawn_start; -1 when not started or not used. */
 	pid_t pid;                 /* also the child's pgid and sid */
@@ -72,7 +74,7 @@ struct tq_child {
 	int err_fd;                /* stderr's read end; -1 with a pty */
 };
 
-#define TQ_CHILD_INIT { NULL, NULL, NULL, TQ_SPAWN_STDIN_NULL, -1, -1, -1, -1 }
+#define TQ_CHILD_INIT { NULL, NULL, NULL, TQ_SPAWN_STDIN_NULL, -1, -1, -1, -1, -1 }
 
 /*
  * Start the child described by c. argv[0] without a '/' is searched in the
@@ -97,7 +99,11 @@ struct tq_child {
  *   TQ_EIO        anything else (exec "x": Exec format error, pipe2: ...)
  *
  * Thread-safe (posix_spawn, or for a pty a fork whose child makes only
- * async-signal-safe calls); not async-signal-safe itself.
+ * async-signal-safe calls), except with c->umask >= 0: posix_spawn has no
+ * umask attribute, so the caller's umask is set to it around the spawn
+ * (the child copies it) and put back, and a file another thread creates
+ * meanwhile would get it. The worker, its one caller that sets it, has one
+ * thread. Not async-signal-safe.
  */
 int tq_spawn_start(struct tq_child *c, struct tq_err *err);
 

@@ -2,7 +2,7 @@
  * test_spawn.c - tq_spawn_start on real processes: exit statuses, exec and
  * chdir failures as errors, PATH from the task's environment, the exact
  * environment, fds 0-2 only, reset signals, a new session, stdin through a
- * pipe with backpressure (and EPIPE), and a pty.
+ * pipe with backpressure (and EPIPE), a pty, and the umask asked for.
  *
  * The test process is a subreaper and every test ends with a sweep, so no
  * process a test starts outlives it. Every wait is a poll with a deadline.
@@ -558,6 +558,59 @@ static int teardown(void **state)
 	return 0;
 }
 
+/* Each path gives the child the umask asked for (its files' modes follow)
+ * and leaves the caller's as it was; -1 is the caller's own. */
+static void test_umask(void **state)
+{
+	static const enum tq_spawn_stdin ins[] = {
+		TQ_SPAWN_STDIN_NULL, TQ_SPAWN_STDIN_PIPE, TQ_SPAWN_STDIN_PTY,
+	};
+	char *argv[] = { "/bin/sh", "-c", "umask; touch f; stat -c %a f; rm f", NULL };
+	char buf[OUT_MAX], *dir = th_tempdir();
+	mode_t mine = umask(0022);
+
+	(void)state;
+	assert_non_null(dir);
+	for (size_t i = 0; i < sizeof(ins) / sizeof(ins[0]); i++) {
+		struct tq_child c = TQ_CHILD_INIT;
+
+		assert_int_equal(c.umask, -1);
+		c.umask = 0077;
+		start(&c, argv, test_env, dir, ins[i]);
+		read_until(c.out_fd, buf, sizeof(buf), NULL);
+		assert_int_equal(wait_status(&c), 0);
+		tq_spawn_release(&c);
+		if (strcmp(buf, ins[i] == TQ_SPAWN_STDIN_PTY ? "0077\r\n600\r\n" : "0077\n600\n"))
+			fail_msg("stdin mode %d: \"%s\"", (int)ins[i], buf);
+		assert_int_equal(umask(0022), 0022); /* ours is back */
+
+		c = (struct tq_child)TQ_CHILD_INIT; /* -1: ours */
+		start(&c, argv, test_env, dir, ins[i]);
+		read_until(c.out_fd, buf, sizeof(buf), NULL);
+		assert_int_equal(wait_status(&c), 0);
+		tq_spawn_release(&c);
+		if (strcmp(buf, ins[i] == TQ_SPAWN_STDIN_PTY ? "0022\r\n644\r\n" : "0022\n644\n"))
+			fail_msg("stdin mode %d, our umask: \"%s\"", (int)ins[i], buf);
+	}
+	/* an exec that fails (after ours was set) puts ours back too */
+	for (size_t i = 0; i < sizeof(ins) / sizeof(ins[0]); i++) {
+		struct tq_child c = TQ_CHILD_INIT;
+		struct tq_err err = TQ_ERR_INIT;
+		char *bad[] = { "./noformat", NULL };
+
+		write_file(dir, "noformat", "\x01\x02 not a program\n", 0755);
+		c.argv = bad;
+		c.cwd = dir;
+		c.in = ins[i];
+		c.umask = 0;
+		assert_int_equal(tq_spawn_start(&c, &err), TQ_EIO);
+		assert_non_null(strstr(err.msg, "Exec format error"));
+		assert_int_equal(umask(0022), 0022);
+	}
+	umask(mine);
+	th_rmtree(dir);
+}
+
 int main(void)
 {
 	struct tq_err err = TQ_ERR_INIT;
@@ -575,6 +628,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_stdin_pipe_10mb, teardown),
 		cmocka_unit_test_teardown(test_stdin_pipe_epipe, teardown),
 		cmocka_unit_test_teardown(test_pty, teardown),
+		cmocka_unit_test_teardown(test_umask, teardown),
 	};
 
 	/* As a worker does: SIGPIPE ignored, a subreaper, fds 0-2 open. */
