@@ -164,11 +164,20 @@ int cli_fail(const struct cli_ctx *c, const struct tq_err *err);
 
 /*
  * Resolve the state directory and open the queue with flags. On failure
- * prints the error and returns its exit code (*q is NULL); 0 on success.
- * With TQ_OPEN_NOCREATE, a state directory or database that does not exist
- * yet returns CLI_OK with *q NULL: a read of an empty queue, not an error.
+ * prints the error and returns its exit code (*q is NULL); 0 on success
+ * (*q set). With TQ_OPEN_NOCREATE (every command but submit, serve, drain
+ * and group set), a state directory or database that does not exist is
+ * CLI_USAGE after one line naming the path and what chose it ("state
+ * directory /tmp/typo does not exist (state directory from TASKQ_HOME);
+ * ..."): most
+ * often a typo, which an empty answer would hide.
  */
 int cli_open(const struct cli_ctx *c, unsigned flags, struct tq_queue **q);
+
+/* cli_open with TQ_OPEN_NOCREATE, where a queue that does not exist yet is
+ * no error: CLI_OK with *q NULL, nothing printed (ask looking up a session
+ * before the first submit creates the queue). */
+int cli_open_if_exists(const struct cli_ctx *c, unsigned flags, struct tq_queue **q);
 
 /* Parse a task id; on failure print `"abc": expected a task id` and return
  * CLI_USAGE. */

@@ -561,7 +561,7 @@ static int run_interactive(const struct cli_ctx *c, struct cli_submit *s, struct
 		goto out;
 	}
 	if (s->spec.session != NULL) {
-		if ((rc = cli_open(c, TQ_OPEN_NOCREATE, &q)) != CLI_OK)
+		if ((rc = cli_open_if_exists(c, 0, &q)) != CLI_OK)
 			goto out;
 		if (q != NULL && tq_queue_session_get(q, s->spec.session, &sid, &err) < 0) {
 			rc = cli_fail(c, &err);

@@ -180,7 +180,7 @@ static int batch_list(const struct cli_ctx *c, int argc, char **argv)
 		return rc < 0 ? CLI_OK : rc;
 	if ((rc = cli_open(c, TQ_OPEN_NOCREATE, &q)) != CLI_OK)
 		return rc;
-	if (q != NULL && tq_queue_batches(q, &bs, &n, &err) < 0) {
+	if (tq_queue_batches(q, &bs, &n, &err) < 0) {
 		rc = cli_fail(c, &err);
 		goto out;
 	}
@@ -316,10 +316,6 @@ static int batch_show(const struct cli_ctx *c, int argc, char **argv)
 		return rc < 0 ? CLI_OK : rc;
 	if ((rc = cli_open(c, TQ_OPEN_NOCREATE, &q)) != CLI_OK)
 		return rc;
-	if (q == NULL) {
-		rc = cli_usage(c, "batch %s: no such batch (no task has it)", name);
-		goto out;
-	}
 	if (tq_queue_batch_get(q, name, &b, &err) < 0) {
 		rc = cli_fail(c, &err);
 		goto out;
@@ -503,7 +499,7 @@ static int group_list(const struct cli_ctx *c, int argc, char **argv)
 		return rc < 0 ? CLI_OK : rc;
 	if ((rc = cli_open(c, TQ_OPEN_NOCREATE, &q)) != CLI_OK)
 		return rc;
-	if (q != NULL && tq_queue_groups(q, &gs, &n, &err) < 0) {
+	if (tq_queue_groups(q, &gs, &n, &err) < 0) {
 		rc = cli_fail(c, &err);
 		goto out;
 	}
@@ -578,9 +574,7 @@ static int clear_ids(const struct cli_ctx *c, struct tq_queue *q, const int64_t 
 	for (size_t i = 0; i < n; i++) {
 		struct tq_err err = TQ_ERR_INIT;
 		int r = CLI_OK;
-		if (q == NULL)
-			r = cli_usage(c, "task %lld: no such task", (long long)ids[i]);
-		else if (tq_queue_clear_task(q, ids[i], NULL, &err) < 0)
+		if (tq_queue_clear_task(q, ids[i], NULL, &err) < 0)
 			r = cli_fail(c, &err);
 		else if (tq_log_remove(q, ids[i], &err) < 0)
 			r = cli_runtime(c, "task %lld removed, but not its log: %s",
@@ -600,7 +594,7 @@ static int clear_finished(const struct cli_ctx *c, struct tq_queue *q, int64_t b
 
 	do {
 		got = 0;
-		if (q != NULL && tq_queue_clear_finished(q, before, CLEAR_CHUNK, &got, &err) < 0) {
+		if (tq_queue_clear_finished(q, before, CLEAR_CHUNK, &got, &err) < 0) {
 			/* rows may have gone even so (a log that stayed) */
 			total += got;
 			rc = cli_fail(c, &err);

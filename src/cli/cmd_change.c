@@ -181,10 +181,8 @@ static int run_each(struct cli_ctx *c, int argc, char **argv,
 
 	if (rc == CLI_OK)
 		rc = cli_open(c, TQ_OPEN_DURABLE | TQ_OPEN_NOCREATE, &q);
-	/* no database yet (q NULL): every id is unknown */
 	for (size_t i = 0, go = rc == CLI_OK; go && i < n; i++)
-		rc = worst(rc, q != NULL ? one(c, q, ids[i])
-				  : cli_usage(c, "task %lld: no such task", (long long)ids[i]));
+		rc = worst(rc, one(c, q, ids[i]));
 	tq_queue_close(q);
 	free(ids);
 	return rc < 0 ? CLI_OK : rc;

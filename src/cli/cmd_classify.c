@@ -237,8 +237,6 @@ static int classify_task(const struct cli_ctx *c, const struct classify_req *r,
 
 	if ((rc = cli_open(c, TQ_OPEN_NOCREATE, &q)) != CLI_OK)
 		return rc;
-	if (q == NULL)
-		return cli_usage(c, "task %lld: no such task", (long long)r->id);
 	if (tq_queue_get(q, r->id, 0, &t, &err) < 0 ||
 	    tq_queue_attempts(q, r->id, &att, &n, &err) < 0)
 		rc = cli_fail(c, &err);

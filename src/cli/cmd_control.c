@@ -170,8 +170,7 @@ static int run_kill(struct cli_ctx *c, int argc, char **argv)
 	if ((rc = cli_open(c, TQ_OPEN_DURABLE | TQ_OPEN_NOCREATE, &q)) != CLI_OK)
 		return rc;
 	for (size_t i = 0; i < n; i++) {
-		rc = q ? kill_one(c, q, ids[i], sig, wait)
-		       : cli_usage(c, "task %lld: no such task", (long long)ids[i]);
+		rc = kill_one(c, q, ids[i], sig, wait);
 		worst = rc > worst ? rc : worst;
 	}
 	tq_queue_close(q);
@@ -275,8 +274,7 @@ static int run_write(struct cli_ctx *c, int argc, char **argv)
 		buf = nb;
 		buf[len++] = '\n';
 	}
-	if ((rc = cli_open(c, TQ_OPEN_DURABLE | TQ_OPEN_NOCREATE, &q)) == CLI_OK && q == NULL)
-		rc = cli_usage(c, "task %lld: no such task", (long long)id);
+	rc = cli_open(c, TQ_OPEN_DURABLE | TQ_OPEN_NOCREATE, &q);
 	if (rc == CLI_OK && tq_queue_stdin_write(q, id, buf, len, eof, &err) < 0)
 		rc = cli_fail(c, &err);
 	if (rc == CLI_OK && tq_queue_get(q, id, 0, &t, &err) == 0) {

@@ -336,7 +336,7 @@ static int list_tasks(const struct cli_ctx *c, const struct list_req *r)
 
 	if ((rc = cli_open(c, TQ_OPEN_NOCREATE, &q)) != CLI_OK)
 		return rc;
-	if (q != NULL && tq_queue_list(q, &r->f, &tasks, &n, &err) < 0)
+	if (tq_queue_list(q, &r->f, &tasks, &n, &err) < 0)
 		rc = cli_fail(c, &err);
 	tq_queue_close(q);
 	if (rc == CLI_OK &&
@@ -831,10 +831,8 @@ static int show_task(const struct cli_ctx *c, int64_t id, int json, int show_env
 
 	if ((rc = cli_open(c, TQ_OPEN_NOCREATE, &q)) != CLI_OK)
 		return rc;
-	if (q == NULL)
-		rc = cli_usage(c, "task %lld: no such task", (long long)id);
-	else if (tq_queue_get(q, id, TQ_GET_ALL, &t, &err) < 0 ||
-		 tq_queue_attempts(q, id, &att, &natt, &err) < 0)
+	if (tq_queue_get(q, id, TQ_GET_ALL, &t, &err) < 0 ||
+	    tq_queue_attempts(q, id, &att, &natt, &err) < 0)
 		rc = cli_fail(c, &err);
 	tq_queue_close(q);
 	for (size_t i = 0; rc == CLI_OK && i < natt; i++)

@@ -255,9 +255,8 @@ cJSON *cli_task_summary_json(const struct tq_task *t, int *oom)
 /* ------------------------------------------------------------------ */
 /* Shared by log and poll                                             */
 
-/* Open the queue and read task id (no state directory yet: no task). On
- * failure the error is printed and its exit code returned; *q is then
- * NULL. */
+/* Open the queue and read task id. On failure the error is printed and
+ * its exit code returned; *q is then NULL. */
 static int open_task(const struct cli_ctx *c, int64_t id, unsigned flags,
 		     struct tq_queue **q, struct tq_task *t)
 {
@@ -267,8 +266,6 @@ static int open_task(const struct cli_ctx *c, int64_t id, unsigned flags,
 	memset(t, 0, sizeof(*t));
 	if ((rc = cli_open(c, flags | TQ_OPEN_NOCREATE, q)) != CLI_OK)
 		return rc;
-	if (*q == NULL)
-		return cli_usage(c, "task %lld: no such task", (long long)id);
 	if (tq_queue_get(*q, id, 0, t, &err) < 0) {
 		tq_queue_close(*q);
 		*q = NULL;

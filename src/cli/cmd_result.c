@@ -154,10 +154,8 @@ static int show_result(const struct cli_ctx *c, int64_t id, int json)
 
 	if ((rc = cli_open(c, TQ_OPEN_NOCREATE, &q)) != CLI_OK)
 		return rc;
-	if (q == NULL)
-		rc = cli_usage(c, "task %lld: no such task", (long long)id);
-	else if (tq_queue_get(q, id, 0, &t, &err) < 0 ||
-		 tq_queue_attempts(q, id, &att, &n, &err) < 0)
+	if (tq_queue_get(q, id, 0, &t, &err) < 0 ||
+	    tq_queue_attempts(q, id, &att, &n, &err) < 0)
 		rc = cli_fail(c, &err);
 	tq_queue_close(q);
 	for (size_t i = n; rc == CLI_OK && i > 0 && last == NULL; i--)
@@ -440,7 +438,7 @@ static int run_stats(struct cli_ctx *c, int argc, char **argv)
 	}
 	if (rc != CLI_OK || (rc = cli_open(c, TQ_OPEN_NOCREATE, &q)) != CLI_OK)
 		return rc;
-	if (q != NULL && tq_queue_stats(q, &f, &s, &err) < 0)
+	if (tq_queue_stats(q, &f, &s, &err) < 0)
 		rc = cli_fail(c, &err);
 	tq_queue_close(q);
 	if (rc == CLI_OK && (json ? stats_json(&s) : stats_human(&s)) < 0)
@@ -577,9 +575,7 @@ static int session_show(const struct cli_ctx *c, const char *key, int json)
 
 	if ((rc = cli_open(c, TQ_OPEN_NOCREATE, &q)) != CLI_OK)
 		return rc;
-	if (q == NULL)
-		rc = cli_usage(c, "session \"%s\": no such session", key);
-	else if (tq_queue_session_show(q, key, &s, &err) < 0)
+	if (tq_queue_session_show(q, key, &s, &err) < 0)
 		rc = cli_fail(c, &err);
 	tq_queue_close(q);
 	if (rc == CLI_OK && (json ? session_json(&s) : session_human(&s)) < 0)

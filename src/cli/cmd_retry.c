@@ -60,11 +60,6 @@ static int run_retry(struct cli_ctx *c, int argc, char **argv)
 		return cli_usage(c, "--batch goes with --failed");
 	if ((rc = cli_open(c, TQ_OPEN_DURABLE | TQ_OPEN_NOCREATE, &q)) != CLI_OK)
 		return rc;
-	if (q == NULL) {
-		tq_queue_close(q);
-		return failed ? (printf("0 tasks queued again\n"), CLI_OK)
-			      : cli_usage(c, "task %s: no such task", ids[0]);
-	}
 	if (failed) {
 		if (tq_queue_retry_failed(q, batch, &count, &err) < 0)
 			rc = cli_fail(c, &err);
@@ -102,8 +97,6 @@ static int run_group_change(struct cli_ctx *c, int argc, char **argv,
 		return cli_usage(c, "no group given; usage: %s", c->cmd->synopsis);
 	if ((rc = cli_open(c, TQ_OPEN_DURABLE | TQ_OPEN_NOCREATE, &q)) != CLI_OK)
 		return rc;
-	if (q == NULL)
-		return cli_usage(c, "group %s: no such group", name);
 	if (change(q, name, &err) < 0) {
 		rc = cli_fail(c, &err);
 	} else {

@@ -175,7 +175,7 @@ static int64_t retention_of(struct tq_queue *q)
 	char *v = NULL;
 	int64_t ms = TQ_DEFAULT_RETENTION_MS;
 
-	if (q != NULL && tq_queue_meta_get(q, TQ_META_RETENTION, &v, NULL) == 0 && v != NULL &&
+	if (tq_queue_meta_get(q, TQ_META_RETENTION, &v, NULL) == 0 && v != NULL &&
 	    tq_parse_int(v, 0, INT64_MAX, &ms, &err) < 0)
 		ms = TQ_DEFAULT_RETENTION_MS;
 	free(v);
@@ -189,8 +189,6 @@ static int load_status(const struct cli_ctx *c, struct tq_queue *q, const char *
 
 	s->running = tq_supervisor_running(home, &s->pid);
 	s->retention_ms = retention_of(q);
-	if (q == NULL)
-		return CLI_OK;
 	if (tq_queue_counts(q, s->counts, &err) < 0 ||
 	    tq_queue_workers(q, &s->ws, &s->nws, &err) < 0 ||
 	    tq_queue_groups(q, &s->gs, &s->ngs, &err) < 0)
@@ -388,6 +386,10 @@ static int run_shutdown(struct cli_ctx *c, int argc, char **argv)
 		return cli_usage(c, "--grace is too long");
 	if (tq_home_resolve(c->home_flag, home, sizeof(home), &err) < 0)
 		return cli_fail(c, &err);
+	/* a typo in the path must not read as "stopped" */
+	if (tq_home_check(home, &err) == TQ_ENOTFOUND)
+		return cli_usage(c, "%s (state directory from %s); no supervisor runs there",
+				 err.msg, tq_home_source(c->home_flag));
 	if (!tq_supervisor_running(home, &pid) || pid <= 1) {
 		printf("no supervisor is running\n");
 		return CLI_OK;

@@ -61,10 +61,6 @@ static int load_ids(struct waiter *w)
 	int rc = CLI_OK;
 
 	for (size_t i = 0; i < w->n; i++) {
-		if (w->q == NULL) {
-			rc = cli_usage(w->c, "task %lld: no such task", (long long)w->ids[i]);
-			continue;
-		}
 		if (tq_queue_get(w->q, w->ids[i], 0, &w->tasks[i], &err) < 0) {
 			int code = cli_fail(w->c, &err);
 			rc = code > rc ? code : rc;
@@ -397,10 +393,6 @@ static int run_wait(struct cli_ctx *c, int argc, char **argv)
 	cli_output_init();
 	if (w.batch) {
 		struct tq_err err = TQ_ERR_INIT;
-		if (w.q == NULL) {
-			rc = cli_usage(c, "batch %s: no such batch (no task has it)", w.batch);
-			goto out;
-		}
 		if (tq_queue_batch_get(w.q, w.batch, &w.b, &err) < 0) {
 			rc = cli_fail(c, &err);
 			goto out;

@@ -156,7 +156,8 @@ int cli_fail(const struct cli_ctx *c, const struct tq_err *err)
 	return cli_exit_for(code);
 }
 
-int cli_open(const struct cli_ctx *c, unsigned flags, struct tq_queue **q)
+static int open_queue(const struct cli_ctx *c, unsigned flags, int missing_ok,
+		      struct tq_queue **q)
 {
 	struct tq_err err = TQ_ERR_INIT;
 	char home[PATH_MAX];
@@ -166,14 +167,30 @@ int cli_open(const struct cli_ctx *c, unsigned flags, struct tq_queue **q)
 	if ((rc = tq_home_resolve(c->home_flag, home, sizeof(home), &err)) < 0)
 		return cli_fail(c, &err);
 	rc = tq_queue_open(q, home, flags, &err);
+	if (rc == TQ_ENOTFOUND && (flags & TQ_OPEN_NOCREATE) && missing_ok)
+		return CLI_OK;
+	/* Not an empty queue: most often a typo in the path (an empty table
+	 * would hide it). Say where we looked and what chose that place. */
 	if (rc == TQ_ENOTFOUND && (flags & TQ_OPEN_NOCREATE))
-		return CLI_OK; /* nothing submitted yet: an empty queue */
+		return cli_usage(c, "%s (state directory from %s); check the path "
+				 "(a submit creates it)", err.msg,
+				 tq_home_source(c->home_flag));
 	if (rc < 0) {
 		/* a refused database is never the user's typo: exit 1 */
 		cli_fail(c, &err);
 		return CLI_RUNTIME;
 	}
 	return CLI_OK;
+}
+
+int cli_open(const struct cli_ctx *c, unsigned flags, struct tq_queue **q)
+{
+	return open_queue(c, flags, 0, q);
+}
+
+int cli_open_if_exists(const struct cli_ctx *c, unsigned flags, struct tq_queue **q)
+{
+	return open_queue(c, flags | TQ_OPEN_NOCREATE, 1, q);
 }
 
 int cli_parse_id(const struct cli_ctx *c, const char *s, int64_t *id)

@@ -216,22 +216,58 @@ static int home_absolute(char *buf, size_t n, struct tq_err *err)
 	return rc;
 }
 
+/* Where the state directory comes from, in the order of precedence; *base
+ * the value that names it. One place, for tq_home_resolve and
+ * tq_home_source. */
+enum home_from { HOME_FLAG, HOME_ENV, HOME_XDG, HOME_DEFAULT, HOME_NONE };
+
+static enum home_from home_from(const char *flag, const char **base)
+{
+	enum home_from from = HOME_NONE;
+
+	if ((*base = flag) != NULL && **base != '\0')
+		from = HOME_FLAG;
+	else if ((*base = getenv("TASKQ_HOME")) != NULL && **base != '\0')
+		from = HOME_ENV;
+	else if ((*base = getenv("XDG_STATE_HOME")) != NULL && **base == '/')
+		from = HOME_XDG;
+	else if ((*base = getenv("HOME")) != NULL && **base != '\0')
+		from = HOME_DEFAULT;
+	return from;
+}
+
+const char *tq_home_source(const char *flag)
+{
+	static const char *const names[] = {
+		[HOME_FLAG] = "--home", [HOME_ENV] = "TASKQ_HOME",
+		[HOME_XDG] = "XDG_STATE_HOME", [HOME_DEFAULT] = "the default, ~/.local/state/taskq",
+		[HOME_NONE] = "none",
+	};
+	const char *base;
+
+	return names[home_from(flag, &base)];
+}
+
 int tq_home_resolve(const char *flag, char *buf, size_t n, struct tq_err *err)
 {
-	const char *env, *home;
+	const char *base;
 	int r;
 
-	if (flag != NULL && *flag != '\0')
-		r = snprintf(buf, n, "%s", flag);
-	else if ((env = getenv("TASKQ_HOME")) != NULL && *env != '\0')
-		r = snprintf(buf, n, "%s", env);
-	else if ((env = getenv("XDG_STATE_HOME")) != NULL && *env == '/')
-		r = snprintf(buf, n, "%s/taskq", env);
-	else if ((home = getenv("HOME")) != NULL && *home != '\0')
-		r = snprintf(buf, n, "%s/.local/state/taskq", home);
-	else
+	switch (home_from(flag, &base)) {
+	case HOME_FLAG:
+	case HOME_ENV:
+		r = snprintf(buf, n, "%s", base);
+		break;
+	case HOME_XDG:
+		r = snprintf(buf, n, "%s/taskq", base);
+		break;
+	case HOME_DEFAULT:
+		r = snprintf(buf, n, "%s/.local/state/taskq", base);
+		break;
+	default:
 		return tq_err_set(err, TQ_EINVAL,
 				  "no state directory: set --home, TASKQ_HOME or HOME");
+	}
 	if (r < 0 || (size_t)r >= n)
 		return tq_err_set(err, TQ_EINVAL, "state directory path is too long");
 	return buf[0] == '/' ? 0 : home_absolute(buf, n, err);

@@ -126,6 +126,11 @@ enum tq_open_flags {
  */
 int tq_home_resolve(const char *flag, char *buf, size_t n, struct tq_err *err);
 
+/* Which of those chose the state directory, for messages: "--home",
+ * "TASKQ_HOME", "XDG_STATE_HOME", "the default, ~/.local/state/taskq" (or
+ * "none"). A static string. */
+const char *tq_home_source(const char *flag);
+
 /*
  * The checks opening the store makes of the state directory, creating
  * nothing: it exists, is a directory, is yours, and no one else can write

@@ -5,11 +5,13 @@
 # the sqlite3 shell: list only reads what a worker would have recorded.
 . "$(dirname "$0")/lib.sh"
 
-check "no state directory yet: the header alone, and nothing is created"
-assert_exit 0 tq list
-assert_eq "ID  STATE  NAME  STARTED  RUNTIME  EXIT" "$(out)"
-assert_exit 0 tq list --json
-assert_eq "[]" "$(out)"
+check "no state directory yet: exit 2 and one line saying so (not an empty table); nothing is created"
+assert_exit 2 tq list
+assert_one_line_error
+assert_contains "$(err)" "state directory $TASKQ_HOME does not exist"
+assert_eq "" "$(out)"
+assert_exit 2 tq list --json
+assert_eq "" "$(out)"
 assert_eq no "$([ -e "$TASKQ_HOME" ] && echo yes || echo no)" "list created the home"
 
 # 1..6: a mix of names, labels, batches

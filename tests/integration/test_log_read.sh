@@ -6,10 +6,10 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_serve.sh"
 
-check "reading needs no state directory: an unknown id is exit 2, nothing created"
+check "no state directory: exit 2, one line saying so, nothing created"
 assert_exit 2 tq log 1
 assert_one_line_error
-assert_contains "$(err)" "task 1: no such task"
+assert_contains "$(err)" "state directory $TASKQ_HOME does not exist"
 [ ! -e "$TASKQ_HOME" ] || fail "log created the state directory"
 
 serve_start 2

@@ -19,8 +19,10 @@ line_ns() { out | pyjson '" ".join(str(l["n"]) for l in d["lines"])'; }
 
 check "unknown task: exit 2; no reader name: exit 2"
 assert_exit 2 tq poll 1
-assert_contains "$(err)" "task 1: no such task"
+assert_contains "$(err)" "state directory $TASKQ_HOME does not exist"
 queued=$(submit_id -- echo hi)
+assert_exit 2 tq poll 99
+assert_contains "$(err)" "task 99: no such task"
 assert_exit 2 tq poll "$queued" --as ""
 assert_exit 2 tq poll "$queued" --json --raw
 check "a task that has not started: its state, no lines, exit 0"

@@ -6,7 +6,7 @@
 
 check "unknown id, before and after the database exists: exit 2"
 assert_exit 2 tq show 99
-assert_eq 'taskq: show: task 99: no such task' "$(err)"
+assert_eq "taskq: show: state directory $TASKQ_HOME does not exist (state directory from TASKQ_HOME); check the path (a submit creates it)" "$(err)"
 assert_eq no "$([ -e "$TASKQ_HOME" ] && echo yes || echo no)" "show created the home"
 tq submit true >/dev/null
 assert_exit 2 tq show 99

@@ -11,7 +11,13 @@ check "usage errors and unknown ids or batches: exit 2, one line"
 assert_exit 2 tq wait
 assert_one_line_error
 assert_exit 2 tq wait 1
-assert_eq 'taskq: wait: task 1: no such task' "$(err)"
+assert_one_line_error
+assert_contains "$(err)" "does not exist (state directory from TASKQ_HOME)"
+
+ok=$(submit_id -- true)
+three=$(submit_id -- sh -c 'exit 3')
+assert_exit 2 tq wait 99999
+assert_eq 'taskq: wait: task 99999: no such task' "$(err)"
 assert_exit 2 tq wait --batch nope
 assert_one_line_error
 assert_contains "$(err)" "batch nope"
@@ -20,9 +26,6 @@ assert_exit 0 tq batch list
 assert_contains "$(out)" "BATCH"
 assert_exit 0 tq batch list --json
 assert_eq "[]" "$(out)"
-
-ok=$(submit_id -- true)
-three=$(submit_id -- sh -c 'exit 3')
 sig=$(submit_id -- sh -c 'kill -TERM $$')
 for i in 1 2 3; do submit_id --batch good -- sh -c "echo $i" >/dev/null; done
 submit_id --batch mixed -- true >/dev/null
