@@ -19,6 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <bsd/string.h>
+
 #include "../common/sys.h"
 #include "schema.h"
 #include "migration_002.h"
@@ -216,6 +218,95 @@ static int home_absolute(char *buf, size_t n, struct tq_err *err)
 	return rc;
 }
 
+/* Append the components of rel to the canonical directory in buf (n bytes),
+ * "." dropped and ".." taking one back: rel does not exist yet, so this is
+ * the path that creating it makes. */
+static int append_components(char *buf, size_t n, const char *rel)
+{
+	size_t len = strlen(buf);
+
+	for (const char *p = rel; *p != '\0';) {
+		size_t k = strcspn(p, "/");
+		if (k == 2 && p[0] == '.' && p[1] == '.') {
+			char *slash = strrchr(buf, '/');
+			len = slash == NULL || slash == buf ? 1 : (size_t)(slash - buf);
+			buf[len] = '\0';
+		} else if (k > 0 && !(k == 1 && p[0] == '.')) {
+			if (len + (len > 1) + k >= n)
+				return TQ_EINVAL;
+			if (len > 1)
+				buf[len++] = '/';
+			memcpy(buf + len, p, k);
+			len += k;
+			buf[len] = '\0';
+		}
+		p += k;
+		p += *p == '/';
+	}
+	return 0;
+}
+
+/*
+ * The absolute state directory path in buf made canonical: every symbolic
+ * link in it resolved, "." and ".." gone. SQLite refuses a database path
+ * that passes through a link (SQLITE_OPEN_NOFOLLOW, which keeps it from
+ * following a link planted in place of the database), and the CLI, the
+ * supervisor, its workers, the socket and the logs must all name one path.
+ *
+ * A link in the parents is followed without a question: whoever controls a
+ * parent directory can move the state directory whether or not a link is
+ * on the way, and the checks that protect the store are made on the state
+ * directory itself (check_home: owned by you, not writable by others). A
+ * link as the state directory's own last component decides where the store
+ * lives, so it is followed only when it is yours or root's. The database
+ * file and logs/ are never followed (check_dbfile, check_home).
+ *
+ * A path that does not exist yet: its deepest existing ancestor resolved,
+ * the rest appended as it will be created. Errors other than a missing path
+ * (EACCES, ENOTDIR) leave buf as it was: opening reports them.
+ */
+static int home_canonical(char *buf, size_t n, struct tq_err *err)
+{
+	char *real = NULL, *work = NULL, *rest = NULL, *cut;
+	struct stat sb;
+	int rc = 0;
+
+	if (lstat(buf, &sb) == 0) {
+		if (S_ISLNK(sb.st_mode) && sb.st_uid != geteuid() && sb.st_uid != 0)
+			return tq_err_set(err, TQ_EPERM,
+					  "state directory %s is a symbolic link owned by uid %u,"
+					  " not by you (uid %u) or root: refusing to follow it",
+					  buf, (unsigned)sb.st_uid, (unsigned)geteuid());
+		if ((real = realpath(buf, NULL)) == NULL)
+			return errno == ENOMEM ? tq_err_set(err, TQ_ENOMEM, "out of memory") : 0;
+		if (strlcpy(buf, real, n) >= n)
+			rc = tq_err_set(err, TQ_EINVAL, "state directory path is too long");
+		free(real);
+		return rc;
+	}
+	if (errno != ENOENT)
+		return 0;
+	if ((work = strdup(buf)) == NULL || (rest = strdup(buf)) == NULL) {
+		free(work);
+		return tq_err_set(err, TQ_ENOMEM, "out of memory");
+	}
+	/* cut the path at each '/' from the end until what is left exists;
+	 * rest keeps what was cut off */
+	while ((cut = strrchr(work, '/')) != NULL) {
+		*cut = '\0';
+		real = realpath(cut == work ? "/" : work, NULL);
+		if (real != NULL || errno != ENOENT)
+			break;
+	}
+	if (real != NULL && (strlcpy(buf, real, n) >= n ||
+			     append_components(buf, n, rest + (cut - work) + 1) < 0))
+		rc = tq_err_set(err, TQ_EINVAL, "state directory path is too long");
+	free(real);
+	free(work);
+	free(rest);
+	return rc;
+}
+
 /* Where the state directory comes from, in the order of precedence; *base
  * the value that names it. One place, for tq_home_resolve and
  * tq_home_source. */
@@ -270,26 +361,64 @@ int tq_home_resolve(const char *flag, char *buf, size_t n, struct tq_err *err)
 	}
 	if (r < 0 || (size_t)r >= n)
 		return tq_err_set(err, TQ_EINVAL, "state directory path is too long");
-	return buf[0] == '/' ? 0 : home_absolute(buf, n, err);
+	if (buf[0] != '/' && (r = home_absolute(buf, n, err)) < 0)
+		return r;
+	return home_canonical(buf, n, err);
+}
+
+/* What check_home made, for tq_queue_open to take back when it fails. */
+enum { MADE_HOME = 1 << 0, MADE_LOGS = 1 << 1 };
+
+/* mkdir -p home, noting MADE_HOME only when this call made home itself (a
+ * process creating it at the same time may have). */
+static int make_home(const char *home, int *made, struct tq_err *err)
+{
+	char *parent, *slash;
+	int r = mkdir(home, 0700);
+
+	if (r < 0 && errno == ENOENT) {
+		/* its parents first (on the heap: see home_absolute) */
+		if ((parent = strdup(home)) == NULL)
+			return tq_err_set(err, TQ_ENOMEM, "out of memory");
+		slash = strrchr(parent, '/');
+		r = 0;
+		if (slash != NULL && slash != parent) { /* not a child of / */
+			*slash = '\0';
+			r = tq_mkdir_p(parent, 0700);
+		}
+		free(parent);
+		if (r == 0)
+			r = mkdir(home, 0700);
+	}
+	if (r == 0)
+		*made |= MADE_HOME;
+	else if (errno != EEXIST)
+		return tq_err_sys(err, "create state directory %s", home);
+	return 0;
 }
 
 /* Create (if allowed) and check the state directory: a directory owned by
  * us, not writable by group or others (anyone who can write it can replace
- * the database or a log). */
-static int check_home(const char *home, unsigned flags, struct tq_err *err)
+ * the database or a log), whose logs/ is a directory and not a symbolic
+ * link (a link would send every task's output, and a reader's view of it,
+ * wherever it points). *made (may be NULL) says what was created. */
+static int check_home(const char *home, unsigned flags, int *made, struct tq_err *err)
 {
 	struct stat sb;
 	char *logs = NULL;
-	int rc = 0;
+	int rc = 0, dummy;
 
+	if (made == NULL)
+		made = &dummy;
+	*made = 0;
 	if (stat(home, &sb) < 0) {
 		if (errno != ENOENT)
 			return tq_err_sys(err, "state directory %s", home);
 		if (flags & TQ_OPEN_NOCREATE)
 			return tq_err_set(err, TQ_ENOTFOUND,
 					  "state directory %s does not exist", home);
-		if (tq_mkdir_p(home, 0700) < 0)
-			return tq_err_sys(err, "create state directory %s", home);
+		if ((rc = make_home(home, made, err)) < 0)
+			return rc;
 		if (stat(home, &sb) < 0)
 			return tq_err_sys(err, "state directory %s", home);
 	}
@@ -306,27 +435,38 @@ static int check_home(const char *home, unsigned flags, struct tq_err *err)
 				  "run: chmod go-w %s", home,
 				  (sb.st_mode & S_IWOTH) ? "everyone" : "its group",
 				  (unsigned)(sb.st_mode & 07777), home);
-	if (flags & TQ_OPEN_NOCREATE)
-		return 0;
 	/* on the heap: see home_absolute */
 	if (asprintf(&logs, "%s/logs", home) < 0)
 		return tq_err_set(err, TQ_ENOMEM, "state directory: out of memory");
-	if (mkdir(logs, 0700) < 0 && errno != EEXIST)
-		rc = tq_err_sys(err, "create %s", logs);
+	if (lstat(logs, &sb) == 0) {
+		if (S_ISLNK(sb.st_mode))
+			rc = tq_err_set(err, TQ_EPERM, "%s is a symbolic link: refusing to "
+					"follow it (task output goes there); make it a "
+					"directory", logs);
+		else if (!S_ISDIR(sb.st_mode))
+			rc = tq_err_set(err, TQ_EINVAL, "%s is not a directory", logs);
+	} else if (errno != ENOENT) {
+		rc = tq_err_sys(err, "%s", logs);
+	} else if (!(flags & TQ_OPEN_NOCREATE)) {
+		if (mkdir(logs, 0700) == 0)
+			*made |= MADE_LOGS;
+		else if (errno != EEXIST)
+			rc = tq_err_sys(err, "create %s", logs);
+	}
 	free(logs);
 	return rc;
 }
 
 int tq_home_check(const char *home, struct tq_err *err)
 {
-	return check_home(home, TQ_OPEN_NOCREATE, err);
+	return check_home(home, TQ_OPEN_NOCREATE, NULL, err);
 }
 
-/* Check (or create, mode 0600) the database file itself. */
+/* Check the database file itself: 0 when it is there and usable, 1 when it
+ * does not exist and may be created (create_db), or an error. */
 static int check_dbfile(const char *path, unsigned flags, struct tq_err *err)
 {
 	struct stat sb;
-	int fd;
 
 	if (lstat(path, &sb) < 0) {
 		if (errno != ENOENT)
@@ -334,14 +474,11 @@ static int check_dbfile(const char *path, unsigned flags, struct tq_err *err)
 		if (flags & TQ_OPEN_NOCREATE)
 			return tq_err_set(err, TQ_ENOTFOUND, "database %s does not exist",
 					  path);
-		/* Create it ourselves so its mode is 0600 whatever SQLite's
-		 * default; SQLite gives -wal and -shm the database's mode. */
-		fd = tq_open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
-		if (fd < 0 && errno != EEXIST)
-			return tq_err_sys(err, "create database %s", path);
-		tq_close(fd);
-		return 0;
+		return 1;
 	}
+	if (S_ISLNK(sb.st_mode))
+		return tq_err_set(err, TQ_EPERM, "database %s is a symbolic link: refusing "
+				  "to follow it", path);
 	if (!S_ISREG(sb.st_mode))
 		return tq_err_set(err, TQ_ENOTDB, "database %s is not a regular file", path);
 	if (sb.st_uid != geteuid())
@@ -676,26 +813,128 @@ static int ensure_wal(struct tq_queue *q, struct tq_err *err)
 	return rc == SQLITE_OK ? 0 : (err ? err->code : TQ_EIO);
 }
 
+/* Finalize the cached statements and close the connection (checkpointing
+ * its WAL if it is the last one and the connection allows it). */
+static void db_close(struct tq_queue *q)
+{
+	for (int i = 0; i < ST_COUNT; i++) {
+		sqlite3_finalize(q->st[i]);
+		q->st[i] = NULL;
+	}
+	for (int i = 0; i < TQ_LIST_VARIANTS; i++) {
+		sqlite3_finalize(q->list_st[i]);
+		q->list_st[i] = NULL;
+	}
+	sqlite3_close(q->db);
+	q->db = NULL;
+}
+
+/* Remove path and the files SQLite keeps beside it (missing ones are fine). */
+static void unlink_db_files(const char *path)
+{
+	static const char *const sfx[] = { "", "-wal", "-shm", "-journal" };
+	char *p;
+
+	for (size_t i = 0; i < sizeof(sfx) / sizeof(sfx[0]); i++) {
+		if (asprintf(&p, "%s%s", path, sfx[i]) < 0)
+			continue;
+		unlink(p);
+		free(p);
+	}
+}
+
+/*
+ * Make a new database whole under a temporary name in the state directory
+ * (mode 0600 whatever SQLite's default, which -wal and -shm then take; WAL;
+ * the schema), then link it into place. So HOME/taskq.db is never an empty
+ * or half-made file, a failure leaves nothing behind (no taskq.db, -wal or
+ * -shm), and when two processes create it at once the first link wins and
+ * the other opens that one. Closing the temporary connection checkpoints
+ * its WAL into the file and removes -wal and -shm, so the file linked is
+ * complete by itself; the directory is synced so that the name survives a
+ * power loss, as the first acknowledged submit must. A process killed in
+ * here leaves its taskq.db.new-PID, which the next one with that pid
+ * removes; nothing reads it.
+ */
+static int create_db(struct tq_queue *q, struct tq_err *err)
+{
+	char *tmp = NULL;
+	int fd, rc;
+
+	if (asprintf(&tmp, "%s.new-%ld", q->path, (long)getpid()) < 0)
+		return tq_err_set(err, TQ_ENOMEM, "create database: out of memory");
+	unlink_db_files(tmp);
+	if ((fd = tq_open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0600)) < 0) {
+		rc = tq_err_sys(err, "create database %s", q->path);
+		goto out;
+	}
+	tq_close(fd);
+	rc = sqlite3_open_v2(tmp, &q->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW, NULL);
+	if (rc != SQLITE_OK) {
+		rc = tq_db_error(q, rc, err, "create");
+		goto out;
+	}
+	sqlite3_extended_result_codes(q->db, 1);
+	if ((rc = ensure_wal(q, err)) < 0 || (rc = migrate(q, err)) < 0)
+		goto out;
+	db_close(q);
+	if (link(tmp, q->path) < 0 && errno != EEXIST) {
+		rc = tq_err_sys(err, "create database %s", q->path);
+		goto out;
+	}
+	if ((fd = tq_open(q->home, O_RDONLY | O_DIRECTORY, 0)) < 0 || fsync(fd) < 0)
+		rc = tq_err_sys(err, "sync state directory %s", q->home);
+	tq_close(fd);
+out:
+	db_close(q);
+	unlink_db_files(tmp);
+	free(tmp);
+	return rc;
+}
+
+/* Take back the directories a failed open made (rmdir: only while empty,
+ * so never what another process has put there since). */
+static void unmake_home(const char *home, int made)
+{
+	char *logs;
+
+	if ((made & MADE_LOGS) && asprintf(&logs, "%s/logs", home) >= 0) {
+		rmdir(logs);
+		free(logs);
+	}
+	if (made & MADE_HOME)
+		rmdir(home);
+}
+
 int tq_queue_open(struct tq_queue **qp, const char *home, unsigned flags,
 		  struct tq_err *err)
 {
 	struct tq_queue *q = NULL;
 	int64_t version = 0;
-	int rc;
+	int rc, made = 0;
 
 	*qp = NULL;
 	if ((q = calloc(1, sizeof(*q))) == NULL)
 		return tq_err_set(err, TQ_ENOMEM, "open: out of memory");
 	q->flags = flags;
 	q->busy_timeout = TQ_BUSY_TIMEOUT_MS;
-	if (strlen(home) >= sizeof(q->home) ||
-	    (size_t)snprintf(q->path, sizeof(q->path), "%s/taskq.db", home) >= sizeof(q->path)) {
+	if (strlcpy(q->home, home, sizeof(q->home)) >= sizeof(q->home)) {
 		rc = tq_err_set(err, TQ_EINVAL, "state directory path is too long");
 		goto fail;
 	}
-	memcpy(q->home, home, strlen(home) + 1);
-	if ((rc = check_home(home, flags, err)) < 0 ||
+	/* canonical here too (tq_home_resolve made it so for the CLI): SQLite
+	 * refuses a path through a link */
+	if (q->home[0] == '/' && (rc = home_canonical(q->home, sizeof(q->home), err)) < 0)
+		goto fail;
+	if ((size_t)snprintf(q->path, sizeof(q->path), "%s/taskq.db", q->home) >=
+	    sizeof(q->path)) {
+		rc = tq_err_set(err, TQ_EINVAL, "state directory path is too long");
+		goto fail;
+	}
+	if ((rc = check_home(q->home, flags, &made, err)) < 0 ||
 	    (rc = check_dbfile(q->path, flags, err)) < 0)
+		goto fail;
+	if (rc == 1 && (rc = create_db(q, err)) < 0)
 		goto fail;
 	rc = sqlite3_open_v2(q->path, &q->db,
 			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW, NULL);
@@ -725,7 +964,9 @@ int tq_queue_open(struct tq_queue **qp, const char *home, unsigned flags,
 	*qp = q;
 	return 0;
 fail:
-	tq_queue_close(q);
+	db_close(q);
+	unmake_home(q->home, made);
+	free(q);
 	return rc;
 }
 
@@ -738,11 +979,7 @@ void tq_queue_close(struct tq_queue *q)
 {
 	if (q == NULL)
 		return;
-	for (int i = 0; i < ST_COUNT; i++)
-		sqlite3_finalize(q->st[i]);
-	for (int i = 0; i < TQ_LIST_VARIANTS; i++)
-		sqlite3_finalize(q->list_st[i]);
-	sqlite3_close(q->db);
+	db_close(q);
 	free(q);
 }
 

@@ -122,7 +122,11 @@ enum tq_open_flags {
 /*
  * Resolve the state directory: flag (--home) if not NULL, else $TASKQ_HOME,
  * else $XDG_STATE_HOME/taskq, else $HOME/.local/state/taskq. The result is
- * made absolute. Returns 0 or TQ_EINVAL (no HOME, too long).
+ * absolute and canonical: every symbolic link in it resolved (a path that
+ * does not exist yet: its deepest existing ancestor), so every process that
+ * resolves it names one path. Returns 0, TQ_EINVAL (no HOME, too long), or
+ * TQ_EPERM when the state directory itself is a symbolic link owned by
+ * someone other than you or root.
  */
 int tq_home_resolve(const char *flag, char *buf, size_t n, struct tq_err *err);
 
@@ -133,22 +137,27 @@ const char *tq_home_source(const char *flag);
 
 /*
  * The checks opening the store makes of the state directory, creating
- * nothing: it exists, is a directory, is yours, and no one else can write
- * to it. Returns 0, or TQ_ENOTFOUND, TQ_EINVAL, TQ_EPERM with the message
- * tq_queue_open would give.
+ * nothing: it exists, is a directory, is yours, no one else can write to
+ * it, and its logs/ (if there) is a directory, not a symbolic link. Returns
+ * 0, or TQ_ENOTFOUND, TQ_EINVAL, TQ_EPERM with the message tq_queue_open
+ * would give.
  */
 int tq_home_check(const char *home, struct tq_err *err);
 
 /*
  * Open (and if needed create: directory 0700, database 0600, schema) the
- * database in the state directory home. Sets WAL, the busy timeout, foreign
- * keys, synchronous, journal_size_limit; migrates forward.
+ * database in the state directory home, made canonical as tq_home_resolve
+ * does (tq_queue_home then returns that path). Sets WAL, the busy timeout,
+ * foreign keys, synchronous, journal_size_limit; migrates forward. A new
+ * database is made whole under a temporary name and linked into place: an
+ * open that fails leaves no taskq.db, -wal or -shm, nor a directory it made.
  *
  * Refuses with a one-line err: a state directory that is group- or
- * world-writable or owned by another user (TQ_EPERM), a database owned by
- * another user (TQ_EPERM) or not writable (TQ_EREADONLY), a file that is not
- * a database (TQ_ENOTDB), a damaged one (TQ_ECORRUPT; always on a read error,
- * and by quick_check with TQ_OPEN_CHECK), a schema newer than this binary
+ * world-writable or owned by another user (TQ_EPERM), a database or logs/
+ * that is a symbolic link (TQ_EPERM), a database owned by another user
+ * (TQ_EPERM) or not writable (TQ_EREADONLY), a file that is not a database
+ * (TQ_ENOTDB), a damaged one (TQ_ECORRUPT; always on a read error, and by
+ * quick_check with TQ_OPEN_CHECK), a schema newer than this binary
  * (TQ_ENEWER). On success *qp owns the connection; on failure *qp is NULL.
  */
 int tq_queue_open(struct tq_queue **qp, const char *home, unsigned flags,
