@@ -104,15 +104,30 @@ static int worker_pid(struct tq_queue *q, int64_t worker_id, int64_t *start)
  * recorded. 0 once it no longer runs; otherwise an error was printed and
  * its exit code is returned.
  */
+/* A task whose process has ended, its end kept in an end record until the
+ * store takes it (worker/endrec.h): its row cannot go before its end is
+ * written, and waiting for that would only run into the deadline. */
+static int ended_unrecorded(const struct cli_ctx *c, int64_t id, const char *how)
+{
+	return cli_runtime(c, "task %lld has ended (%s); its end is being recorded: not "
+			   "removed yet, run taskq remove again once it is", (long long)id,
+			   how);
+}
+
 static int stop_running(const struct cli_ctx *c, struct tq_queue *q, int64_t id)
 {
 	struct tq_err err = TQ_ERR_INIT;
 	struct tq_task t;
 	int64_t start = 0, deadline;
+	char how[96];
 	int pid;
 
 	if (tq_queue_get(q, id, 0, &t, &err) < 0)
 		return cli_fail(c, &err);
+	if (cli_end_recording(q, &t, how, sizeof(how))) {
+		tq_task_release(&t);
+		return ended_unrecorded(c, id, how);
+	}
 	if (t.state != TQ_RUNNING) {
 		tq_task_release(&t);
 		return 0;
@@ -133,6 +148,10 @@ static int stop_running(const struct cli_ctx *c, struct tq_queue *q, int64_t id)
 	for (;;) {
 		if (tq_queue_get(q, id, 0, &t, &err) < 0)
 			return err.code == TQ_ENOTFOUND ? 0 : cli_fail(c, &err);
+		if (cli_end_recording(q, &t, how, sizeof(how))) {
+			tq_task_release(&t);
+			return ended_unrecorded(c, id, how);
+		}
 		if (t.state != TQ_RUNNING) {
 			tq_task_release(&t);
 			return 0;
@@ -153,8 +172,18 @@ static int stop_running(const struct cli_ctx *c, struct tq_queue *q, int64_t id)
 static int remove_one(const struct cli_ctx *c, struct tq_queue *q, int64_t id)
 {
 	struct tq_err err = TQ_ERR_INIT;
+	struct tq_task t;
+	char how[96];
 	int rc;
 
+	/* a read first: the delete is a write, which would wait out the busy
+	 * timeout behind whatever keeps this task's end from being written */
+	if (tq_queue_get(q, id, 0, &t, NULL) == 0) {
+		rc = cli_end_recording(q, &t, how, sizeof(how));
+		tq_task_release(&t);
+		if (rc)
+			return ended_unrecorded(c, id, how);
+	}
 	for (int tries = 0; tq_queue_remove(q, id, &err) < 0; tries++) {
 		if (err.code == TQ_ENOTFOUND && tries > 0)
 			break; /* removed by someone else meanwhile */
@@ -220,6 +249,9 @@ const struct cli_cmd cli_cmd_remove = {
 		"(TERM to its process group, KILL after its --kill-grace): remove waits\n"
 		"for its worker to record the end (at most the kill grace + 15s), then\n"
 		"deletes it. A running task whose worker is dead is refused (exit 1)\n"
-		"until it is recovered. Prints \"ID removed\" for each.\n",
+		"until it is recovered. A task whose process has ended but whose end\n"
+		"could not be written yet (a locked database, a full disk: its end waits\n"
+		"in HOME/ends/) is refused at once, exit 1: remove it once its end is\n"
+		"recorded. Prints \"ID removed\" for each.\n",
 	.run = run_remove,
 };

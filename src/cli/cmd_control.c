@@ -22,6 +22,7 @@
 
 #include "common/parse.h"
 #include "common/sys.h"
+#include "worker/endrec.h"
 #include "worker/proc.h"
 
 enum { O_SIGNAL = 256, O_NOWAIT, O_EOF, O_LINE, O_FILE };
@@ -56,6 +57,28 @@ static int parse_signal(const char *s, int *sig)
 	return -1;
 }
 
+int cli_end_recording(struct tq_queue *q, const struct tq_task *t, char *how, size_t n)
+{
+	struct tq_endrec rec;
+	int r;
+
+	if (t->state != TQ_RUNNING ||
+	    tq_endrec_read(tq_queue_home(q), t->id, t->attempt, &rec, NULL) < 0)
+		return 0;
+	if (rec.f.exit_code >= 0)
+		r = snprintf(how, n, "%s, exit code %d", tq_outcome_name(rec.f.outcome),
+			     rec.f.exit_code);
+	else if (rec.f.signal > 0)
+		r = snprintf(how, n, "%s, signal %d", tq_outcome_name(rec.f.outcome),
+			     rec.f.signal);
+	else
+		r = snprintf(how, n, "%s", tq_outcome_name(rec.f.outcome));
+	if (r < 0 || (size_t)r >= n)
+		snprintf(how, n, "%s", tq_outcome_name(rec.f.outcome));
+	tq_endrec_release(&rec);
+	return 1;
+}
+
 /* Poke the worker running task t so it acts on the store now. */
 static void poke_worker(struct tq_queue *q, const struct tq_task *t)
 {
@@ -70,9 +93,12 @@ static void poke_worker(struct tq_queue *q, const struct tq_task *t)
 	free(ws);
 }
 
-/* Wait (bounded) until task id is no longer running; its final state. */
+/* Wait (bounded) until task id is no longer running; its final state.
+ * 1 (how filled) when it has ended but its end is still being recorded:
+ * the store is busy, and the worker or the supervisor writes the end as
+ * soon as it can; waiting on would only run into the deadline. */
 static int wait_not_running(struct tq_queue *q, int64_t id, int64_t timeout_ms,
-			    enum tq_state *state)
+			    enum tq_state *state, char *how, size_t n)
 {
 	int64_t deadline = tq_mono_ms() + timeout_ms;
 	struct tq_err err = TQ_ERR_INIT;
@@ -82,6 +108,10 @@ static int wait_not_running(struct tq_queue *q, int64_t id, int64_t timeout_ms,
 		if (tq_queue_get(q, id, 0, &t, &err) < 0)
 			return err.code;
 		*state = t.state;
+		if (cli_end_recording(q, &t, how, n)) {
+			tq_task_release(&t);
+			return 1;
+		}
 		tq_task_release(&t);
 		if (*state != TQ_RUNNING)
 			return 0;
@@ -97,10 +127,19 @@ static int kill_one(const struct cli_ctx *c, struct tq_queue *q, int64_t id, int
 	struct tq_err err = TQ_ERR_INIT;
 	enum tq_state state = TQ_QUEUED;
 	struct tq_task t;
+	char how[96];
 	int rc;
 
 	if ((rc = tq_queue_get(q, id, 0, &t, &err)) < 0)
 		return cli_fail(c, &err);
+	/* Before any write: while its end waits for the store, so would a
+	 * kill request, for the whole busy timeout, and then for an end that
+	 * has happened already. */
+	if (cli_end_recording(q, &t, how, sizeof(how))) {
+		tq_task_release(&t);
+		return cli_runtime(c, "task %lld has already ended (%s); its end is being "
+				   "recorded", (long long)id, how);
+	}
 	if (t.state != TQ_RUNNING) {
 		enum tq_state s = t.state;
 		tq_task_release(&t);
@@ -124,11 +163,15 @@ static int kill_one(const struct cli_ctx *c, struct tq_queue *q, int64_t id, int
 		printf("%lld: kill requested (%s)\n", (long long)id, strsignal(sig));
 		return CLI_OK;
 	}
-	rc = wait_not_running(q, id, t.kill_grace_ms + 15000, &state);
+	rc = wait_not_running(q, id, t.kill_grace_ms + 15000, &state, how, sizeof(how));
 	tq_task_release(&t);
 	if (rc < 0)
 		return cli_runtime(c, "task %lld: kill requested, but it is still running",
 				   (long long)id);
+	if (rc == 1) {
+		printf("%lld ended (%s); its end is being recorded\n", (long long)id, how);
+		return CLI_OK;
+	}
 	printf("%lld %s\n", (long long)id, tq_state_name(state));
 	return CLI_OK;
 }
@@ -295,7 +338,14 @@ const struct cli_cmd cli_cmd_kill = {
 	"Sends SIG (default TERM) to the task's process group, then KILL to the group\n"
 	"after the task's kill grace (--kill-grace at submit, default 5s) if it has not\n"
 	"exited. The task ends `killed`. A task that has not started is canceled.\n"
-	"Waits until the task has ended.\n"
+	"Waits until the task has ended (at most its kill grace + 15s).\n"
+	"\n"
+	"A task whose process has ended while its end could not be written yet\n"
+	"(the database was locked or the disk full: its worker keeps the end in\n"
+	"HOME/ends/ and writes it as soon as it can) is not waited for: kill says\n"
+	"so in one line, \"ID ended (OUTCOME, exit code N); its end is being\n"
+	"recorded\", exit 0 when that end came after this kill, exit 1 when it had\n"
+	"ended before (as for any task that has already ended).\n"
 	"\n"
 	"  -s, --signal SIG    TERM, INT, HUP, KILL, ... or a number\n"
 	"      --no-wait       return once the kill is requested\n",

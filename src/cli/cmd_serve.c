@@ -16,6 +16,7 @@
 #include "common/parse.h"
 #include "common/sys.h"
 #include "output.h"
+#include "worker/endrec.h"
 #include "worker/supervisor.h"
 #include "worker/worker.h"
 
@@ -200,6 +201,22 @@ static int load_status(const struct cli_ctx *c, struct tq_queue *q, const char *
 	return CLI_OK;
 }
 
+/* 1 when task id's worker is recording its end: the process has ended and
+ * its end waits in HOME/ends/ for the store (worker/endrec.h). */
+static int recording(const char *home, int64_t id)
+{
+	struct tq_endrec_id *ids = NULL;
+	size_t n = 0;
+	int found = 0;
+
+	if (id == 0 || tq_endrec_list(home, SIZE_MAX, &ids, &n, NULL) < 0)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		found |= ids[i].task == id;
+	free(ids);
+	return found;
+}
+
 static int group_shown(const struct tq_group *g, int64_t now)
 {
 	return g->paused || g->paused_until > now || g->parallel > 0 || g->running > 0 ||
@@ -232,7 +249,11 @@ static void print_status_human(const struct status *s, const char *home)
 	printf("\n");
 	for (size_t i = 0; i < s->nws; i++) {
 		tq_format_duration(now - s->ws[i].heartbeat_at, buf, sizeof(buf));
-		if (s->ws[i].task_id)
+		if (recording(home, s->ws[i].task_id))
+			printf("worker %d: pid %d, recording the end of task %lld, which the "
+			       "database has not taken yet (seen %s ago)\n", s->ws[i].slot,
+			       s->ws[i].pid, (long long)s->ws[i].task_id, buf);
+		else if (s->ws[i].task_id)
 			printf("worker %d: pid %d, running task %lld (seen %s ago)\n",
 			       s->ws[i].slot, s->ws[i].pid, (long long)s->ws[i].task_id, buf);
 		else
@@ -286,6 +307,7 @@ static cJSON *status_json(const struct status *s, const char *home)
 		else
 			cJSON_AddNullToObject(x, "task");
 		cJSON_AddNumberToObject(x, "heartbeat_at", (double)s->ws[i].heartbeat_at);
+		cJSON_AddBoolToObject(x, "recording", recording(home, s->ws[i].task_id));
 		cJSON_AddItemToArray(w, x);
 	}
 	g = cJSON_AddArrayToObject(o, "groups");

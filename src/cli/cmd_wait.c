@@ -381,6 +381,51 @@ static void warn_no_supervisor(const struct waiter *w)
 			"wait for one (taskq serve)\n");
 }
 
+/*
+ * The one line at a timeout. Tasks that still read `running` but have
+ * ended, their end kept until the store takes it (a locked database, a
+ * full disk: worker/endrec.h), are named: they are not running any more,
+ * and their end will be written without anyone's help.
+ */
+static void say_timed_out(struct waiter *w)
+{
+	struct tq_filter f = TQ_FILTER_INIT;
+	struct tq_task *ts = NULL, *one = NULL;
+	size_t n = 0, ended = 0;
+	char buf[64], how[96] = "", first[96] = "";
+
+	tq_format_duration(w->timeout_ms, buf, sizeof(buf));
+	if (w->batch) {
+		f.batch = w->batch;
+		f.states = 1u << TQ_RUNNING;
+		f.limit = -1;
+		if (tq_queue_list(w->q, &f, &ts, &n, NULL) < 0)
+			n = 0;
+		one = ts;
+	} else {
+		one = w->tasks;
+		n = w->n;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if ((w->batch == NULL && w->gone[i]) ||
+		    !cli_end_recording(w->q, &one[i], how, sizeof(how)))
+			continue;
+		if (ended++ == 0)
+			snprintf(first, sizeof(first), "task %lld has ended (%.60s)",
+				 (long long)one[i].id, how);
+	}
+	tq_task_list_free(ts, w->batch ? n : 0);
+	fflush(stdout);
+	if (ended == 1)
+		fprintf(stderr, "taskq: wait: timed out after %s; %s and its end is being "
+			"recorded%s\n", buf, first, n > 1 ? "; the other tasks go on" : "");
+	else if (ended > 1)
+		fprintf(stderr, "taskq: wait: timed out after %s; %zu tasks have ended and "
+			"their ends are being recorded; the others go on\n", buf, ended);
+	else
+		fprintf(stderr, "taskq: wait: timed out after %s; the tasks go on\n", buf);
+}
+
 static int run_wait(struct cli_ctx *c, int argc, char **argv)
 {
 	struct waiter w = { .c = c, .timeout_ms = -1 };
@@ -419,12 +464,8 @@ static int run_wait(struct cli_ctx *c, int argc, char **argv)
 	}
 	status = w.batch ? batch_status(&w, done) : ids_status(&w, done);
 	rc = w.json ? print_json(&w, done, status) : print_human(&w);
-	if (rc == CLI_OK && !done) {
-		char buf[64];
-		tq_format_duration(w.timeout_ms, buf, sizeof(buf));
-		fflush(stdout);
-		fprintf(stderr, "taskq: wait: timed out after %s; the tasks go on\n", buf);
-	}
+	if (rc == CLI_OK && !done)
+		say_timed_out(&w);
 	if (rc == CLI_OK)
 		rc = status;
 out:
@@ -461,6 +502,11 @@ const struct cli_cmd cli_cmd_wait = {
 	"Exit status: 0 if every task succeeded; for a single ID its own status\n"
 	"(N for exit code N, 128+N for signal N, 124 timed out, 127 not started,\n"
 	"1 otherwise; see taskq help log); for several ids or a batch, 1 if any did\n"
-	"not succeed; 124 if --timeout passed first; 2 for an unknown id or batch.\n",
+	"not succeed; 124 if --timeout passed first; 2 for an unknown id or batch.\n"
+	"\n"
+	"A task whose process has ended while the database could not take its end\n"
+	"(locked, or the disk full) still reads running until its worker (or the\n"
+	"supervisor) writes that end from HOME/ends/; the wait goes on until then,\n"
+	"and a --timeout that passes first says which tasks are in that state.\n",
 	.run = run_wait,
 };

@@ -426,16 +426,18 @@ int tq_queue_finish(struct tq_queue *q, const struct tq_finish *f,
 		    enum tq_state *state, struct tq_err *err)
 {
 	int64_t now = tq_now_ms();
+	/* the end as it happened, not as late as it could be written */
+	int64_t ended = f->ended_at > 0 && f->ended_at < now ? f->ended_at : now;
 	enum tq_state s = next_state(f, now);
 	int rc;
 
 	if ((rc = tq_db_begin(q, err)) < 0)
 		return rc;
 	if ((rc = fence(q, f, err)) < 0 ||
-	    (rc = end_attempt(q, f, now, err)) < 0 ||
+	    (rc = end_attempt(q, f, ended, err)) < 0 ||
 	    (rc = store_result(q, f, err)) < 0 ||
 	    (rc = advance_session(q, f, s, now, err)) < 0 ||
-	    (rc = end_task(q, f, s, now, err)) < 0 ||
+	    (rc = end_task(q, f, s, ended, err)) < 0 ||
 	    (rc = pause_group(q, f, err)) < 0 ||
 	    (tq_state_final(s) && (rc = tq_deps_resolve(q, f->task_id, s, now, err)) < 0) ||
 	    (rc = worker_off(q, f->worker_id, f->task_id, now, err)) < 0 ||

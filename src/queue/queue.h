@@ -580,6 +580,9 @@ struct tq_finish {
 	const char *pause_group;    /* with pause_until: pause this group (rate limit) */
 	int64_t pause_until;
 	const struct tq_result *result; /* may be NULL */
+	int64_t ended_at;           /* when its process ended (ms since the
+				     * epoch): an end written late, from an
+				     * end record, keeps its true time; 0: now */
 };
 
 /*

@@ -6,6 +6,18 @@
  * descendant it left, then record the attempt, fenced by (task, attempt,
  * worker).
  *
+ * Once the process has exited its outcome is never lost. When the store
+ * does not take the end at the first try (locked past RECORD_BUSY_MS, a
+ * full disk), the outcome goes to an end record (endrec.h) in the state
+ * directory, durably, and the same loop goes on: it retries the end with
+ * a backoff (RECORD_RETRY_MIN_MS doubling to RECORD_RETRY_MAX_MS, each a
+ * deadline) and renews the lease, and the worker claims nothing new until
+ * the end is written. Any write here can fail, the renewal included: when
+ * the lease runs out meanwhile, the supervisor's recovery finds the record
+ * and writes the true end (never `lost`), and our next try or renewal,
+ * fenced out, sees that it was written. A stop signal ends the retries at
+ * the shutdown grace; the record stays for the next supervisor.
+ *
  * One poll loop owns all of it; every timer is an absolute CLOCK_MONOTONIC
  * deadline turned into the poll timeout; signals arrive on the worker's
  * signalfd. The runner never blocks on a full pipe in either direction and
@@ -35,6 +47,7 @@
 #include "agent.h"
 #include "classify.h"
 #include "doorbell.h"
+#include "endrec.h"
 #include "evidence.h"
 #include "onexit.h"
 #include "policy.h"
@@ -45,6 +58,18 @@
 #define READ_CHUNK (64 * 1024)
 #define DRAIN_AFTER_EXIT_MS 2000  /* wait for pipes to hit EOF after the sweep */
 #define STDIN_CHUNKS 16
+/* Recording the end: how long one try may wait for the lock (short, so the
+ * end record is written soon and the loop stays responsive; the others'
+ * transactions are far shorter), then the wait between tries. */
+#define RECORD_BUSY_MS 2000
+#define RECORD_RETRY_MIN_MS 250
+#define RECORD_RETRY_MAX_MS 5000
+
+enum run_phase {
+	PHASE_LIVE,      /* the process runs, or its output is still open */
+	PHASE_RECORDING, /* it has ended; its end is not written yet */
+	PHASE_DONE,      /* written (by us or from our record), or left */
+};
 
 struct run {
 	struct worker *w;
@@ -73,6 +98,18 @@ struct run {
 	int shutdown_stop;
 	char note[TQ_ERR_MAX];     /* a log error or a stdin problem */
 	int64_t log_line;          /* where this attempt's output begins */
+	/* the end */
+	enum run_phase phase;
+	int64_t ended_at;          /* wall ms when the process was reaped */
+	struct tq_finish fin;      /* what is recorded */
+	struct tq_result res;
+	char reason[TQ_ERR_MAX];
+	int kept;                  /* an end record holds fin */
+	int tries;
+	int64_t record_since;      /* mono ms of the first failed try */
+	int64_t next_try;          /* mono ms */
+	int64_t retry_wait;
+	char last_error[TQ_ERR_MAX];
 };
 
 static int64_t renew_every(const struct run *r)
@@ -318,6 +355,8 @@ static void fetch_stdin(struct run *r)
 /* ------------------------------------------------------------------ */
 /* Timers and signals                                                 */
 
+static void written_elsewhere(struct run *r);
+
 static void renew(struct run *r, int64_t now)
 {
 	struct tq_err err = TQ_ERR_INIT;
@@ -326,6 +365,11 @@ static void renew(struct run *r, int64_t now)
 				r->w->o->lease_ms, &sig, &err);
 
 	r->next_renew = now + renew_every(r);
+	if (rc == TQ_ESTALE && r->phase == PHASE_RECORDING) {
+		/* the supervisor wrote our end from our record */
+		written_elsewhere(r);
+		return;
+	}
 	if (rc == TQ_ESTALE) {
 		/* Someone recovered this task; it is no longer ours to run. */
 		tq_worker_log(r->w, "task %lld: %s; stopping it", (long long)r->t->id,
@@ -354,6 +398,7 @@ static void on_child(pid_t pid, int status, void *arg)
 		return; /* an orphan of the task reparented to us: reaped */
 	r->status = status;
 	r->exited = 1;
+	r->ended_at = tq_now_ms();
 	r->child.pid = -1;
 }
 
@@ -400,11 +445,24 @@ static int64_t min64(int64_t a, int64_t b)
 	return a < b ? a : b;
 }
 
+static int ms_until(int64_t at, int64_t now)
+{
+	if (at <= now)
+		return 0;
+	return at - now > INT_MAX ? INT_MAX : (int)(at - now);
+}
+
 static int poll_timeout(struct run *r, int64_t now)
 {
 	int64_t at = r->next_renew, next_log = -1;
 	struct tq_err err = TQ_ERR_INIT;
 
+	if (r->phase == PHASE_RECORDING) {
+		at = min64(at, r->next_try);
+		if (r->w->stopping)
+			at = min64(at, r->w->stop_at);
+		return ms_until(at, now);
+	}
 	if (!r->exited && r->term.deadline != TQ_TERM_NEVER)
 		at = min64(at, r->term.deadline);
 	if (!r->exited && r->w->stopping && !r->shutdown_stop)
@@ -415,15 +473,19 @@ static int poll_timeout(struct run *r, int64_t now)
 		on_log_error(r, err.code, &err);
 	if (next_log >= 0)
 		at = min64(at, now + next_log);
-	if (at <= now)
-		return 0;
-	return at - now > INT_MAX ? INT_MAX : (int)(at - now);
+	return ms_until(at, now);
 }
+
+static void recording_timers(struct run *r, int64_t now);
 
 static void on_timers(struct run *r, int64_t now)
 {
 	struct tq_err err = TQ_ERR_INIT;
 
+	if (r->phase == PHASE_RECORDING) {
+		recording_timers(r, now);
+		return;
+	}
 	if (!r->exited && r->w->stopping && !r->shutdown_stop && now >= r->w->stop_at) {
 		r->shutdown_stop = 1;
 		stop_task(r, SIGTERM);
@@ -434,7 +496,9 @@ static void on_timers(struct run *r, int64_t now)
 		renew(r, now);
 }
 
-/* The loop: until the main process has exited and both outputs are closed. */
+/* The loop: while the task lives, until its main process has exited and
+ * both outputs are closed; while its end is being recorded, until it is
+ * written (or left to recovery at a shutdown). */
 static void loop(struct run *r)
 {
 	for (;;) {
@@ -446,9 +510,12 @@ static void loop(struct run *r)
 		};
 		int64_t now = tq_mono_ms();
 
-		if (r->exited && r->child.out_fd < 0 && r->child.err_fd < 0)
+		if (r->phase == PHASE_DONE)
 			break;
-		if (r->exited && now >= r->drain_until) {
+		if (r->phase == PHASE_LIVE && r->exited && r->child.out_fd < 0 &&
+		    r->child.err_fd < 0)
+			break;
+		if (r->phase == PHASE_LIVE && r->exited && now >= r->drain_until) {
 			tq_worker_log(r->w, "task %lld: output still open %d ms after exit; "
 				      "closing it", (long long)r->t->id, DRAIN_AFTER_EXIT_MS);
 			break;
@@ -599,26 +666,25 @@ static void classify_attempt(struct run *r, struct tq_finish *f, char *reason, s
 	}
 }
 
-static int record(struct run *r, struct tq_finish *f)
-{
-	struct tq_err err = TQ_ERR_INIT;
-	enum tq_state state;
-	int rc;
+/* ------------------------------------------------------------------ */
+/* Recording the end                                                  */
 
-	f->task_id = r->t->id;
-	f->attempt = r->t->attempt;
-	f->worker_id = r->w->id;
-	rc = tq_queue_finish(r->w->q, f, &state, &err);
-	if (rc == TQ_ESTALE) {
-		tq_worker_log(r->w, "task %lld: not recorded: %s", (long long)r->t->id,
-			      err.msg);
-		return 0;
-	}
-	if (rc < 0) {
-		tq_worker_log(r->w, "task %lld: record: %s", (long long)r->t->id, err.msg);
-		return rc;
-	}
+/* The end is written: what follows it (the worker's row, the doorbell,
+ * the log lines, the on-exit hook), and the end record goes. */
+static void written(struct run *r, enum tq_state state)
+{
+	struct tq_finish *f = &r->fin;
+	struct tq_err err = TQ_ERR_INIT;
+
+	r->phase = PHASE_DONE;
 	tq_worker_beat_written(r->w, 0); /* the finish marked our row idle */
+	if (r->kept && tq_endrec_remove(tq_queue_home(r->w->q), r->t->id, r->t->attempt,
+					&err) < 0)
+		tq_worker_log(r->w, "task %lld: %s", (long long)r->t->id, err.msg);
+	if (r->tries > 1)
+		tq_worker_log(r->w, "task %lld attempt %d: end written at try %d, %lld ms "
+			      "after the first failed", (long long)r->t->id, r->t->attempt,
+			      r->tries, (long long)(tq_mono_ms() - r->record_since));
 	/* A retry or a pause is a new time at which work appears: wake an idle
 	 * worker so it sleeps until then, not until its old timeout (up to its
 	 * idle heartbeat); its claim at that time wakes the others in turn. */
@@ -634,51 +700,193 @@ static int record(struct run *r, struct tq_finish *f)
 			      r->t->attempt, f->reason);
 	if (tq_state_final(state))
 		tq_on_exit_run(r->w, r->t, state, f->exit_code);
-	return 0;
 }
 
-static int record_spawn_failure(struct run *r, const struct tq_err *why)
+/*
+ * Fenced out while our end was kept in a record: someone with the record
+ * (the supervisor's recovery) wrote it, or, if the attempt holds another
+ * outcome, a recovery that could not read it did. Either way the attempt
+ * is recorded, so the record goes.
+ */
+static void written_elsewhere(struct run *r)
 {
-	struct tq_finish f = { .outcome = TQ_OUT_SPAWN_FAILED, .exit_code = -1,
-			       .reason = why->msg, .next = TQ_NEXT_FINAL };
+	struct tq_attempt *a = NULL;
+	struct tq_err err = TQ_ERR_INIT;
+	enum tq_outcome got = TQ_OUT_NONE;
+	struct tq_task t;
+	size_t n = 0;
 
-	return record(r, &f);
+	r->phase = PHASE_DONE;
+	if (tq_queue_attempts(r->w->q, r->t->id, &a, &n, NULL) == 0)
+		for (size_t i = 0; i < n; i++)
+			if (a[i].attempt == r->t->attempt && a[i].ended_at > 0)
+				got = a[i].outcome;
+	tq_attempt_list_free(a, n);
+	if (tq_endrec_remove(tq_queue_home(r->w->q), r->t->id, r->t->attempt, &err) < 0)
+		tq_worker_log(r->w, "task %lld: %s", (long long)r->t->id, err.msg);
+	if (got != r->fin.outcome) {
+		tq_worker_log(r->w, "task %lld attempt %d: recorded by someone else as %s; "
+			      "its end (%s) was not written", (long long)r->t->id,
+			      r->t->attempt, got ? tq_outcome_name(got) : "nothing",
+			      tq_outcome_name(r->fin.outcome));
+		return;
+	}
+	tq_worker_log(r->w, "task %lld attempt %d: %s, written by recovery from its end "
+		      "record", (long long)r->t->id, r->t->attempt,
+		      tq_outcome_name(r->fin.outcome));
+	if (tq_queue_get(r->w->q, r->t->id, 0, &t, NULL) == 0) {
+		if (t.attempt == r->t->attempt && tq_state_final(t.state))
+			tq_on_exit_run(r->w, r->t, t.state, r->fin.exit_code);
+		tq_task_release(&t);
+	}
 }
 
-static int record_requeue(struct run *r, const struct tq_err *why)
+/* Keep the end in a record, durably, before going on without the store. */
+static void keep(struct run *r)
 {
-	struct tq_finish f = { .outcome = TQ_OUT_KILLED, .exit_code = -1,
-			       .reason = why->msg, .next = TQ_NEXT_REQUEUE,
-			       .retry_at = tq_now_ms() + 1000 };
+	struct tq_err err = TQ_ERR_INIT;
 
-	return record(r, &f);
+	if (tq_endrec_write(tq_queue_home(r->w->q), &r->fin, &err) < 0) {
+		tq_worker_log(r->w, "task %lld attempt %d: ended (%s, exit code %d), and its "
+			      "end could not be kept in a record either: %s; this worker "
+			      "keeps it and retries", (long long)r->t->id, r->t->attempt,
+			      tq_outcome_name(r->fin.outcome), r->fin.exit_code, err.msg);
+		return;
+	}
+	r->kept = 1;
+	tq_worker_log(r->w, "task %lld attempt %d: ended (%s); its end is kept in "
+		      TQ_ENDREC_DIR "/%lld.%d until the store takes it", (long long)r->t->id,
+		      r->t->attempt, tq_outcome_name(r->fin.outcome), (long long)r->t->id,
+		      r->t->attempt);
+}
+
+/* One try at writing the end; on failure, keep it and set the next try. */
+static void try_end(struct run *r)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	enum tq_state state = TQ_RUNNING;
+	int rc;
+
+	r->tries++;
+	rc = tq_queue_finish(r->w->q, &r->fin, &state, &err);
+	if (rc == 0) {
+		written(r, state);
+		return;
+	}
+	if (rc == TQ_ESTALE && r->kept) {
+		written_elsewhere(r);
+		return;
+	}
+	if (rc == TQ_ESTALE) {
+		/* the lease was taken over before we could write anything */
+		tq_worker_log(r->w, "task %lld: not recorded: %s", (long long)r->t->id,
+			      err.msg);
+		r->phase = PHASE_DONE;
+		return;
+	}
+	if (r->tries == 1)
+		r->record_since = tq_mono_ms();
+	if (r->tries == 1 || strcmp(err.msg, r->last_error) != 0)
+		tq_worker_log(r->w, "task %lld: record: %s; retrying", (long long)r->t->id,
+			      err.msg);
+	snprintf(r->last_error, sizeof(r->last_error), "%s", err.msg);
+	if (!r->kept)
+		keep(r);
+	r->retry_wait = r->retry_wait ? r->retry_wait * 2 : RECORD_RETRY_MIN_MS;
+	if (r->retry_wait > RECORD_RETRY_MAX_MS)
+		r->retry_wait = RECORD_RETRY_MAX_MS;
+	r->next_try = tq_mono_ms() + r->retry_wait;
+}
+
+/* The recording phase's timers: leave at a shutdown's grace, renew the
+ * lease (itself a write that may fail: then the record covers us), try. */
+static void recording_timers(struct run *r, int64_t now)
+{
+	if (r->w->stopping && now >= r->w->stop_at) {
+		if (r->kept)
+			tq_worker_log(r->w, "task %lld attempt %d: stopping with its end not "
+				      "written; the supervisor writes it from " TQ_ENDREC_DIR
+				      "/%lld.%d", (long long)r->t->id, r->t->attempt,
+				      (long long)r->t->id, r->t->attempt);
+		else
+			tq_worker_log(r->w, "task %lld attempt %d: stopping with its end not "
+				      "written nor kept: %s, exit code %d, signal %d",
+				      (long long)r->t->id, r->t->attempt,
+				      tq_outcome_name(r->fin.outcome), r->fin.exit_code,
+				      r->fin.signal);
+		r->phase = PHASE_DONE;
+		return;
+	}
+	if (now >= r->next_renew)
+		renew(r, now);
+	if (r->phase == PHASE_RECORDING && tq_mono_ms() >= r->next_try) {
+		if (!r->kept)
+			keep(r); /* the record may be possible where the store is not */
+		try_end(r);
+	}
+}
+
+/*
+ * Write r->fin as the end of the attempt. The first try at once; if the
+ * store does not take it, the record keeps it and the loop retries until
+ * it is written, or until a shutdown's grace ends.
+ */
+static void record(struct run *r)
+{
+	r->fin.task_id = r->t->id;
+	r->fin.attempt = r->t->attempt;
+	r->fin.worker_id = r->w->id;
+	r->fin.ended_at = r->ended_at;
+	r->phase = PHASE_RECORDING;
+	/* a short wait per try: the record is written soon, and signals and
+	 * the lease are seen between tries */
+	tq_queue_set_busy_timeout(r->w->q, RECORD_BUSY_MS);
+	try_end(r);
+	if (r->phase == PHASE_RECORDING)
+		loop(r);
+	tq_queue_set_busy_timeout(r->w->q, TQ_BUSY_TIMEOUT_MS);
+}
+
+static void record_spawn_failure(struct run *r, const struct tq_err *why)
+{
+	r->fin = (struct tq_finish){ .outcome = TQ_OUT_SPAWN_FAILED, .exit_code = -1,
+				     .next = TQ_NEXT_FINAL };
+	snprintf(r->reason, sizeof(r->reason), "%s", why->msg);
+	r->fin.reason = r->reason;
+	record(r);
+}
+
+static void record_requeue(struct run *r, const struct tq_err *why)
+{
+	r->fin = (struct tq_finish){ .outcome = TQ_OUT_KILLED, .exit_code = -1,
+				     .next = TQ_NEXT_REQUEUE, .retry_at = tq_now_ms() + 1000 };
+	snprintf(r->reason, sizeof(r->reason), "%s", why->msg);
+	r->fin.reason = r->reason;
+	record(r);
 }
 
 int tq_runner_run(struct worker *w, struct tq_task *t)
 {
 	struct run r = { .w = w, .t = t, .child = TQ_CHILD_INIT };
 	struct tq_err err = TQ_ERR_INIT;
-	struct tq_finish f = { 0 };
-	struct tq_result res = { 0 };
-	char reason[TQ_ERR_MAX];
 	int rc;
 
 	r.agent = (struct tq_agent_run)TQ_AGENT_RUN_INIT;
 	setproctitle("worker %d: task %lld %s", w->o->slot, (long long)t->id, t->name);
 	if ((r.buf = malloc(READ_CHUNK)) == NULL) {
 		tq_err_set(&err, TQ_ENOMEM, "out of memory");
-		rc = record_spawn_failure(&r, &err);
+		record_spawn_failure(&r, &err);
 		goto out;
 	}
 	rc = tq_log_open(w->q, t->id, t->max_output, &r.log, &err);
 	if (rc == TQ_EBUSY) {
 		/* A worker whose lease was taken over still writes this log: the
 		 * task is not ours to start yet. Give the attempt back. */
-		rc = record_requeue(&r, &err);
+		record_requeue(&r, &err);
 		goto out;
 	}
 	if (rc < 0 || (rc = start(&r, &err)) < 0) {
-		rc = record_spawn_failure(&r, &err);
+		record_spawn_failure(&r, &err);
 		goto out;
 	}
 	tq_term_init(&r.term, r.child.pid, tq_mono_ms(), t->timeout_ms, t->kill_grace_ms);
@@ -694,17 +902,16 @@ int tq_runner_run(struct worker *w, struct tq_task *t)
 	if (tq_log_close(r.log, &err) < 0 && !r.log_failed)
 		on_log_error(&r, err.code, &err);
 	r.log = NULL;
-	if (r.lease_lost) {
-		rc = 0;
+	if (r.lease_lost)
 		goto out;
-	}
-	describe(&r, &f, reason, sizeof(reason));
-	classify_attempt(&r, &f, reason, sizeof(reason));
+	describe(&r, &r.fin, r.reason, sizeof(r.reason));
+	classify_attempt(&r, &r.fin, r.reason, sizeof(r.reason));
 	if (r.rp != NULL) {
-		tq_result_end(r.rp, &res);
-		f.result = &res;
+		tq_result_end(r.rp, &r.res);
+		r.fin.result = &r.res;
 	}
-	rc = record(&r, &f);
+	setproctitle("worker %d: recording task %lld", w->o->slot, (long long)t->id);
+	record(&r);
 out:
 	tq_log_close(r.log, NULL);
 	close_in(&r);
@@ -713,5 +920,5 @@ out:
 	tq_result_parser_free(r.rp);
 	free(r.buf);
 	setproctitle("worker %d: idle", w->o->slot);
-	return rc;
+	return 0;
 }

@@ -17,6 +17,11 @@
  * still alive (checked by pid and start time) and watches them through
  * pidfds, since they are not its children; it starts only the missing ones.
  *
+ * A task whose process had ended but whose end its worker could not write
+ * (endrec.h) is never recovered as lost: recovery writes the end from the
+ * worker's end record, and each tick removes records of attempts that are
+ * recorded already.
+ *
  * One loop: poll() on a signalfd (CHLD, TERM, INT, HUP) and the adopted
  * workers' pidfds, with a timeout at the next maintenance tick or the next
  * worker restart.
@@ -51,6 +56,7 @@
 #include "../common/sys.h"
 #include "../queue/queue.h"
 #include "agent.h"
+#include "endrec.h"
 #include "policy.h"
 #include "proc.h"
 #include "submitd.h"
@@ -65,6 +71,7 @@
 #define RECOVER_BATCH 64
 #define LOG_ROTATE_BYTES (10 * 1024 * 1024)
 #define TOKEN_KEEP_MS ((int64_t)24 * 3600 * 1000) /* submit tokens (queue.h) */
+#define RECORD_BUSY_MS 2000          /* writing an end from its record: one try */
 
 extern char **environ;
 
@@ -341,8 +348,95 @@ static void lost_policy(struct sup *s, const struct tq_expired *e, struct tq_fin
 	f->retry_at = d.retry_at;
 }
 
+/*
+ * The end of (task, attempt) from its end record (endrec.h), when its
+ * worker kept one because the store would not take it: written as the
+ * worker would have, fenced by task, attempt and worker, and the record
+ * removed only once that is committed. Returns 1 when the attempt is dealt
+ * with (written now, or already recorded), 0 when there is no record to
+ * go by (none, or a damaged one, which is set aside and never trusted),
+ * -1 when it must wait (the store refused again, or the record could not
+ * be read): then the attempt is not touched, and the next tick tries again.
+ */
+static int end_from_record(struct sup *s, int64_t task, int attempt)
+{
+	const char *home = tq_queue_home(s->q);
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_endrec rec;
+	enum tq_state state = TQ_RUNNING;
+	int rc = tq_endrec_read(home, task, attempt, &rec, &err);
+
+	if (rc == TQ_ENOTFOUND)
+		return 0;
+	if (rc == TQ_ECORRUPT) {
+		slog("task %lld: %s", (long long)task, err.msg);
+		if (tq_endrec_set_aside(home, task, attempt, &err) < 0)
+			slog("task %lld: %s", (long long)task, err.msg);
+		return 0;
+	}
+	if (rc < 0) {
+		slog("task %lld attempt %d: end record: %s", (long long)task, attempt, err.msg);
+		return -1;
+	}
+	tq_queue_set_busy_timeout(s->q, RECORD_BUSY_MS);
+	rc = tq_queue_finish(s->q, &rec.f, &state, &err);
+	tq_queue_set_busy_timeout(s->q, TQ_BUSY_TIMEOUT_MS);
+	if (rc < 0 && rc != TQ_ESTALE) {
+		slog("task %lld attempt %d: its end (%s) is not written yet: %s",
+		     (long long)task, attempt, tq_outcome_name(rec.f.outcome), err.msg);
+		tq_endrec_release(&rec);
+		return -1;
+	}
+	if (rc == 0)
+		slog("task %lld attempt %d: %s (exit code %d), written from its end record",
+		     (long long)task, attempt, tq_outcome_name(rec.f.outcome),
+		     rec.f.exit_code);
+	tq_endrec_release(&rec);
+	if (tq_endrec_remove(home, task, attempt, &err) < 0)
+		slog("task %lld: %s", (long long)task, err.msg);
+	return 1;
+}
+
+/*
+ * End records whose attempt is recorded already (the worker or we wrote it
+ * and stopped before removing the file) or whose task is gone: remove them.
+ * A record of an attempt still running is left to its worker, or to
+ * recover() once its lease expires or its worker dies.
+ */
+static void sweep_end_records(struct sup *s)
+{
+	const char *home = tq_queue_home(s->q);
+	struct tq_endrec_id *ids = NULL;
+	struct tq_err err = TQ_ERR_INIT;
+	size_t n = 0;
+
+	if (tq_endrec_list(home, RECOVER_BATCH, &ids, &n, &err) < 0) {
+		slog("end records: %s", err.msg);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct tq_task t;
+		int rc = tq_queue_get(s->q, ids[i].task, 0, &t, NULL);
+		int open = rc == 0 && t.state == TQ_RUNNING && t.attempt == ids[i].attempt;
+
+		if (rc == 0)
+			tq_task_release(&t);
+		if (open || (rc < 0 && rc != TQ_ENOTFOUND))
+			continue;
+		if (tq_endrec_remove(home, ids[i].task, ids[i].attempt, &err) < 0)
+			slog("task %lld: %s", (long long)ids[i].task, err.msg);
+		else
+			slog("task %lld attempt %d: removed its end record (%s)",
+			     (long long)ids[i].task, ids[i].attempt,
+			     rc == TQ_ENOTFOUND ? "the task is gone" : "already recorded");
+	}
+	free(ids);
+}
+
 /* Kill what remains of tasks that ran under a worker that is gone, and
- * record their attempts as lost. worker_id 0: tasks with expired leases. */
+ * record their attempts as lost -- unless their process had ended and its
+ * worker kept the end in a record: then the true end is written.
+ * worker_id 0: tasks with expired leases. */
 static void recover(struct sup *s, int64_t worker_id, const char *why)
 {
 	struct tq_expired *ex = NULL;
@@ -358,6 +452,10 @@ static void recover(struct sup *s, int64_t worker_id, const char *why)
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
+		/* first: a task that ended and whose end is kept is never lost,
+		 * and needs no wait for its worker, alive or not */
+		if (end_from_record(s, ex[i].task_id, ex[i].attempt) != 0)
+			continue;
 		if (worker_id == 0 && worker_alive(s, ex[i].worker_id))
 			continue;
 		char reason[256];
@@ -734,8 +832,10 @@ static void loop(struct sup *s)
 		if (tq_mono_ms() < next_tick)
 			continue;
 		next_tick = tq_mono_ms() + (s->o->drain ? DRAIN_TICK_MS : TICK_MS);
-		if (!s->stopping)
+		if (!s->stopping) {
 			recover(s, 0, "lease expired");
+			sweep_end_records(s);
+		}
 		learn_worker_ids(s);
 		if (!s->stopping && tq_mono_ms() >= next_housekeep) {
 			housekeep(s);
@@ -937,6 +1037,7 @@ int tq_supervisor_main(const struct tq_serve_opts *o)
 	slog("started: %d workers, state directory %s", o->workers, o->home);
 	adopt(&s);
 	recover(&s, 0, "lease expired");
+	sweep_end_records(&s);
 	restart_due(&s);
 	/* Listen before saying we are up: a client that sees the supervisor
 	 * running can submit through it at once. Without the socket clients

@@ -44,8 +44,10 @@ void tq_worker_log(struct worker *w, const char *fmt, ...)
 /* Handle one signalfd record (not SIGCHLD). */
 void tq_worker_on_signal(struct worker *w, const struct signalfd_siginfo *si);
 
-/* Run one claimed task to its recorded end. Returns 0, or a negative TQ_E*
- * when the store failed and the worker should back off. */
+/* Run one claimed task until its end is written: by us, with retries while
+ * the store refuses it, or by recovery from its end record (endrec.h). At
+ * a shutdown the retries end with the grace and the record stays for the
+ * supervisor. Returns 0. */
 int tq_runner_run(struct worker *w, struct tq_task *t);
 
 #endif
