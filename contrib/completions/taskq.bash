@@ -27,7 +27,7 @@ _taskq_submit_opts="--shell --cwd --env --unset --clean-env --name --timeout
 # _taskq_opts.
 _taskq_options() {
 	case $1 in
-	submit) _taskq_opts="$_taskq_submit_opts --file" ;;
+	submit) _taskq_opts="$_taskq_submit_opts --file --resume" ;;
 	ask) _taskq_opts="--agent --model --source --session --isolate --no-isolate
 		--prompt-file --interactive $_taskq_submit_opts" ;;
 	wait) _taskq_opts="-b --batch -t --timeout --json" ;;

@@ -17,8 +17,8 @@
  * The queue controls (--unique, --after, --after-any, --delay, --at,
  * --session, --on-exit) only fill the spec: the store makes a --unique check
  * and its insert atomic, blocks and cancels dependents, and schedules.
- * --file FILE parses every line first (import.c), then stores them all in
- * one transaction. The options and the state they build are shared with
+ * --file FILE parses every line first (import.c), then stores them in
+ * short chunks, each a transaction, that --resume can go on with. The options and the state they build are shared with
  * `taskq ask` through submit.h; ask's option keys start where ours end.
  */
 #include "cli.h"
@@ -29,6 +29,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <malloc.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -104,8 +105,9 @@ static const char submit_help[] =
 	"  --on-exit CMD    after the task ends, the worker runs CMD with /bin/sh,\n"
 	"                   with TASKQ_ID, TASKQ_STATE, TASKQ_EXIT_CODE, TASKQ_LOG\n"
 	"                   set; its failure never changes the task\n"
-	"  --file FILE      add one task per line of FILE (- for stdin), all in one\n"
-	"                   transaction; see below\n"
+	"  --file FILE      add one task per line of FILE (- for stdin); see below\n"
+	"  --resume RUN     with --file: go on with an import that stopped half\n"
+	"                   way (its error names RUN); see below\n"
 	"  --json           print {\"id\":N} instead of the bare id\n"
 	"  --wait[=DUR]     wait up to DUR (default 10s; 0: no limit) for the task\n"
 	"                   to end; see below\n"
@@ -136,8 +138,18 @@ static const char submit_help[] =
 	"false); for an agent task instead of cmd: prompt, agent, model, sources\n"
 	"(an object NAME: PATH), isolate. The options given on the command line\n"
 	"are the defaults of every line. A bad line (an unknown field, a wrong\n"
-	"type) adds nothing: the error names FILE:LINE. Blank lines are skipped.\n"
-	"Prints one id per line (--json: one array), in the file's order.\n"
+	"type) adds nothing: the whole file is read first, and the error names\n"
+	"FILE:LINE. Blank lines are skipped. Prints one id per line (--json: one\n"
+	"array), in the file's order.\n"
+	"The tasks are stored in chunks of about 250 ms each, so a long file never\n"
+	"holds the database from the workers. If storing stops half way (a store\n"
+	"error such as a full disk or an --after id that does not exist, or\n"
+	"Ctrl-C: taken between chunks), the tasks stored stay, their ids are\n"
+	"printed, and the error says which lines they are and gives a run id:\n"
+	"the same command with --resume RUN stores the rest, each line once (a\n"
+	"line stored already prints the id it got; lines are known by their\n"
+	"number, so fix a bad line in place; within a day). Exit 1 (2 for a bad\n"
+	"value), 128+N after signal N.\n"
 	"\n"
 	"When a supervisor runs, submit hands it the task through its socket\n"
 	"(STATE/submit.sock), which stores it as durably, and faster than a\n"
@@ -205,7 +217,7 @@ enum {
 	OPT_MAX_OUTPUT, OPT_STDIN_FILE, OPT_STDIN, OPT_PTY, OPT_NO_START, OPT_GROUP,
 	OPT_RETRIES, OPT_RETRY_LOST, OPT_BACKOFF, OPT_BACKOFF_MAX, OPT_UNIQUE,
 	OPT_AFTER, OPT_AFTER_ANY, OPT_DELAY, OPT_AT, OPT_ON_EXIT, OPT_SESSION,
-	OPT_FILE,
+	OPT_FILE, OPT_RESUME,
 	OPT_SUBMIT_LAST_ /* must stay below 512 */
 };
 _Static_assert(OPT_SUBMIT_LAST_ < 512, "submit's option keys must stay below ask's");
@@ -218,6 +230,7 @@ const struct cli_opt cli_submit_opts[] = {
 static const struct cli_opt submit_opts[] = {
 	SUBMIT_OPTS,
 	{ "file", OPT_FILE, 1, 0 },
+	{ "resume", OPT_RESUME, 1, 0 },
 	{ NULL, 0, 0, 0 },
 };
 
@@ -996,117 +1009,281 @@ int cli_submit_store(const struct cli_ctx *c, struct cli_submit *s)
 /* --file                                                             */
 
 /*
- * Print an error of the importer or of the store as "FILE:LINE: what".
+ * Print an error of the importer or of the store as "FILE:LINE: what",
+ * then tail (what a chunked import stored before it; may be "").
  * The importer says "line N: ..." (submit.h); the store says "task I: ..."
- * with I the index of the spec, which cli_import_line maps back to the
- * file's line.
+ * with I the index of the spec in the chunk of k specs that starts at spec
+ * base, which cli_import_line maps back to the file's line.
  */
 static int file_error(const struct cli_ctx *c, const char *file,
-		      const struct cli_import *im, const struct tq_err *err)
+		      const struct cli_import *im, size_t base, size_t k,
+		      const struct tq_err *err, const char *tail)
 {
 	const char *name = strcmp(file, "-") == 0 ? "<stdin>" : file;
 	const char *m = err->msg, *rest = NULL;
 	unsigned long long n = 0;
 	int used = 0;
 
-	size_t nspecs = 0;
-
-	if (im != NULL)
-		cli_import_specs(im, &nspecs);
 	if (sscanf(m, "line %llu: %n", &n, &used) == 1 && used > 0) {
 		rest = m + used;
 	} else if (im != NULL && sscanf(m, "task %llu: %n", &n, &used) == 1 && used > 0) {
 		rest = m + used;
-		n = cli_import_line(im, (size_t)n);
-	} else if (nspecs == 1 && err->code != TQ_EBUSY && err->code != TQ_EIO) {
+		n = cli_import_line(im, base + (size_t)n);
+	} else if (im != NULL && k == 1 && err->code != TQ_EBUSY && err->code != TQ_EIO) {
 		/* the store names the task only when there are several */
 		rest = m;
-		n = cli_import_line(im, 0);
+		n = cli_import_line(im, base);
 	}
-	if (err->code == TQ_ENOMEM)
+	if (err->code == TQ_ENOMEM && tail[0] == '\0')
 		return oom(c);
 	if (rest == NULL) {
-		cli_usage(c, "%s: %s", name, m);
+		cli_usage(c, "%s: %s%s", name, m, tail);
 		return cli_exit_for(err->code);
 	}
 	if (cli_exit_for(err->code) == CLI_USAGE)
-		return cli_usage(c, "%s:%llu: %s", name, n, rest);
-	return cli_runtime(c, "%s:%llu: %s", name, n, rest);
+		return cli_usage(c, "%s:%llu: %s%s", name, n, rest, tail);
+	return cli_runtime(c, "%s:%llu: %s%s", name, n, rest, tail);
 }
 
-/* One id per line (or a --json array); a note on stderr for the tasks
- * that were already there under their unique key. */
-static int print_ids(const struct cli_ctx *c, const struct cli_submit *s,
-		     const int64_t *ids, const int *existed, size_t n)
-{
-	size_t held = 0;
+/*
+ * --file is stored in chunks, each its own transaction, so that no chunk
+ * holds the database's write lock for long: a worker recording a task's end
+ * waits at most 2 s a try (runner.c), every other writer TQ_BUSY_TIMEOUT_MS.
+ * Measured here, one transaction stores a line in 35 to 110 us (a quiet or
+ * a loaded machine): 600k lines in one held the lock for 21 s and more, and
+ * a task that ended meanwhile could not be recorded. A chunk's size follows
+ * the rate of the one before, aiming at IMPORT_CHUNK_MS of lock; between
+ * chunks IMPORT_GAP_MS lets the writers that wait in (they look every 5 ms
+ * at most: db.c, busy_handler).
+ *
+ * A chunked import can stop half way (a store error, a signal). Every task
+ * carries a submit token (queue.h) made of the run's id and its line
+ * number, so the same command run again with --resume RUNID stores each
+ * line once: a line stored already gives back the id it got (within a day,
+ * while the tokens are kept), and the ids printed are those of the whole
+ * file in its order, as if nothing had stopped.
+ */
+#define IMPORT_CHUNK_MS 250
+#define IMPORT_GAP_MS 20
+#define IMPORT_CHUNK_FIRST 256
+#define IMPORT_CHUNK_MIN 16
+#define IMPORT_CHUNK_MAX 65536
+#define IMPORT_RUN_BYTES 8                      /* the run id: 16 hex digits */
+#define IMPORT_TOKEN_MAX 64                     /* "import:RUN:LINE" */
 
-	if (s->json)
-		putchar('[');
-	for (size_t i = 0; i < n; i++) {
-		held += existed[i] != 0;
-		if (s->json)
-			printf("%s{\"id\":%lld%s}", i ? "," : "", (long long)ids[i],
+struct import_run {
+	const struct cli_ctx *c;
+	struct cli_submit *s;
+	const char *file;
+	const struct cli_import *im;
+	char run[2 * IMPORT_RUN_BYTES + 1];
+	int resumed;
+	const struct tq_task_spec *specs;
+	size_t n;
+	size_t done;            /* specs stored (or found stored) so far */
+	size_t held;            /* of those, already present under --unique */
+	int opened;             /* --json: "[" printed */
+	int rang;
+};
+
+/* "0123456789abcdef": what --resume takes. */
+static int run_id_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n != 2 * IMPORT_RUN_BYTES)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	return 1;
+}
+
+static void new_run_id(char *buf)
+{
+	unsigned char raw[IMPORT_RUN_BYTES];
+
+	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
+		arc4random_buf(raw, sizeof(raw));
+	for (size_t i = 0; i < sizeof(raw); i++)
+		snprintf(buf + 2 * i, 3, "%02x", raw[i]);
+}
+
+static void print_chunk(struct import_run *r, const int64_t *ids, const int *existed,
+			size_t k)
+{
+	for (size_t i = 0; i < k; i++) {
+		r->held += existed[i] != 0;
+		if (r->s->json)
+			printf("%s{\"id\":%lld%s}", r->opened++ ? "," : "[", (long long)ids[i],
 			       existed[i] ? ",\"existed\":true" : "");
 		else
 			printf("%lld\n", (long long)ids[i]);
 	}
-	if (s->json)
-		puts("]");
-	if (held > 0)
-		fprintf(stderr, "taskq: %s: %zu of %zu task%s already present under "
-			"their unique key; not added again (their ids are printed)\n",
-			c->cmd->name, held, n, n == 1 ? " was" : "s were");
-	return CLI_OK;
+	fflush(stdout); /* a stored task's id is out before the next chunk */
 }
 
-/* Store the specs in one transaction: all of them or none. */
-static int store_many(const struct cli_ctx *c, struct cli_submit *s, const char *file,
-		      const struct cli_import *im)
+/* What was stored, for an import that stopped: "; lines 1-9999 are ...". */
+static void stored_so_far(const struct import_run *r, char *buf, size_t n)
 {
-	struct tq_err err = TQ_ERR_INIT;
-	struct tq_queue *q = NULL;
-	const struct tq_task_spec *specs;
+	if (r->done == 0 && !r->resumed) {
+		buf[0] = '\0'; /* as for a file of one chunk: nothing was stored */
+		return;
+	}
+	if (r->done == 0)
+		snprintf(buf, n, "; nothing more was stored: run the same command with "
+			 "--resume %s again to store the rest", r->run);
+	else
+		snprintf(buf, n, "; the tasks of lines %zu-%zu are stored (%zu task%s, "
+			 "ids printed), the %zu after them are not: run the same command "
+			 "with --resume %s to store the rest (a line stored already is "
+			 "not stored again)", cli_import_line(r->im, 0),
+			 cli_import_line(r->im, r->done - 1), r->done, r->done == 1 ? "" : "s",
+			 r->n - r->done, r->run);
+}
+
+/* The next chunk: at most k specs from r->done, each with its token. */
+static int store_chunk(struct import_run *r, struct tq_queue *q, size_t k,
+		       struct tq_task_spec *cs, char (*tokens)[IMPORT_TOKEN_MAX],
+		       int64_t *ids, int *existed, struct tq_err *err)
+{
+	for (size_t i = 0; i < k; i++) {
+		cs[i] = r->specs[r->done + i];
+		snprintf(tokens[i], IMPORT_TOKEN_MAX, "import:%s:%zu", r->run,
+			 cli_import_line(r->im, r->done + i));
+		cs[i].token = tokens[i];
+	}
+	return tq_queue_submit_many(q, cs, k, ids, existed, err);
+}
+
+/* The pending signal that stops the import, or 0. */
+static int stop_signal(void)
+{
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+	sigset_t pend;
+
+	if (sigpending(&pend) < 0)
+		return 0;
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		if (sigismember(&pend, sigs[i]))
+			return sigs[i];
+	return 0;
+}
+
+static int store_chunks(struct import_run *r, struct tq_queue *q)
+{
+	struct tq_task_spec *cs = NULL;
+	char (*tokens)[IMPORT_TOKEN_MAX] = NULL;
 	int64_t *ids = NULL;
-	int *existed = NULL;
-	size_t n, added = 0;
+	int *existed = NULL, sig, rc = CLI_OK;
+	size_t chunk = IMPORT_CHUNK_FIRST;
+	char tail[512];
+
+	cs = reallocarray(NULL, IMPORT_CHUNK_MAX, sizeof(*cs));
+	tokens = reallocarray(NULL, IMPORT_CHUNK_MAX, sizeof(*tokens));
+	ids = reallocarray(NULL, IMPORT_CHUNK_MAX, sizeof(*ids));
+	existed = reallocarray(NULL, IMPORT_CHUNK_MAX, sizeof(*existed));
+	if (cs == NULL || tokens == NULL || ids == NULL || existed == NULL) {
+		rc = oom(r->c);
+		goto out;
+	}
+	while (r->done < r->n) {
+		struct tq_err err = TQ_ERR_INIT;
+		size_t k = chunk < r->n - r->done ? chunk : r->n - r->done, added = 0;
+		int64_t t0, dt;
+
+		if ((sig = stop_signal()) != 0) {
+			stored_so_far(r, tail, sizeof(tail));
+			cli_runtime(r->c, "%s: interrupted (%s)%s", r->file, strsignal(sig), tail);
+			rc = 128 + sig;
+			goto out;
+		}
+		t0 = tq_mono_ms();
+		if (store_chunk(r, q, k, cs, tokens, ids, existed, &err) < 0) {
+			stored_so_far(r, tail, sizeof(tail));
+			rc = file_error(r->c, r->file, r->im, r->done, k, &err, tail);
+			goto out;
+		}
+		dt = tq_mono_ms() - t0;
+		print_chunk(r, ids, existed, k);
+		r->done += k;
+		for (size_t i = 0; i < k; i++)
+			added += !existed[i];
+		if (added > 0 && !r->rang++)
+			after_store(r->c, r->s, tq_queue_home(q), 1);
+		/* the next chunk at the rate this one went, no more than twice
+		 * its size (the rate of a small chunk is a rough guess) */
+		chunk = (size_t)((int64_t)k * IMPORT_CHUNK_MS / (dt > 0 ? dt : 1));
+		if (chunk > 2 * k)
+			chunk = 2 * k;
+		chunk = chunk < IMPORT_CHUNK_MIN ? IMPORT_CHUNK_MIN :
+			chunk > IMPORT_CHUNK_MAX ? IMPORT_CHUNK_MAX : chunk;
+		if (r->done < r->n)
+			tq_sleep_ms(IMPORT_GAP_MS); /* pacing: the others' turn */
+	}
+out:
+	if (r->s->json)
+		puts(r->opened ? "]" : "[]");
+	fflush(stdout);
+	free(cs);
+	free(tokens);
+	free(ids);
+	free(existed);
+	return rc;
+}
+
+/* Store the specs in chunks (above); print the ids in the file's order. */
+static int store_many(const struct cli_ctx *c, struct cli_submit *s, const char *file,
+		      const char *resume, const struct cli_import *im)
+{
+	struct import_run r = { .c = c, .s = s, .im = im };
+	struct tq_queue *q = NULL;
+	sigset_t stops, old;
 	int rc;
 
-	specs = cli_import_specs(im, &n);
-	if (n == 0)
-		return print_ids(c, s, NULL, NULL, 0);
+	r.file = strcmp(file, "-") == 0 ? "<stdin>" : file;
+	r.specs = cli_import_specs(im, &r.n);
+	if (resume != NULL) {
+		memcpy(r.run, resume, sizeof(r.run));
+		r.resumed = 1;
+	} else {
+		new_run_id(r.run);
+	}
+	if (r.n == 0) {
+		if (s->json)
+			puts("[]");
+		return CLI_OK;
+	}
 	/* SQLite opens and frees a temporary b-tree of ~90K for each insert
 	 * (the CHECK (... IN (...)) lists of the tasks table); with glibc's
 	 * default 128K trim threshold every free gives the heap's top back to
 	 * the kernel and the next insert asks for it again: a third of the
 	 * import's time in brk. This process is short-lived: keep the heap. */
 	mallopt(M_TRIM_THRESHOLD, 64 * 1024 * 1024);
-	ids = calloc(n, sizeof(*ids));
-	existed = calloc(n, sizeof(*existed));
-	if (ids == NULL || existed == NULL) {
-		rc = oom(c);
-		goto out;
-	}
 	if ((rc = cli_open(c, TQ_OPEN_DURABLE, &q)) != CLI_OK)
-		goto out;
-	if (tq_queue_submit_many(q, specs, n, ids, existed, &err) < 0) {
-		rc = file_error(c, file, im, &err);
-		goto out;
-	}
-	for (size_t i = 0; i < n; i++)
-		added += !existed[i];
-	if (added > 0)
-		after_store(c, s, tq_queue_home(q), 1);
-	rc = print_ids(c, s, ids, existed, n);
-out:
+		return rc;
+	/* A stop signal is taken between chunks (a chunk is short), so that
+	 * what was stored can be said; none of them is handled, only held. */
+	sigemptyset(&stops);
+	sigaddset(&stops, SIGINT);
+	sigaddset(&stops, SIGTERM);
+	sigaddset(&stops, SIGHUP);
+	sigprocmask(SIG_BLOCK, &stops, &old);
+	rc = store_chunks(&r, q);
+	if (r.held > 0)
+		fprintf(stderr, "taskq: %s: %zu of %zu task%s already present under "
+			"their unique key; not added again (their ids are printed)\n",
+			c->cmd->name, r.held, r.done, r.done == 1 ? " was" : "s were");
 	tq_queue_close(q);
-	free(ids);
-	free(existed);
+	/* a signal still pending after the last chunk: we are done anyway */
+	if (rc == CLI_OK)
+		sigprocmask(SIG_SETMASK, &old, NULL);
 	return rc;
 }
 
 /* --file FILE: its lines on top of the command line's options. */
-static int submit_file(const struct cli_ctx *c, struct cli_submit *s, const char *file)
+static int submit_file(const struct cli_ctx *c, struct cli_submit *s, const char *file,
+		       const char *resume)
 {
 	struct tq_err err = TQ_ERR_INIT;
 	struct cli_import *im = NULL;
@@ -1119,9 +1296,9 @@ static int submit_file(const struct cli_ctx *c, struct cli_submit *s, const char
 	if (rc != CLI_OK)
 		return rc;
 	if (cli_import_parse(buf, len, s, &im, &err) < 0)
-		rc = file_error(c, file, NULL, &err);
+		rc = file_error(c, file, NULL, 0, 0, &err, "");
 	else
-		rc = store_many(c, s, file, im);
+		rc = store_many(c, s, file, resume, im);
 	cli_import_free(im);
 	free(buf);
 	return rc;
@@ -1130,7 +1307,7 @@ static int submit_file(const struct cli_ctx *c, struct cli_submit *s, const char
 /* ------------------------------------------------------------------ */
 
 static int parse(const struct cli_ctx *c, struct cli_submit *s, int argc, char **argv,
-		 const char **file)
+		 const char **file, const char **resume)
 {
 	struct cli_args a;
 	int k, rc;
@@ -1156,6 +1333,14 @@ static int parse(const struct cli_ctx *c, struct cli_submit *s, int argc, char *
 			*file = a.val;
 			continue;
 		}
+		if (k == OPT_RESUME) {
+			if (!run_id_ok(a.val))
+				return cli_usage(c, "--resume \"%s\": expected the run id an "
+						 "interrupted --file import printed, such as "
+						 "--resume 3f9a0c1b2d4e5f60", a.val);
+			*resume = a.val;
+			continue;
+		}
 		if ((rc = cli_submit_take_opt(c, s, k, &a)) != CLI_OK)
 			return rc;
 	}
@@ -1172,20 +1357,22 @@ static int parse(const struct cli_ctx *c, struct cli_submit *s, int argc, char *
 static int run_submit(struct cli_ctx *c, int argc, char **argv)
 {
 	struct cli_submit s;
-	const char *file = NULL;
+	const char *file = NULL, *resume = NULL;
 	int rc;
 
 	cli_submit_init(&s);
-	if ((rc = parse(c, &s, argc, argv, &file)) == CLI_OK &&
-	    (rc = cli_submit_prepare(c, &s)) == CLI_OK)
-		rc = file != NULL ? submit_file(c, &s, file) : cli_submit_store(c, &s);
+	if ((rc = parse(c, &s, argc, argv, &file, &resume)) == CLI_OK && file == NULL &&
+	    resume != NULL)
+		rc = cli_usage(c, "--resume goes with --file FILE");
+	if (rc == CLI_OK && (rc = cli_submit_prepare(c, &s)) == CLI_OK)
+		rc = file != NULL ? submit_file(c, &s, file, resume) : cli_submit_store(c, &s);
 	cli_submit_release(&s);
 	return rc < 0 ? CLI_OK : rc; /* -1: --help was printed */
 }
 
 const struct cli_cmd cli_cmd_submit = {
 	.name = "submit",
-	.synopsis = "taskq submit [options] {[--] CMD [ARGS...] | --file FILE}",
+	.synopsis = "taskq submit [options] {[--] CMD [ARGS...] | --file FILE [--resume RUN]}",
 	.summary = "Add a command to the queue and print its id.",
 	.help = submit_help,
 	.run = run_submit,

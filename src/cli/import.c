@@ -1,13 +1,13 @@
 /*
- * import.c - taskq submit --file: many tasks from JSON lines, for one
- * transaction; and the checks the flags of submit share with those lines
- * (names, id lists, --at times).
+ * import.c - taskq submit --file: many tasks from JSON lines; and the
+ * checks the flags of submit share with those lines (names, id lists, --at
+ * times).
  *
  * Each line is one JSON object whose fields are submit's options (see
  * `taskq submit --help`), laid over the options of the command line. The
  * whole file is parsed before anything is stored, so a bad line stops the
- * import with its number and nothing is added; cmd_submit.c then hands all
- * the specs to tq_queue_submit_many, one transaction.
+ * import with its number and nothing is added; cmd_submit.c then stores
+ * the specs in short chunks (store_chunks: one transaction each).
  *
  * The parser takes any bytes (it is fuzzed): a NUL byte or a \u0000 escape
  * is refused rather than cut a string short; numbers are range-checked
