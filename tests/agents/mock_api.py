@@ -48,9 +48,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 MODES_HELP = """\
 modes (one per model request; a comma-separated list is a sequence):
   ok            success: text (or the tool_result follow-up) in the API's format
-  tool          Anthropic/OpenAI: ask for a Bash tool call running the tool
-                command (--tool-command) unless the last message already
-                carries a tool result; then answer text. Gemini: like ok
+  tool          ask for a shell tool call running the tool command
+                (--tool-command) unless the last message already carries a
+                tool result; then answer --tool-text. Anthropic: Bash (Claude
+                Code) or bash (OpenCode), whichever the request offers;
+                OpenAI: exec_command (Codex 0.169) or shell; Gemini:
+                run_shell_command
   echo          success, the text being "You said: <last user text>"
   slow[:S]      wait S seconds (default --delay), then answer as ok
   hang          hold the connection open without answering (until stop)
@@ -366,7 +369,7 @@ class Handler(BaseHTTPRequestHandler):
             model = url.path[len("/v1beta/models/"):].rsplit(":", 1)[0]
             counts = action != "countTokens"
             mode, text, cmd = self.record("gemini", body, counts)
-            return self.gemini(action, model, mode, body or {}, text)
+            return self.gemini(action, model, mode, body or {}, text, cmd)
         if url.path in ("/v1/responses", "/responses"):
             mode, text, cmd = self.record("openai", body, True)
             return self.openai(mode, body or {}, text, cmd)
@@ -413,6 +416,9 @@ class Handler(BaseHTTPRequestHandler):
         if name == "echo":
             text = "You said: " + last_user_text(messages)
         tool = None
+        # Claude Code's tool is "Bash"; OpenCode's (through @ai-sdk/anthropic) "bash"
+        tools = [t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)]
+        tool_name = "bash" if "bash" in tools and "Bash" not in tools else "Bash"
         if name == "tool" and not has_tool_result(messages):
             tool = {"command": tool_cmd, "description": "Run the test's command"}
         elif name == "tool":
@@ -421,7 +427,7 @@ class Handler(BaseHTTPRequestHandler):
         if not stream:
             if name in ("sse_overloaded", "sse_cut"):
                 name = "ok"  # the non-streaming fallback succeeds
-            content = ([{"type": "tool_use", "id": "toolu_mock_%d" % n, "name": "Bash",
+            content = ([{"type": "tool_use", "id": "toolu_mock_%d" % n, "name": tool_name,
                          "input": tool}] if tool else [{"type": "text", "text": text}])
             return self.send_json(200, {
                 "id": "msg_mock_%d" % n, "type": "message", "role": "assistant",
@@ -440,7 +446,7 @@ class Handler(BaseHTTPRequestHandler):
                 "type": "overloaded_error", "message": "Overloaded"}}))
             return
         if tool:
-            block = {"type": "tool_use", "id": "toolu_mock_%d" % n, "name": "Bash", "input": {}}
+            block = {"type": "tool_use", "id": "toolu_mock_%d" % n, "name": tool_name, "input": {}}
             deltas = [{"type": "input_json_delta",
                        "partial_json": json.dumps(tool, separators=(",", ":"))}]
         else:
@@ -469,7 +475,7 @@ class Handler(BaseHTTPRequestHandler):
 
     # -- Gemini -------------------------------------------------------------
 
-    def gemini(self, action, model, mode, body, text):
+    def gemini(self, action, model, mode, body, text, tool_cmd=""):
         if action == "countTokens":
             return self.send_json(200, {"totalTokens": INPUT_TOKENS})
         if self.common_mode(mode, None):
@@ -489,7 +495,19 @@ class Handler(BaseHTTPRequestHandler):
             contents = body.get("contents") or []
             parts = contents[-1].get("parts", []) if contents and isinstance(contents[-1], dict) else []
             text = "You said: " + "".join(p.get("text", "") for p in parts if isinstance(p, dict))
-        chunk = {"candidates": [{"content": {"parts": [{"text": text}], "role": "model"},
+        contents = body.get("contents") or []
+        last = contents[-1] if contents and isinstance(contents[-1], dict) else {}
+        answered = any(isinstance(p, dict) and "functionResponse" in p
+                       for p in last.get("parts") or [])
+        part = {"text": text}
+        if name == "tool" and not answered:
+            # Gemini CLI's shell tool
+            part = {"functionCall": {"name": "run_shell_command",
+                                     "args": {"command": tool_cmd,
+                                              "description": "Run the test's command"}}}
+        elif name == "tool":
+            part = {"text": self.state.args.tool_text}
+        chunk = {"candidates": [{"content": {"parts": [part], "role": "model"},
                                  "finishReason": "STOP", "index": 0}],
                  "usageMetadata": {"promptTokenCount": INPUT_TOKENS,
                                    "candidatesTokenCount": OUTPUT_TOKENS,
@@ -532,9 +550,14 @@ class Handler(BaseHTTPRequestHandler):
         rid = "resp_mock_%d" % n
         model = body.get("model") or "gpt-mock"
         if name == "tool" and not has_tool_result(items):
+            # codex 0.169 offers exec_command {"cmd": "..."}; older ones shell
+            tools = [t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)]
+            if "exec_command" in tools:
+                fname, fargs = "exec_command", {"cmd": tool_cmd, "login": False}
+            else:
+                fname, fargs = "shell", {"command": ["bash", "-lc", tool_cmd]}
             item = {"type": "function_call", "id": "fc_mock_%d" % n, "call_id": "call_mock_%d" % n,
-                    "name": "shell", "status": "completed",
-                    "arguments": json.dumps({"command": ["bash", "-lc", tool_cmd]})}
+                    "name": fname, "status": "completed", "arguments": json.dumps(fargs)}
         else:
             if name == "tool":
                 text = self.state.args.tool_text

@@ -45,7 +45,7 @@ _agents_scrub_env() {
 	for v in $(compgen -e); do
 		case $v in
 		CLAUDE* | ANTHROPIC_* | AI_AGENT | GEMINI_* | GOOGLE_GEMINI_* | GOOGLE_GENAI_* | \
-			GOOGLE_API_KEY | OPENAI_* | CODEX_* | OPENCODE* | FAKEAGENT_* | IS_SANDBOX | \
+			GOOGLE_API_KEY | OPENAI_* | CODEX_* | OPENCODE* | AGENT | FAKEAGENT_* | IS_SANDBOX | \
 			API_TIMEOUT_MS | DISABLE_AUTOUPDATER | DISABLE_TELEMETRY | DISABLE_ERROR_REPORTING | \
 			BASH_DEFAULT_TIMEOUT_MS | BASH_MAX_TIMEOUT_MS | MCP_TIMEOUT | MCP_TOOL_TIMEOUT)
 			unset "$v"
@@ -215,35 +215,66 @@ EOF
 }
 
 # ---------------------------------------------------------------------------
-# The real Claude Code CLI
+# The real CLIs (claude, gemini, codex, opencode)
 
-# claude_bin: set CLAUDE_BIN to the pinned real claude, installing it if
-# needed (tests/agents/install-claude.sh: cached, locked, bounded in time),
-# or skip the test with the installer's one-line reason. Call it as a
-# statement, not in $(...): a skip must end the test, not a subshell.
-# TASKQ_CLAUDE_BIN names another binary to use instead.
-claude_bin() {
-	local path
-	if [ -n "${TASKQ_CLAUDE_BIN:-}" ]; then
-		[ -x "$TASKQ_CLAUDE_BIN" ] || skip "TASKQ_CLAUDE_BIN=$TASKQ_CLAUDE_BIN is not executable"
-		CLAUDE_BIN=$TASKQ_CLAUDE_BIN
+# agent_bin NAME: set NAME_BIN (CLAUDE_BIN, GEMINI_BIN, CODEX_BIN,
+# OPENCODE_BIN) to the pinned real CLI, installing it if needed
+# (tests/agents/install-agent.sh: cached, locked, bounded in time), or skip
+# the test with the installer's one-line reason. Call it as a statement, not
+# in $(...): a skip must end the test, not a subshell. TASKQ_NAME_BIN
+# (TASKQ_CLAUDE_BIN, ...) names another binary to use instead.
+agent_bin() {
+	local name=$1 var over path
+	var=$(printf '%s' "$name" | tr '[:lower:]' '[:upper:]')_BIN
+	over=TASKQ_$var
+	if [ -n "${!over:-}" ]; then
+		[ -x "${!over}" ] || skip "$over=${!over} is not executable"
+		printf -v "$var" '%s' "${!over}"
 		return 0
 	fi
 	if ! path=$(HOME="$TQ_REAL_HOME" TASKQ_AGENT_INSTALL_TIMEOUT="${TASKQ_AGENT_INSTALL_TIMEOUT:-300}" \
-		"$TQ_AGENTS_DIR/install-claude.sh" 2>"$TQ_TMP/install-claude.err"); then
-		skip "real claude CLI unavailable: $(tail -n 1 "$TQ_TMP/install-claude.err")"
+		"$TQ_AGENTS_DIR/install-agent.sh" "$name" 2>"$TQ_TMP/install-$name.err"); then
+		skip "real $name CLI unavailable: $(tail -n 1 "$TQ_TMP/install-$name.err")"
 	fi
-	CLAUDE_BIN=$path
+	printf -v "$var" '%s' "$path"
 }
 
-# claude_path: a directory holding only `claude` (the real one), for a test
-# whose taskq profile runs `claude` from PATH. Sets and prints CLAUDE_PATH_DIR.
+# agent_path NAME...: a directory holding only those real CLIs (installing
+# each, or skipping), for a test whose taskq profile runs them from PATH.
+# Sets and prints AGENT_PATH_DIR.
+agent_path() {
+	local name var
+	AGENT_PATH_DIR="$TQ_TMP/agent-bin"
+	mkdir -p "$AGENT_PATH_DIR"
+	for name in "$@"; do
+		var=$(printf '%s' "$name" | tr '[:lower:]' '[:upper:]')_BIN
+		[ -n "${!var:-}" ] || agent_bin "$name"
+		ln -sfn "${!var}" "$AGENT_PATH_DIR/$name"
+	done
+	echo "$AGENT_PATH_DIR"
+}
+
+# claude_bin, claude_path: agent_bin claude, and a dir with only `claude`
+# (their old names; claude_path also sets CLAUDE_PATH_DIR).
+claude_bin() { agent_bin claude; }
 claude_path() {
-	[ -n "${CLAUDE_BIN:-}" ] || claude_bin
+	[ -n "${CLAUDE_BIN:-}" ] || agent_bin claude
 	CLAUDE_PATH_DIR="$TQ_TMP/claude-bin"
 	mkdir -p "$CLAUDE_PATH_DIR"
 	ln -sfn "$CLAUDE_BIN" "$CLAUDE_PATH_DIR/claude"
 	echo "$CLAUDE_PATH_DIR"
+}
+
+# agent_run NAME ARGS...: run the real CLI NAME with stdin from /dev/null
+# (an open stdin makes claude and codex wait) under a deadline
+# (AGENT_RUN_TIMEOUT, default 120 s); stdout in $TQ_OUT, stderr in $TQ_ERR,
+# the exit status in $TQ_RC.
+agent_run() {
+	local name=$1 var
+	shift
+	var=$(printf '%s' "$name" | tr '[:lower:]' '[:upper:]')_BIN
+	[ -n "${!var:-}" ] || agent_bin "$name"
+	run timeout -k 5 "${AGENT_RUN_TIMEOUT:-120}" "${!var}" "$@" </dev/null
 }
 
 # claude_run ARGS...: run the real claude with stdin from /dev/null (an open
@@ -304,40 +335,53 @@ fake_agent_args() {
 }
 
 # ---------------------------------------------------------------------------
-# Other real CLIs, should a test install them: configuration that points
-# them at the mock (research sections 4-6). Call after mock_start.
+# Pointing the other real CLIs at the mock (tests/agents/README.md says why
+# each is done so). Call after mock_start. Each writes the configuration a
+# user would have in their own HOME (lib.sh made HOME a temp dir), so taskq's
+# runs (isolated workspaces included) find it as they would a user's.
 
-# gemini_setup: $HOME/.gemini/settings.json with API-key auth and 1 attempt,
-# and the environment Gemini CLI needs.
+# gemini_setup: $HOME/.gemini/settings.json choosing API-key auth (without
+# it GOOGLE_GEMINI_BASE_URL switches gemini 0.61 to "gateway" auth, which it
+# then refuses: rc 41), and the environment that sends it to the mock. No
+# retry setting: the CLI's default (10 attempts) is what a user has.
 gemini_setup() {
 	mkdir -p "$HOME/.gemini"
-	printf '%s\n' '{"security":{"auth":{"selectedType":"gemini-api-key"}},"general":{"maxAttempts":1}}' \
+	printf '%s\n' '{"security":{"auth":{"selectedType":"gemini-api-key"}}}' \
 		>"$HOME/.gemini/settings.json"
 	export GEMINI_API_KEY=dummy GOOGLE_GEMINI_BASE_URL="$MOCK_URL" GEMINI_CLI_TRUST_WORKSPACE=true
 }
 
-# codex_setup: $CODEX_HOME/config.toml with the mock as its provider.
+# codex_setup: ${CODEX_HOME:-$HOME/.codex}/config.toml with the mock as a
+# custom provider "mock" (codex 0.169 ignores OPENAI_BASE_URL, and refuses
+# to override its built-in "openai"), and OPENAI_API_KEY. No retry setting:
+# the provider's defaults (4 request retries, 5 stream retries: 30 requests
+# for a 503) are what a user has. Sets CODEX_CONFIG to the file.
 codex_setup() {
-	export CODEX_HOME="$TQ_TMP/codex-home" OPENAI_API_KEY=dummy
-	mkdir -p "$CODEX_HOME"
-	cat >"$CODEX_HOME/config.toml" <<EOF
+	local dir=${CODEX_HOME:-$HOME/.codex}
+	mkdir -p "$dir"
+	CODEX_CONFIG=$dir/config.toml
+	cat >"$CODEX_CONFIG" <<EOF
 model = "gpt-mock"
 model_provider = "mock"
+
 [model_providers.mock]
 name = "mock"
 base_url = "$MOCK_URL/v1"
 env_key = "OPENAI_API_KEY"
 wire_api = "responses"
 supports_websockets = false
-request_max_retries = 0
-stream_max_retries = 0
 EOF
+	export OPENAI_API_KEY=dummy
 }
 
-# opencode_setup DIR: DIR/opencode.json with the mock as an Anthropic provider.
+# opencode_setup [DIR]: the mock as an Anthropic provider "mockant" (model
+# mockant/claude-mock) in DIR/opencode.json, by default the user's global
+# $HOME/.config/opencode/opencode.json (which an isolated workspace's own
+# opencode.json does not hide); no models.dev fetch, no update check.
 opencode_setup() {
-	mkdir -p "$1"
+	local dir=${1:-$HOME/.config/opencode}
+	mkdir -p "$dir"
 	printf '{"provider":{"mockant":{"npm":"@ai-sdk/anthropic","options":{"baseURL":"%s/v1","apiKey":"dummy"},"models":{"claude-mock":{}}}},"model":"mockant/claude-mock"}\n' \
-		"$MOCK_URL" >"$1/opencode.json"
+		"$MOCK_URL" >"$dir/opencode.json"
 	export OPENCODE_DISABLE_MODELS_FETCH=1 OPENCODE_DISABLE_AUTOUPDATE=1
 }
