@@ -301,9 +301,13 @@ static void describe_state(const struct tq_task *t, char *buf, size_t n)
 /* log                                                                */
 
 static const char log_help[] =
-	"Lines of the task's output, stdout and stderr in the order they arrived.\n"
+	"Lines of the task's output, stdout and stderr in the order taskq read them.\n"
 	"Lines are numbered from 1 (in --json and in the hints); with --stream, in\n"
 	"that stream's own numbering.\n"
+	"Lines of one stream keep their order. Across the two (two pipes of 8 KiB,\n"
+	"read in turn), when line X of one stream was written before line Y of the\n"
+	"other, X comes first unless fewer than 8 KiB went to X's stream between\n"
+	"them. For the exact order, submit `sh -c 'CMD 2>&1'` (one stream).\n"
 	"\n"
 	"Options:\n"
 	"  --offset N      skip the first N lines (as SQL's OFFSET: --offset 0 starts\n"

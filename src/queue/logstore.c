@@ -19,6 +19,9 @@
  * - A record never spans two write(2)s. The records one tq_log_write makes
  *   go out together, up to BATCH_MAX per write(2): one syscall per line would
  *   make capture several times slower than writing the output to a file.
+ *   With a hold (tq_log_hold) the records of several calls go out together:
+ *   the worker reads its task's pipes a page at a time (spawn.h), and a
+ *   write(2) per page read would cost as much again.
  * - One writer per log, enforced with flock(LOCK_EX) on the log: a second
  *   tq_log_open fails with TQ_EBUSY instead of interleaving its records and
  *   index entries with the first one's.
@@ -785,6 +788,7 @@ struct tq_log {
 	size_t blen;
 	struct part part[2];       /* stdout, stderr */
 	int relinked;              /* times the log was started again */
+	size_t hold;               /* complete records kept back up to this */
 };
 
 static int broken_error(const struct tq_log *l, struct tq_err *err)
@@ -1025,11 +1029,28 @@ int tq_log_write(struct tq_log *l, enum tq_stream stream, const void *buf, size_
 		if ((rc = flush_part(l, TQ_STREAM_STDOUT, err)) == 0)
 			rc = flush_part(l, TQ_STREAM_STDERR, err);
 	}
-	if (rc == 0)
+	if (rc == 0 && (over || l->blen >= l->hold))
 		rc = flush_batch(l, err);
 	if (rc == 0 && over)
 		rc = cap_error(l, err);
 	return rc;
+}
+
+void tq_log_hold(struct tq_log *l, size_t bytes)
+{
+	l->hold = bytes;
+}
+
+size_t tq_log_held(const struct tq_log *l)
+{
+	return l->blen;
+}
+
+int tq_log_flush(struct tq_log *l, struct tq_err *err)
+{
+	if (l->broken)
+		return broken_error(l, err);
+	return flush_batch(l, err);
 }
 
 int tq_log_tick(struct tq_log *l, int64_t now_ms, int64_t *next_ms, struct tq_err *err)
@@ -1051,7 +1072,7 @@ int tq_log_tick(struct tq_log *l, int64_t now_ms, int64_t *next_ms, struct tq_er
 		else if (next < 0 || due - now_ms < next)
 			next = due - now_ms;
 	}
-	if (rc == 0)
+	if (rc == 0 && l->blen >= l->hold)
 		rc = flush_batch(l, err);
 	if (next_ms)
 		*next_ms = next;

@@ -75,7 +75,8 @@ int tq_log_open(struct tq_queue *q, int64_t id, int64_t max_output,
 
 /*
  * Take n bytes of output from stream (STDOUT or STDERR) at monotonic time
- * now_ms. Complete lines are written before it returns; a partial line is
+ * now_ms. Complete lines are written before it returns (unless held back:
+ * tq_log_hold); a partial line is
  * buffered (at most TQ_LOG_LINE_MAX per stream; a longer line is cut into
  * pieces of TQ_LOG_LINE_MAX). Returns 0; TQ_ECAP with err "output cap of 50M
  * reached" when the cap is passed (the log then holds output up to exactly
@@ -90,6 +91,24 @@ int tq_log_open(struct tq_queue *q, int64_t id, int64_t max_output,
  */
 int tq_log_write(struct tq_log *l, enum tq_stream stream, const void *buf, size_t n,
 		 int64_t now_ms, struct tq_err *err);
+
+/*
+ * Let tq_log_write keep up to bytes of complete records in memory instead of
+ * writing each call's records before it returns (0, the default: write them
+ * at once; at most the 256 KiB a write(2) takes). A task that floods its
+ * output is then stored in a few large writes rather than one per read of
+ * its pipes. Records still go out in the order they were taken. The caller
+ * calls tq_log_flush before it waits for more output, so whatever taskq has
+ * read is in the file whenever the task pauses; a held record is lost if the
+ * process dies first, as the bytes in the task's pipe would be.
+ */
+void tq_log_hold(struct tq_log *l, size_t bytes);
+
+/* Bytes of records held back, waiting for tq_log_flush. */
+size_t tq_log_held(const struct tq_log *l);
+
+/* Write the held records now. Returns 0 or an error as tq_log_write. */
+int tq_log_flush(struct tq_log *l, struct tq_err *err);
 
 /* Write partial lines that have waited TQ_LOG_PARTIAL_MS since their first
  * byte arrived (call on a timer) as pieces; the ms from now_ms until the

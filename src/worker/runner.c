@@ -21,7 +21,15 @@
  * One poll loop owns all of it; every timer is an absolute CLOCK_MONOTONIC
  * deadline turned into the poll timeout; signals arrive on the worker's
  * signalfd. The runner never blocks on a full pipe in either direction and
- * buffers at most one chunk of stdin and one partial line per stream.
+ * buffers at most one chunk of stdin, one partial line per stream and
+ * LOG_HOLD bytes of complete lines not yet written to the log.
+ *
+ * Output order: each round reads the stdout and the stderr pipe once each
+ * (one read drains a pipe: they hold TQ_SPAWN_PIPE_SIZE) and hands the
+ * bytes to the log in that order, so a line can be placed after a later
+ * line of the other stream only while it waits in its pipe. That is the
+ * guarantee the README states under "Output order", and
+ * tests/integration/test_log_order.sh checks.
  */
 #include "worker_int.h"
 
@@ -55,7 +63,11 @@
 #include "result.h"
 #include "spawn.h"
 
-#define READ_CHUNK (64 * 1024)
+#define READ_CHUNK (64 * 1024)  /* one read: a pipe, unless the task grew it */
+/* Complete lines held back from the log while output keeps coming (see
+ * tq_log_hold): 64 KiB, what one default pipe held, so a worker that dies
+ * loses no more of its task's output than it did when the pipes held it. */
+#define LOG_HOLD (64 * 1024)
 #define DRAIN_AFTER_EXIT_MS 2000  /* wait for pipes to hit EOF after the sweep */
 #define STDIN_CHUNKS 16
 /* Recording the end: how long one try may wait for the lock (short, so the
@@ -242,29 +254,27 @@ static void on_log_error(struct run *r, int rc, const struct tq_err *err)
 	r->log_failed = 1;
 }
 
-/* Read what is waiting on one output fd (bounded, to stay fair to the
- * other). Returns 1 at EOF. Output past the cap or after a log error is
- * read and dropped, so the task never blocks on a full pipe. */
+/* Read once from one output fd: what its pipe holds. One read, not until
+ * EAGAIN, so that the other stream is read before this one can refill
+ * (output order, above). Returns 1 at EOF. Output past the cap or after a
+ * log error is read and dropped, so the task never blocks on a full pipe. */
 static int pump_out(struct run *r, int fd, enum tq_stream s)
 {
 	struct tq_err err = TQ_ERR_INIT;
+	ssize_t n = tq_read(fd, r->buf, READ_CHUNK);
+	int rc;
 
-	for (int i = 0; i < 4; i++) {
-		ssize_t n = tq_read(fd, r->buf, READ_CHUNK);
-		if (n == 0 || (n < 0 && errno == EIO))
-			return 1; /* EOF; EIO is a pty master's EOF */
-		if (n < 0)
-			return errno == EAGAIN ? 0 : 1;
-		if (s == TQ_STREAM_STDOUT && r->rp != NULL)
-			tq_result_feed(r->rp, r->buf, (size_t)n);
-		if (r->overflow || r->log_failed)
-			continue;
-		int rc = tq_log_write(r->log, s, r->buf, (size_t)n, tq_mono_ms(), &err);
-		if (rc < 0)
-			on_log_error(r, rc, &err);
-		if ((size_t)n < READ_CHUNK)
-			break;
-	}
+	if (n == 0 || (n < 0 && errno == EIO))
+		return 1; /* EOF; EIO is a pty master's EOF */
+	if (n < 0)
+		return errno == EAGAIN ? 0 : 1;
+	if (s == TQ_STREAM_STDOUT && r->rp != NULL)
+		tq_result_feed(r->rp, r->buf, (size_t)n);
+	if (r->overflow || r->log_failed)
+		return 0;
+	rc = tq_log_write(r->log, s, r->buf, (size_t)n, tq_mono_ms(), &err);
+	if (rc < 0)
+		on_log_error(r, rc, &err);
 	return 0;
 }
 
@@ -496,11 +506,34 @@ static void on_timers(struct run *r, int64_t now)
 		renew(r, now);
 }
 
+/*
+ * poll(2) for the loop. Lines held back from the log are written first when
+ * nothing is ready, so the log holds every line read whenever the task
+ * pauses (and `log --follow` shows it); while output keeps coming they wait
+ * for LOG_HOLD bytes, one write(2) for many pipefuls.
+ */
+static int wait_events(struct run *r, struct pollfd *p, nfds_t n, int64_t now)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	int timeout = poll_timeout(r, now), rc;
+
+	if (timeout == 0 || r->phase != PHASE_LIVE || r->log == NULL || r->log_failed ||
+	    tq_log_held(r->log) == 0)
+		return poll(p, n, timeout);
+	if ((rc = poll(p, n, 0)) != 0)
+		return rc;
+	if ((rc = tq_log_flush(r->log, &err)) < 0)
+		on_log_error(r, rc, &err);
+	return poll(p, n, timeout);
+}
+
 /* The loop: while the task lives, until its main process has exited and
  * both outputs are closed; while its end is being recorded, until it is
  * written (or left to recovery at a shutdown). */
 static void loop(struct run *r)
 {
+	if (r->log != NULL)
+		tq_log_hold(r->log, LOG_HOLD);
 	for (;;) {
 		struct pollfd p[4] = {
 			{ r->w->sigfd, POLLIN, 0 },
@@ -520,7 +553,7 @@ static void loop(struct run *r)
 				      "closing it", (long long)r->t->id, DRAIN_AFTER_EXIT_MS);
 			break;
 		}
-		if (poll(p, 4, poll_timeout(r, now)) < 0 && errno != EINTR) {
+		if (wait_events(r, p, 4, now) < 0 && errno != EINTR) {
 			tq_worker_log(r->w, "poll: %s", strerror(errno));
 			tq_sleep_ms(10);
 		}

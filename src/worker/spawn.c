@@ -239,6 +239,19 @@ static int open_pipe(int p[2], int mine, const char *what, struct tq_err *err)
 	return 0;
 }
 
+/*
+ * Shrink an output pipe to TQ_SPAWN_PIPE_SIZE (see spawn.h for why). Before
+ * the child exists, so no byte is ever in a larger pipe. Shrinking an empty
+ * pipe is always permitted (the pipe-max-size and per-user page limits only
+ * refuse growth); if the kernel still refuses (out of memory), the task runs
+ * with the default pipe: the order of its lines is then only as close as
+ * that allows, which is no reason to refuse to run it.
+ */
+static void shrink_pipe(int fd)
+{
+	(void)fcntl(fd, F_SETPIPE_SZ, TQ_SPAWN_PIPE_SIZE);
+}
+
 /* Attributes: new session, empty mask, every signal at its default. */
 static int build_attr(posix_spawnattr_t *at)
 {
@@ -292,6 +305,8 @@ static int spawn_pipes(struct tq_child *c, const char *path,
 	if ((rc = open_pipe(out, 0, "stdout", err)) ||
 	    (rc = open_pipe(er, 0, "stderr", err)))
 		goto out;
+	shrink_pipe(out[0]);
+	shrink_pipe(er[0]);
 	if ((e = posix_spawnattr_init(&at)) == 0)
 		have_at = 1;
 	if (e == 0 && (e = posix_spawn_file_actions_init(&fa)) == 0)

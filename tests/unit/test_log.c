@@ -933,6 +933,51 @@ static void test_partial_tick(void **state)
 	lines_free(&ls);
 }
 
+/* tq_log_hold: complete lines wait in memory (readers do not see them) until
+ * tq_log_flush, or until the hold is full; they go out in the order taken,
+ * both streams; the cap, end_stream and close write them. */
+static void test_hold(void **state)
+{
+	struct fx *f = *state;
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_log *l = wopen(f, 14, 0);
+	struct lines ls = { 0 };
+	int64_t n = -1, next = 0;
+	char big[600];
+
+	tq_log_hold(l, 512);
+	wr(l, TQ_STREAM_STDOUT, "o1\n", 0);
+	wr(l, TQ_STREAM_STDERR, "e1\n", 0);
+	wr(l, TQ_STREAM_STDOUT, "o2\n", 0);
+	assert_int_equal(tq_log_held(l), 12); /* tag, 2 bytes, newline */
+	assert_int_equal(tq_log_tick(l, 5000, &next, &err), 0); /* holds too */
+	st(f, 14, TQ_STREAM_ALL, &n, NULL);
+	assert_int_equal(n, 0);
+	assert_int_equal(tq_log_flush(l, &err), 0);
+	assert_int_equal(tq_log_held(l), 0);
+	assert_int_equal(rd(f, 14, TQ_STREAM_ALL, 1, -1, 0, &ls), 3);
+	assert_string_equal(ls.v[0].text, "o1");
+	assert_int_equal(ls.v[1].stream, TQ_STREAM_STDERR);
+	assert_string_equal(ls.v[2].text, "o2");
+	lines_free(&ls);
+	/* a full hold goes out by itself */
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 2] = '\n';
+	big[sizeof(big) - 1] = '\0';
+	wr(l, TQ_STREAM_STDERR, "e2\n", 0);
+	wr(l, TQ_STREAM_STDOUT, big, 0);
+	assert_int_equal(tq_log_held(l), 0);
+	st(f, 14, TQ_STREAM_ALL, &n, NULL);
+	assert_int_equal(n, 5);
+	/* close writes what is held */
+	wr(l, TQ_STREAM_STDOUT, "o3\n", 0);
+	wclose(l);
+	assert_int_equal(rd(f, 14, TQ_STREAM_ALL, 4, -1, 0, &ls), 6);
+	assert_string_equal(ls.v[0].text, "e2");
+	assert_string_equal(ls.v[2].text, "o3");
+	lines_free(&ls);
+}
+
 static void test_long_line(void **state)
 {
 	struct fx *f = *state;
@@ -1361,6 +1406,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_deleted_under_writer, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_busy, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_partial_tick, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hold, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_long_line, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remove, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_100mb, setup, teardown),

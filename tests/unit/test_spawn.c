@@ -268,6 +268,11 @@ static void test_stdout_and_stderr_pipes(void **state)
 	assert_true(fcntl(c.err_fd, F_GETFL) & O_NONBLOCK);
 	assert_true(fcntl(c.out_fd, F_GETFD) & FD_CLOEXEC);
 	assert_true(fcntl(c.err_fd, F_GETFD) & FD_CLOEXEC);
+	/* small pipes: the bound of the output order (spawn.h) */
+	long page = sysconf(_SC_PAGESIZE);
+	long want = TQ_SPAWN_PIPE_SIZE > page ? TQ_SPAWN_PIPE_SIZE : page;
+	assert_int_equal(fcntl(c.out_fd, F_GETPIPE_SZ), want);
+	assert_int_equal(fcntl(c.err_fd, F_GETPIPE_SZ), want);
 	read_until(c.out_fd, out, sizeof(out), NULL);
 	read_until(c.err_fd, err, sizeof(err), NULL);
 	assert_string_equal(out, "to-out\nmore-out\n");
