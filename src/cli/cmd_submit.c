@@ -857,7 +857,13 @@ static void say_existed(const struct cli_ctx *c, int64_t id, const char *key)
 #define VIA_AUTO 0
 #define VIA_SUPERVISOR 1
 #define VIA_DIRECT 2
-#define VIA_TIMEOUT_MS (30 * 1000) /* the supervisor's answer; then direct */
+/* The supervisor's answer, from connect: it stores a task in a few ms, so
+ * one that has not answered in a second is stuck (a long housekeeping pass,
+ * a locked store, clients holding every connection it serves) and we store
+ * the task ourselves. The token makes that safe even if the supervisor
+ * commits the request just after we gave up: whichever of the two commits
+ * second finds the token and returns the first one's id. */
+#define VIA_TIMEOUT_MS 1000
 
 /* TASKQ_SUBMIT_VIA: auto (the default: the supervisor's socket when one
  * listens, else the database), supervisor (the socket or fail), direct. */

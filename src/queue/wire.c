@@ -33,7 +33,7 @@
 
 #include "../common/sys.h"
 
-#define HEADER_LEN 8
+#define HEADER_LEN TQ_WIRE_HEADER
 #define MAGIC_REQUEST "TQS1"
 #define MAGIC_ANSWER "TQR1"
 /* The longest answer: "ERR -NN " and a message of at most TQ_ERR_MAX. */
@@ -636,58 +636,165 @@ static int wait_fd(int fd, short events, int64_t deadline_ms)
 	}
 }
 
-/* Read exactly n bytes of what ("frame header", ...) by the deadline. */
-static int read_exact(int fd, uint8_t *buf, size_t n, const char *what,
-		      int64_t deadline_ms, struct tq_err *err)
+/* The part of the frame its next byte belongs to, and where in it. */
+static const char *frame_part(const struct tq_wire_frame *f, size_t *at, size_t *of)
 {
-	size_t got = 0;
-
-	while (got < n) {
-		ssize_t r;
-		int w = wait_fd(fd, POLLIN, deadline_ms);
-
-		if (w == 0)
-			return tq_err_set(err, TQ_EIO, "wire: timed out reading the %s"
-					  " (%zu of %zu bytes)", what, got, n);
-		if (w < 0)
-			return tq_err_set(err, TQ_EIO, "wire: poll: %s", strerror(errno));
-		r = tq_read(fd, buf + got, n - got);
-		if (r == 0)
-			return tq_err_set(err, TQ_EIO, "wire: connection closed in the %s"
-					  " (%zu of %zu bytes)", what, got, n);
-		if (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
-			return tq_err_set(err, TQ_EIO, "wire: read: %s", strerror(errno));
-		if (r > 0)
-			got += (size_t)r;
+	if (f->got < HEADER_LEN) {
+		*at = f->got;
+		*of = HEADER_LEN;
+		return "frame header";
 	}
+	*at = f->got - HEADER_LEN;
+	*of = f->len;
+	return "frame payload";
+}
+
+void tq_wire_frame_start(struct tq_wire_frame *f, const char magic[4], uint32_t max)
+{
+	*f = (struct tq_wire_frame)TQ_WIRE_FRAME_INIT;
+	memcpy(f->magic, magic, 4);
+	f->max = max < TQ_WIRE_MAX ? max : TQ_WIRE_MAX;
+}
+
+/* Complete: the header is in and so is the whole payload. */
+static int frame_done(const struct tq_wire_frame *f)
+{
+	return f->got >= HEADER_LEN && f->got - HEADER_LEN == f->len;
+}
+
+int tq_wire_frame_space(struct tq_wire_frame *f, uint8_t **p, size_t *n,
+			struct tq_err *err)
+{
+	size_t at;
+
+	if (f->got < HEADER_LEN) {
+		*p = f->head + f->got;
+		*n = HEADER_LEN - f->got;
+		return 0;
+	}
+	if (frame_done(f))
+		return tq_err_set(err, TQ_EINVAL, "wire: the frame is complete");
+	at = f->got - HEADER_LEN;
+	/* Grow only when full, by doubling from one chunk: a frame that
+	 * says 16 MiB and sends 3 bytes holds 64 KiB, and a large one is
+	 * copied O(log n) times. */
+	if (at == f->cap) {
+		size_t ncap = f->cap ? f->cap * 2 : TQ_WIRE_FRAME_CHUNK;
+		uint8_t *np;
+
+		if (ncap > f->len)
+			ncap = f->len;
+		if ((np = realloc(f->payload, ncap)) == NULL)
+			return tq_err_set(err, TQ_ENOMEM, "wire: out of memory (%zu bytes)", ncap);
+		f->payload = np;
+		f->cap = ncap;
+	}
+	*p = f->payload + at;
+	*n = f->cap - at; /* cap <= len: never past the frame */
 	return 0;
+}
+
+int tq_wire_frame_took(struct tq_wire_frame *f, size_t n, struct tq_err *err)
+{
+	int was_head = f->got < HEADER_LEN;
+
+	f->got += n;
+	if (was_head && f->got >= HEADER_LEN) {
+		if (memcmp(f->head, f->magic, 4) != 0)
+			return tq_err_set(err, TQ_EINVAL, "wire: bad magic (not a %.4s frame)",
+					  f->magic);
+		f->len = le32_get(f->head + 4);
+		if (f->len > f->max)
+			return tq_err_set(err, TQ_EINVAL, "wire: frame length %u is over %u bytes",
+					  f->len, f->max);
+		/* An empty payload is a buffer all the same: a complete frame
+		 * always has one. */
+		if (f->len == 0 && (f->payload = malloc(1)) == NULL)
+			return tq_err_set(err, TQ_ENOMEM, "wire: out of memory");
+	}
+	return frame_done(f) ? 1 : 0;
+}
+
+/* One read(2) into the frame: 1 complete, 0 more wanted (or EAGAIN), < 0
+ * failed. */
+static int frame_read_once(struct tq_wire_frame *f, int fd, struct tq_err *err)
+{
+	size_t n, at, of;
+	const char *what;
+	uint8_t *p;
+	ssize_t r;
+	int rc;
+
+	if ((rc = tq_wire_frame_space(f, &p, &n, err)) < 0)
+		return rc;
+	r = tq_read(fd, p, n);
+	if (r > 0)
+		return tq_wire_frame_took(f, (size_t)r, err);
+	if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return 0;
+	if (r < 0)
+		return tq_err_set(err, TQ_EIO, "wire: read: %s", strerror(errno));
+	what = frame_part(f, &at, &of);
+	return tq_err_set(err, TQ_EIO, "wire: connection closed in the %s (%zu of %zu bytes)",
+			  what, at, of);
+}
+
+int tq_wire_frame_read(struct tq_wire_frame *f, int fd, struct tq_err *err)
+{
+	size_t before;
+	int rc;
+
+	do {
+		before = f->got;
+		rc = frame_read_once(f, fd, err);
+	} while (rc == 0 && f->got > before);
+	return rc;
+}
+
+int tq_wire_frame_timeout(const struct tq_wire_frame *f, struct tq_err *err)
+{
+	size_t at, of;
+	const char *what = frame_part(f, &at, &of);
+
+	return tq_err_set(err, TQ_EIO, "wire: timed out reading the %s (%zu of %zu bytes)",
+			  what, at, of);
+}
+
+void tq_wire_frame_release(struct tq_wire_frame *f)
+{
+	free(f->payload);
+	f->payload = NULL;
+	f->cap = 0;
+	f->got = 0;
+	f->len = 0;
 }
 
 int tq_wire_read_frame(int fd, const char magic[4], int64_t deadline_ms,
 		       uint8_t **payload, size_t *len, struct tq_err *err)
 {
-	uint8_t head[HEADER_LEN], *buf;
-	uint32_t n;
-	int rc;
+	struct tq_wire_frame f = TQ_WIRE_FRAME_INIT;
+	int rc, w;
 
 	*payload = NULL;
 	*len = 0;
-	if ((rc = read_exact(fd, head, sizeof(head), "frame header", deadline_ms, err)) < 0)
-		return rc;
-	if (memcmp(head, magic, 4) != 0)
-		return tq_err_set(err, TQ_EINVAL, "wire: bad magic (not a %.4s frame)", magic);
-	n = le32_get(head + 4);
-	if (n > TQ_WIRE_MAX)
-		return tq_err_set(err, TQ_EINVAL, "wire: frame length %u is over %u bytes",
-				  n, TQ_WIRE_MAX);
-	if ((buf = malloc(n > 0 ? n : 1)) == NULL)
-		return tq_err_set(err, TQ_ENOMEM, "wire: out of memory (%u bytes)", n);
-	if ((rc = read_exact(fd, buf, n, "frame payload", deadline_ms, err)) < 0) {
-		free(buf);
+	tq_wire_frame_start(&f, magic, TQ_WIRE_MAX);
+	/* Poll before each read: fd may be blocking. */
+	do {
+		if ((w = wait_fd(fd, POLLIN, deadline_ms)) == 0) {
+			rc = tq_wire_frame_timeout(&f, err);
+			break;
+		}
+		if (w < 0) {
+			rc = tq_err_set(err, TQ_EIO, "wire: poll: %s", strerror(errno));
+			break;
+		}
+	} while ((rc = frame_read_once(&f, fd, err)) == 0);
+	if (rc < 0) {
+		tq_wire_frame_release(&f);
 		return rc;
 	}
-	*payload = buf;
-	*len = n;
+	*payload = f.payload;
+	*len = f.len;
 	return 0;
 }
 

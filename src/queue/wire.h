@@ -98,6 +98,70 @@ void tq_wire_free(struct tq_wire_spec *w);
 int tq_wire_read_frame(int fd, const char magic[4], int64_t deadline_ms,
 		       uint8_t **payload, size_t *len, struct tq_err *err);
 
+/*
+ * A frame read a piece at a time, as its bytes arrive: what a server that
+ * serves many connections from one poll loop keeps per connection (and what
+ * tq_wire_read_frame uses inside). The payload buffer grows with the bytes
+ * that arrived (to at most twice them, or TQ_WIRE_FRAME_CHUNK), so a client
+ * that announces a large frame and sends it slowly (or not at all) holds
+ * little memory.
+ *
+ *     struct tq_wire_frame f = TQ_WIRE_FRAME_INIT;
+ *     tq_wire_frame_start(&f, "TQS1", TQ_WIRE_SPEC_MAX);
+ *     ... poll says readable: rc = tq_wire_frame_read(&f, fd, &err);
+ *     rc 1: f.payload holds f.len bytes; 0: more to come; < 0: failed
+ *     tq_wire_frame_release(&f);
+ */
+#define TQ_WIRE_HEADER 8             /* magic and length */
+#define TQ_WIRE_FRAME_CHUNK (64u << 10)
+
+struct tq_wire_frame {
+	char magic[4];
+	uint32_t max;                /* the largest payload accepted */
+	uint8_t head[TQ_WIRE_HEADER];
+	size_t got;                  /* bytes taken, header included */
+	uint32_t len;                /* payload length, once the header is in */
+	uint8_t *payload;            /* owned; f.len bytes once complete */
+	size_t cap;
+};
+
+#define TQ_WIRE_FRAME_INIT { .got = 0 }
+
+/* Expect a frame with magic (4 bytes) and a payload of at most max bytes
+ * (at most TQ_WIRE_MAX). f must be TQ_WIRE_FRAME_INIT or released. */
+void tq_wire_frame_start(struct tq_wire_frame *f, const char magic[4], uint32_t max);
+
+/*
+ * Where the frame's next bytes go: *p and *n (> 0, never past the frame's
+ * end, so a reader never takes bytes of whatever follows it). Grows the
+ * payload buffer as needed. Returns 0, TQ_ENOMEM, or TQ_EINVAL when the
+ * frame is already complete.
+ */
+int tq_wire_frame_space(struct tq_wire_frame *f, uint8_t **p, size_t *n,
+			struct tq_err *err);
+
+/*
+ * Account for n bytes written where tq_wire_frame_space said. Returns 1
+ * when the frame is complete, 0 when more is wanted, TQ_EINVAL when the
+ * header just completed is wrong: a bad magic, or a length over max.
+ */
+int tq_wire_frame_took(struct tq_wire_frame *f, size_t n, struct tq_err *err);
+
+/*
+ * Read from fd (non-blocking) until the frame is complete or the fd has
+ * nothing more for now. Returns 1 complete, 0 more to come (EAGAIN), or
+ * TQ_EINVAL (bad header), TQ_ENOMEM, TQ_EIO (EOF, with how many bytes had
+ * arrived, or a read error). EINTR is retried.
+ */
+int tq_wire_frame_read(struct tq_wire_frame *f, int fd, struct tq_err *err);
+
+/* Set err to "wire: timed out reading the frame header (3 of 8 bytes)"
+ * (or payload) for a frame whose deadline passed; returns TQ_EIO. */
+int tq_wire_frame_timeout(const struct tq_wire_frame *f, struct tq_err *err);
+
+/* Free the payload (unless taken: set f->payload NULL first) and reset. */
+void tq_wire_frame_release(struct tq_wire_frame *f);
+
 /* Write all of buf to fd by the deadline (polls when fd is non-blocking;
  * MSG_NOSIGNAL: a closed peer is TQ_EIO, never SIGPIPE). */
 int tq_wire_write_all(int fd, const void *buf, size_t len, int64_t deadline_ms,

@@ -2,9 +2,19 @@
  * submitd.c - the supervisor's submit socket (see submitd.h; the protocol
  * is queue/wire.h, whose functions do all the framing here).
  *
- * Each connection is served to the end, one at a time: peer uid, request
- * (read with a deadline), decode, store, answer, close. The answer is sent
- * only after the commit, so "OK" always means stored.
+ * Connections are served side by side from the supervisor's one poll loop:
+ * each accepted socket is non-blocking and has its own frame buffer
+ * (tq_wire_frame) and its own absolute deadline, so a client that connects
+ * and sends nothing, or one byte at a time, costs a slot and a little
+ * memory until its deadline, and never the time of anyone else. A request
+ * usually arrives whole with its connection: it is read and stored in the
+ * same call that accepts it, with no poll round in between (the fast path
+ * is what it was when connections were served one at a time).
+ *
+ * Per connection: peer uid (at accept), request, decode, store, answer,
+ * close. The answer is sent only after the commit, so "OK" always means
+ * stored; it is a few bytes on a fresh socket, sent without waiting (a
+ * client not there to take it falls back with its token).
  *
  * What is answered and what is not: a request that is wrong in itself (it
  * does not decode, or the store refuses the spec: a bad --after id, an
@@ -14,10 +24,11 @@
  * with the same token, which is exactly-once even when our commit landed
  * and only its report failed, and reports the store's error if it is real.
  *
- * Invariants: nothing here exits or blocks past a deadline; every
- * connection is closed and every buffer freed on every path; one serve()
- * call handles at most SERVE_MAX connections and starts none after
- * SERVE_BUDGET_MS, so the supervisor's other duties are not starved.
+ * Invariants: nothing here exits or blocks; every connection is closed and
+ * every buffer freed on every path, at its deadline at the latest; at most
+ * TQ_SUBMITD_CONN_MAX are open; one serve() call accepts at most SERVE_MAX
+ * connections and none after SERVE_BUDGET_MS, so the supervisor's other
+ * duties are not starved by a flood.
  */
 #include "submitd.h"
 
@@ -38,16 +49,19 @@
 #include "doorbell.h"
 
 #define LISTEN_BACKLOG 64
-/* A client writes its whole request right after connecting (it encodes it
- * first), so a request that takes longer to arrive is from a client that
- * stopped (Ctrl-Z at the wrong moment) or is not ours to wait for: while we
- * read, the supervisor does nothing else. A client dropped here stores its
- * task itself, with the same token, so a slow one loses only time. */
-#define READ_DEADLINE_MS 1000   /* to read a request */
-#define IO_DEADLINE_MS 5000     /* to send an answer (a few bytes) */
-#define SERVE_MAX 64            /* connections per tq_submitd_serve call */
+#define SERVE_MAX 64            /* connections accepted per tq_submitd_serve call */
 #define SERVE_BUDGET_MS 1000    /* no new connection after this long in one call */
 #define PAUSE_MS 1000           /* accept failed for want of fds or memory */
+#define FULL_NOTE_MS (60 * 1000) /* "at the bound" said at most this often */
+/* The largest request: a client sends a spec whose request is larger
+ * straight to the database (wire.h), so a larger one is not a client's. */
+#define REQUEST_MAX TQ_WIRE_SPEC_MAX
+
+struct conn {
+	int fd;                     /* -1: a free slot */
+	int64_t deadline;           /* mono ms: the whole request by then */
+	struct tq_wire_frame f;
+};
 
 struct tq_submitd {
 	char home[PATH_MAX];
@@ -56,6 +70,15 @@ struct tq_submitd {
 	int bound;                  /* we created addr.sun_path: unlink it */
 	int64_t paused_until;       /* mono ms; 0: accepting */
 	struct tq_queue *q;
+	struct conn conns[TQ_SUBMITD_CONN_MAX];
+	int nconns;
+	/* what tq_submitd_poll filled, entry by entry: a connection's slot,
+	 * or -1 for the listening socket */
+	int polled[TQ_SUBMITD_POLL_MAX];
+	size_t npolled;
+	int full;                   /* at the bound since the last serve */
+	unsigned full_times;        /* reached the bound, since the last note */
+	int64_t full_noted;         /* mono ms of that note; 0: never */
 };
 
 static void note(void (*log)(const char *msg), const char *fmt, ...)
@@ -127,6 +150,8 @@ int tq_submitd_open(struct tq_submitd **sdp, const char *home, struct tq_err *er
 	if ((sd = calloc(1, sizeof(*sd))) == NULL)
 		return tq_err_set(err, TQ_ENOMEM, "out of memory");
 	sd->fd = -1;
+	for (int i = 0; i < TQ_SUBMITD_CONN_MAX; i++)
+		sd->conns[i].fd = -1;
 	sd->addr.sun_family = AF_UNIX;
 	r = snprintf(sd->addr.sun_path, sizeof(sd->addr.sun_path), "%s/%s", home,
 		     TQ_WIRE_SOCKET);
@@ -151,13 +176,36 @@ fail:
 	return rc;
 }
 
-int tq_submitd_fd(const struct tq_submitd *sd)
+static int accepting(const struct tq_submitd *sd, int64_t now)
 {
-	/* -1 while accepting is paused: poll ignores a negative fd, and a
-	 * backlog we cannot accept (EMFILE) would otherwise wake it forever. */
-	if (sd->paused_until != 0 && tq_mono_ms() < sd->paused_until)
-		return -1;
-	return sd->fd;
+	return sd->fd >= 0 && sd->nconns < TQ_SUBMITD_CONN_MAX &&
+	       (sd->paused_until == 0 || now >= sd->paused_until);
+}
+
+size_t tq_submitd_poll(struct tq_submitd *sd, struct pollfd *p, int64_t *deadline)
+{
+	int64_t now = tq_mono_ms();
+	size_t n = 0;
+
+	sd->npolled = 0;
+	if (accepting(sd, now)) {
+		p[n] = (struct pollfd){ .fd = sd->fd, .events = POLLIN };
+		sd->polled[n++] = -1;
+	} else if (sd->paused_until > now && sd->paused_until < *deadline) {
+		*deadline = sd->paused_until;
+	}
+	for (int i = 0; i < TQ_SUBMITD_CONN_MAX; i++) {
+		const struct conn *c = &sd->conns[i];
+
+		if (c->fd < 0)
+			continue;
+		p[n] = (struct pollfd){ .fd = c->fd, .events = POLLIN };
+		sd->polled[n++] = i;
+		if (c->deadline < *deadline)
+			*deadline = c->deadline;
+	}
+	sd->npolled = n;
+	return n;
 }
 
 /* Errors of the spec itself, which the client storing it directly would
@@ -185,42 +233,34 @@ static int peer_ok(int c, void (*log)(const char *msg))
 	return 1;
 }
 
-/* Serve one accepted connection c (the caller closes it). */
-static void serve_one(struct tq_submitd *sd, int c, void (*log)(const char *msg))
+/* Store the request that arrived whole on c, and answer it. */
+static void store(struct tq_submitd *sd, int c, const uint8_t *payload, size_t len,
+		  void (*log)(const char *msg))
 {
 	struct tq_wire_spec w = { .argv = NULL };
 	struct tq_err err = TQ_ERR_INIT;
-	uint8_t *payload = NULL;
-	size_t len = 0;
-	int64_t id = 0;
+	int64_t id = 0, now;
 	int existed = 0, rc;
 
-	if (!peer_ok(c, log))
-		return;
-	rc = tq_wire_read_frame(c, "TQS1", tq_mono_ms() + READ_DEADLINE_MS, &payload, &len,
-				&err);
-	if (rc < 0) {
-		/* A bad frame is worth telling the client about; a timeout or
-		 * a client that went away has no one to tell. */
-		note(log, "request: %s", err.msg);
-		if (rc == TQ_EINVAL)
-			tq_wire_answer_err(c, &err, tq_mono_ms() + IO_DEADLINE_MS);
-		goto out;
-	}
 	if ((rc = tq_wire_decode(payload, len, &w, &err)) < 0) {
 		note(log, "bad request: %s", err.msg);
 		if (rc == TQ_EINVAL)
-			tq_wire_answer_err(c, &err, tq_mono_ms() + IO_DEADLINE_MS);
+			tq_wire_answer_err(c, &err, tq_mono_ms());
 		goto out;
 	}
-	if ((rc = tq_queue_submit(sd->q, &w.spec, &id, &existed, &err)) < 0) {
+	rc = tq_queue_submit(sd->q, &w.spec, &id, &existed, &err);
+	/* The answer is a few bytes on a socket that has sent us its request
+	 * and is waiting: it goes at once or not at all (a deadline of now),
+	 * so no client holds us here either. */
+	now = tq_mono_ms();
+	if (rc < 0) {
 		if (spec_error(rc))
-			tq_wire_answer_err(c, &err, tq_mono_ms() + IO_DEADLINE_MS);
+			tq_wire_answer_err(c, &err, now);
 		else
 			note(log, "submit: %s (the client stores it itself)", err.msg);
 		goto out;
 	}
-	if (tq_wire_answer_ok(c, id, existed, tq_mono_ms() + IO_DEADLINE_MS) < 0)
+	if (tq_wire_answer_ok(c, id, existed, now) < 0)
 		note(log, "task %lld stored, but its client did not take the answer",
 		     (long long)id);
 	/* A token already stored (the client's retry) rings once more for
@@ -229,20 +269,80 @@ static void serve_one(struct tq_submitd *sd, int c, void (*log)(const char *msg)
 		tq_doorbell_ring(sd->home);
 out:
 	tq_wire_free(&w);
-	free(payload);
 }
 
-void tq_submitd_serve(struct tq_submitd *sd, void (*log)(const char *msg))
+static void conn_close(struct tq_submitd *sd, struct conn *c)
+{
+	tq_close(c->fd);
+	c->fd = -1;
+	tq_wire_frame_release(&c->f);
+	sd->nconns--;
+}
+
+/* Read what arrived on c; store the request once it is whole. */
+static void conn_input(struct tq_submitd *sd, struct conn *c, void (*log)(const char *msg))
+{
+	struct tq_err err = TQ_ERR_INIT;
+	int rc = tq_wire_frame_read(&c->f, c->fd, &err);
+
+	if (rc == 0)
+		return; /* more to come, by its deadline */
+	if (rc > 0) {
+		store(sd, c->fd, c->f.payload, c->f.len, log);
+	} else {
+		/* A bad frame is worth telling the client about; a client that
+		 * went away has no one to tell. */
+		note(log, "request: %s", err.msg);
+		if (rc == TQ_EINVAL)
+			tq_wire_answer_err(c->fd, &err, tq_mono_ms());
+	}
+	conn_close(sd, c);
+}
+
+/* Close the connections whose request did not arrive by their deadline. */
+static void expire(struct tq_submitd *sd, void (*log)(const char *msg))
+{
+	int64_t now = tq_mono_ms();
+
+	for (int i = 0; i < TQ_SUBMITD_CONN_MAX; i++) {
+		struct conn *c = &sd->conns[i];
+		struct tq_err err = TQ_ERR_INIT;
+
+		if (c->fd < 0 || c->deadline > now)
+			continue;
+		tq_wire_frame_timeout(&c->f, &err);
+		note(log, "request: %s", err.msg);
+		conn_close(sd, c);
+	}
+}
+
+/* Take a newly accepted connection fd into a free slot (there is one) and
+ * read at once: its request is usually there already. */
+static void conn_open(struct tq_submitd *sd, int fd, void (*log)(const char *msg))
+{
+	struct conn *c = NULL;
+
+	for (int i = 0; i < TQ_SUBMITD_CONN_MAX && c == NULL; i++)
+		if (sd->conns[i].fd < 0)
+			c = &sd->conns[i];
+	c->fd = fd;
+	c->deadline = tq_mono_ms() + TQ_SUBMITD_REQUEST_MS;
+	tq_wire_frame_start(&c->f, "TQS1", REQUEST_MAX);
+	sd->nconns++;
+	conn_input(sd, c, log);
+}
+
+/* Accept pending connections, up to the bound and the budget. */
+static void accept_some(struct tq_submitd *sd, void (*log)(const char *msg))
 {
 	int64_t stop = tq_mono_ms() + SERVE_BUDGET_MS;
-	int c;
+	int fd;
 
-	if (sd == NULL || tq_submitd_fd(sd) < 0)
-		return;
 	sd->paused_until = 0;
-	for (int n = 0; n < SERVE_MAX && tq_mono_ms() < stop; n++) {
-		c = accept4(sd->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-		if (c < 0) {
+	for (int n = 0; n < SERVE_MAX && sd->nconns < TQ_SUBMITD_CONN_MAX &&
+			tq_mono_ms() < stop; n++) {
+		fd = accept4(sd->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd < 0) {
 			switch (errno) {
 			case EINTR:
 			case ECONNABORTED:
@@ -262,9 +362,61 @@ void tq_submitd_serve(struct tq_submitd *sd, void (*log)(const char *msg))
 				return;
 			}
 		}
-		serve_one(sd, c, log);
-		tq_close(c);
+		if (!peer_ok(fd, log)) {
+			tq_close(fd);
+			continue;
+		}
+		conn_open(sd, fd, log);
 	}
+}
+
+/* At the bound: say so the first time, then once a minute at most (a
+ * flood of connections must not become a flood of lines). */
+static void note_bound(struct tq_submitd *sd, void (*log)(const char *msg))
+{
+	int64_t now = tq_mono_ms();
+
+	if (sd->nconns < TQ_SUBMITD_CONN_MAX) {
+		sd->full = 0;
+		return;
+	}
+	if (sd->full)
+		return;
+	sd->full = 1;
+	sd->full_times++;
+	if (sd->full_noted != 0 && now - sd->full_noted < FULL_NOTE_MS)
+		return;
+	note(log, "%d connections open, the most served at once: new ones wait in the "
+	     "backlog until one ends (within %d ms); reached %u time%s since the last "
+	     "such line", TQ_SUBMITD_CONN_MAX, TQ_SUBMITD_REQUEST_MS, sd->full_times,
+	     sd->full_times == 1 ? "" : "s");
+	sd->full_noted = now;
+	sd->full_times = 0;
+}
+
+void tq_submitd_serve(struct tq_submitd *sd, const struct pollfd *p, size_t n,
+		      void (*log)(const char *msg))
+{
+	int listen_ready = 0;
+
+	if (sd == NULL)
+		return;
+	/* Requests under way first: they came first. */
+	for (size_t k = 0; k < n && k < sd->npolled; k++) {
+		int i = sd->polled[k];
+
+		if (p[k].revents == 0)
+			continue;
+		if (i < 0)
+			listen_ready = 1;
+		else if (sd->conns[i].fd == p[k].fd)
+			conn_input(sd, &sd->conns[i], log);
+	}
+	sd->npolled = 0;
+	expire(sd, log);
+	if (listen_ready && sd->fd >= 0)
+		accept_some(sd, log);
+	note_bound(sd, log);
 }
 
 void tq_submitd_close(struct tq_submitd *sd)
@@ -277,6 +429,9 @@ void tq_submitd_close(struct tq_submitd *sd)
 	if (sd->bound)
 		unlink(sd->addr.sun_path);
 	tq_close(sd->fd);
+	for (int i = 0; i < TQ_SUBMITD_CONN_MAX; i++)
+		if (sd->conns[i].fd >= 0)
+			conn_close(sd, &sd->conns[i]);
 	tq_queue_close(sd->q);
 	free(sd);
 }

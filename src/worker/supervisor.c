@@ -699,10 +699,14 @@ static void check_adopted(struct sup *s, const struct pollfd *p, const int *slot
 	}
 }
 
-static int next_timeout(struct sup *s)
+/* at_most: the submit socket's next deadline (mono ms), or later. */
+static int next_timeout(struct sup *s, int64_t at_most)
 {
 	int64_t now = tq_mono_ms();
 	int64_t at = now + (s->o->drain ? DRAIN_TICK_MS : TICK_MS);
+
+	if (at_most < at)
+		at = at_most;
 
 	for (int i = 0; i < s->o->workers && !s->stopping; i++)
 		if (s->slots[i].pid == 0 && s->slots[i].restart_at < at)
@@ -803,8 +807,10 @@ static void loop(struct sup *s)
 	int64_t next_tick = tq_mono_ms(), next_housekeep = tq_mono_ms();
 
 	for (;;) {
-		struct pollfd p[2 + TQ_MAX_WORKERS];
-		int slot_of[1 + TQ_MAX_WORKERS], np = 1, sdk = -1, fd;
+		struct pollfd p[1 + TQ_MAX_WORKERS + TQ_SUBMITD_POLL_MAX];
+		int slot_of[1 + TQ_MAX_WORKERS], np = 1;
+		int64_t sd_at = INT64_MAX;
+		size_t nsd = 0;
 
 		if (s->stopping && workers_left(s) == 0)
 			break;
@@ -814,20 +820,19 @@ static void loop(struct sup *s)
 				p[np] = (struct pollfd){ s->slots[i].pidfd, POLLIN, 0 };
 				slot_of[np++] = i;
 			}
-		/* last, after the pidfds check_adopted walks */
-		if (s->sd && (fd = tq_submitd_fd(s->sd)) >= 0) {
-			sdk = np;
-			p[sdk] = (struct pollfd){ fd, POLLIN, 0 };
-		}
-		if (poll(p, (nfds_t)(sdk >= 0 ? np + 1 : np), next_timeout(s)) < 0 &&
-		    errno != EINTR)
+		/* last, after the pidfds check_adopted walks: the submit
+		 * socket and its connections, each under its own deadline */
+		if (s->sd)
+			nsd = tq_submitd_poll(s->sd, p + np, &sd_at);
+		if (poll(p, (nfds_t)np + nsd, next_timeout(s, sd_at)) < 0 && errno != EINTR)
 			tq_sleep_ms(10);
 		if (p[0].revents)
 			read_signals(s);
 		check_adopted(s, p, slot_of, np);
-		/* s->sd is gone if a signal just began the stop */
-		if (sdk >= 0 && p[sdk].revents && s->sd)
-			tq_submitd_serve(s->sd, sd_log);
+		/* s->sd is gone if a signal just began the stop; served even
+		 * without events, to close connections past their deadline */
+		if (s->sd)
+			tq_submitd_serve(s->sd, p + np, nsd, sd_log);
 		restart_due(s);
 		if (tq_mono_ms() < next_tick)
 			continue;

@@ -15,6 +15,13 @@
  *     with the first decoding field by field;
  *   - failure: TQ_EINVAL or TQ_ENOMEM with a one-line message starting
  *     "wire: ", and the struct left empty.
+ * The same bytes also go through the piecewise frame reader the supervisor
+ * serves its connections with (tq_wire_frame_space / _took), in chunks of
+ * sizes taken from the input: framed as a request (it must complete with
+ * the input as its payload, having taken exactly the frame), and raw, as a
+ * stream that may or may not start with a header (its verdict must match a
+ * plain reading of the header: incomplete, complete with the right bytes,
+ * or TQ_EINVAL for a bad magic or a length over the bound).
  * A failed check abort()s.
  */
 #include <stdint.h>
@@ -162,6 +169,84 @@ static void check_failure(int rc, const struct tq_err *err, const struct tq_wire
 		die("something left in the struct after an error");
 }
 
+/* Feed n bytes of p to a new reader (bound max) in chunks whose sizes
+ * come from p itself. Returns its verdict (1 complete, 0 wants more,
+ * < 0 failed) and leaves the reader in f. */
+static int feed(struct tq_wire_frame *f, const uint8_t *p, size_t n, uint32_t max)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	size_t off = 0, k = 0;
+	int rc = 0;
+
+	tq_wire_frame_start(f, "TQS1", max);
+	while (off < n && rc == 0) {
+		size_t chunk = 1 + (size_t)(p[k++ % n] % 61), room;
+		uint8_t *dst;
+
+		if (tq_wire_frame_space(f, &dst, &room, &err) != 0)
+			die("no space in an incomplete frame");
+		if (room == 0)
+			die("zero space in an incomplete frame");
+		if (chunk > room)
+			chunk = room;
+		if (chunk > n - off)
+			chunk = n - off;
+		memcpy(dst, p + off, chunk);
+		off += chunk;
+		rc = tq_wire_frame_took(f, chunk, &err);
+		if (f->got != off)
+			die("the reader's count differs from the bytes fed");
+	}
+	if (rc < 0 && (rc != TQ_EINVAL || strncmp(err.msg, "wire: ", 6) != 0))
+		die("a frame error other than a TQ_EINVAL \"wire: \" message");
+	return rc;
+}
+
+static uint32_t le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	       (uint32_t)p[3] << 24;
+}
+
+static void check_frames(const uint8_t *data, size_t size)
+{
+	struct tq_wire_frame f = TQ_WIRE_FRAME_INIT;
+	uint8_t *framed;
+	uint32_t max = 4096, len;
+	int rc;
+
+	/* as a request: complete, the payload the input, nothing over */
+	if ((framed = malloc(size + 8)) == NULL)
+		return;
+	memcpy(framed, "TQS1", 4);
+	for (int i = 0; i < 4; i++)
+		framed[4 + i] = (uint8_t)(size >> (8 * i));
+	if (size > 0)
+		memcpy(framed + 8, data, size);
+	if (feed(&f, framed, size + 8, TQ_WIRE_MAX) != 1 || f.got != size + 8 ||
+	    f.len != size || f.payload == NULL || (size > 0 && memcmp(f.payload, data, size) != 0))
+		die("a framed request did not read back whole");
+	tq_wire_frame_release(&f);
+	free(framed);
+
+	/* raw: what its header says */
+	rc = size > 0 ? feed(&f, data, size, max) : 0;
+	if (size < 8) {
+		if (rc != 0)
+			die("a verdict before the header was whole");
+	} else if (memcmp(data, "TQS1", 4) != 0 || (len = le32(data + 4)) > max) {
+		if (rc != TQ_EINVAL || f.got != 8)
+			die("a bad header not refused when it was whole");
+	} else if (size >= 8 + (size_t)len) {
+		if (rc != 1 || f.got != 8 + (size_t)len || f.len != len ||
+		    (len > 0 && memcmp(f.payload, data + 8, len) != 0))
+			die("a good frame not read back");
+	} else if (rc != 0) {
+		die("a verdict on a frame not yet whole");
+	}
+	tq_wire_frame_release(&f);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct tq_err err = TQ_ERR_INIT;
@@ -170,6 +255,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t len = 0;
 	int rc;
 
+	check_frames(data, size);
 	memset(&a, 0x5a, sizeof(a));
 	rc = tq_wire_decode(data, size, &a, &err);
 	if (rc != 0) {

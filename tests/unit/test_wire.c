@@ -770,6 +770,84 @@ static void test_frame_deadline(void **state)
 	close(sv[1]);
 }
 
+/* A frame read a piece at a time from a non-blocking socket, as the
+ * supervisor serves its connections: nothing until the header is whole,
+ * the buffer grows only with what arrived, and the bytes after the frame
+ * stay in the socket. */
+static void test_frame_pieces(void **state)
+{
+	struct tq_task_spec s = small_spec();
+	struct tq_wire_frame f = TQ_WIRE_FRAME_INIT;
+	struct tq_err err = TQ_ERR_INIT;
+	uint8_t *frame, head[8] = { 'T', 'Q', 'S', '1' }, rest[8];
+	size_t len;
+	int sv[2];
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv), 0);
+	assert_int_equal(tq_wire_encode(&s, &frame, &len, &err), 0);
+	tq_wire_frame_start(&f, "TQS1", TQ_WIRE_SPEC_MAX);
+	assert_int_equal(tq_wire_frame_read(&f, sv[1], &err), 0); /* nothing yet */
+	for (size_t i = 0; i + 1 < len; i++) {
+		send_raw(sv[0], frame + i, 1);
+		assert_int_equal(tq_wire_frame_read(&f, sv[1], &err), 0);
+	}
+	send_raw(sv[0], frame + len - 1, 1);
+	send_raw(sv[0], "TQS1", 4); /* the start of another: not taken */
+	assert_int_equal(tq_wire_frame_read(&f, sv[1], &err), 1);
+	assert_int_equal(f.len, len - 8);
+	assert_memory_equal(f.payload, frame + 8, f.len);
+	assert_int_equal(read(sv[1], rest, sizeof(rest)), 4);
+	tq_wire_frame_release(&f);
+	free(frame);
+
+	/* a frame that announces the most and sends little holds one chunk */
+	tq_wire_frame_start(&f, "TQS1", TQ_WIRE_SPEC_MAX);
+	put32(head + 4, TQ_WIRE_SPEC_MAX);
+	send_raw(sv[0], head, sizeof(head));
+	send_raw(sv[0], "abc", 3);
+	assert_int_equal(tq_wire_frame_read(&f, sv[1], &err), 0);
+	assert_int_equal(f.got, 11);
+	assert_true(f.cap <= TQ_WIRE_FRAME_CHUNK);
+	assert_int_equal(tq_wire_frame_timeout(&f, &err), TQ_EIO);
+	assert_string_equal(err.msg, "wire: timed out reading the frame payload (3 of 4194304 bytes)");
+	tq_wire_frame_release(&f);
+
+	/* over the reader's own bound, and a bad magic, once the header is in */
+	tq_wire_frame_start(&f, "TQS1", 100);
+	put32(head + 4, 101);
+	send_raw(sv[0], head, 5);
+	assert_int_equal(tq_wire_frame_read(&f, sv[1], &err), 0);
+	assert_int_equal(tq_wire_frame_timeout(&f, &err), TQ_EIO);
+	assert_string_equal(err.msg, "wire: timed out reading the frame header (5 of 8 bytes)");
+	send_raw(sv[0], head + 5, 3);
+	assert_int_equal(tq_wire_frame_read(&f, sv[1], &err), TQ_EINVAL);
+	assert_string_equal(err.msg, "wire: frame length 101 is over 100 bytes");
+	tq_wire_frame_release(&f);
+	tq_wire_frame_start(&f, "TQS1", 100);
+	send_raw(sv[0], "TQR1\0\0\0\0", 8);
+	assert_int_equal(tq_wire_frame_read(&f, sv[1], &err), TQ_EINVAL);
+	assert_non_null(strstr(err.msg, "bad magic"));
+	tq_wire_frame_release(&f);
+
+	/* an empty payload is complete at once, with a buffer */
+	tq_wire_frame_start(&f, "TQS1", 100);
+	send_raw(sv[0], "TQS1\0\0\0\0", 8);
+	assert_int_equal(tq_wire_frame_read(&f, sv[1], &err), 1);
+	assert_int_equal(f.len, 0);
+	assert_non_null(f.payload);
+	tq_wire_frame_release(&f);
+
+	/* the peer goes away halfway */
+	tq_wire_frame_start(&f, "TQS1", 100);
+	send_raw(sv[0], "TQS1\12\0\0\0ab", 10);
+	close(sv[0]);
+	assert_int_equal(tq_wire_frame_read(&f, sv[1], &err), TQ_EIO);
+	assert_string_equal(err.msg, "wire: connection closed in the frame payload (2 of 10 bytes)");
+	tq_wire_frame_release(&f);
+	close(sv[1]);
+}
+
 static void test_write_closed_peer(void **state)
 {
 	struct tq_err err = TQ_ERR_INIT;
@@ -1206,6 +1284,7 @@ int main(void)
 		cmocka_unit_test(test_frame_oversize),
 		cmocka_unit_test(test_frame_eof),
 		cmocka_unit_test(test_frame_deadline),
+		cmocka_unit_test(test_frame_pieces),
 		cmocka_unit_test(test_write_closed_peer),
 		cmocka_unit_test(test_answers),
 		cmocka_unit_test(test_submit_no_socket),
