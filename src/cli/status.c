@@ -8,6 +8,7 @@
  *     failed (exit code N)            N (1 if the code is 0 or missing)
  *     failed (signaled by signal N)   128+N
  *     timed_out                       124 (as timeout(1))
+ *     timed_out (stalled)             124: --stall-timeout is a timeout too
  *     killed (taskq kill)             128+N for the signal that ended it,
  *                                     else for the signal asked for, else 137
  *     failed (spawn_failed)           127 (as the shell: command not found)
@@ -30,6 +31,7 @@ int cli_task_status(const struct tq_task *t)
 	case TQ_OUT_SIGNALED:
 		return t->signal > 0 ? 128 + t->signal : 1;
 	case TQ_OUT_TIMED_OUT:
+	case TQ_OUT_STALLED:
 		return 124;
 	case TQ_OUT_KILLED:
 		if (t->signal > 0)

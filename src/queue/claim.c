@@ -246,6 +246,7 @@ static enum tq_state final_state_of(enum tq_outcome o)
 	switch (o) {
 	case TQ_OUT_SUCCEEDED: return TQ_SUCCEEDED;
 	case TQ_OUT_TIMED_OUT: return TQ_TIMED_OUT;
+	case TQ_OUT_STALLED: return TQ_TIMED_OUT; /* stopped by a clock, as a timeout */
 	case TQ_OUT_KILLED: return TQ_KILLED;
 	case TQ_OUT_CANCELED: return TQ_CANCELED;
 	default: return TQ_FAILED;

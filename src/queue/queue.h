@@ -50,6 +50,9 @@ enum tq_outcome {
 	TQ_OUT_SPAWN_FAILED,    /* command not found, cwd gone, ... */
 	TQ_OUT_LOST,            /* its worker died; lease expired */
 	TQ_OUT_CANCELED,
+	TQ_OUT_STALLED,         /* no new output for --stall-timeout; retried as
+				 * network, and when out of retries the task
+				 * ends timed_out */
 	TQ_OUTCOME_COUNT
 };
 

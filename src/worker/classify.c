@@ -2572,6 +2572,15 @@ static int verdict(struct cls *c, struct tq_classification *out)
 		xp_add(&c->xp, "step 1, the worker's verdict: succeeded; nothing to classify");
 		return 1;
 	}
+	if (o == TQ_OUT_STALLED) {
+		/* Stopped by --stall-timeout: the agent waited on something that
+		 * did not answer. network, unless its output shows it was waiting
+		 * out a rate limit or an overload, which the output decides (a
+		 * rate limit then pauses the group until its retry time). */
+		xp_add(&c->xp, "step 1, the worker's verdict: stalled: network, unless the "
+		       "output shows a rate_limit or an overload");
+		return 0;
+	}
 	if ((o == TQ_OUT_FAILED || o == TQ_OUT_NONE) && in->signal == 0) {
 		xp_add(&c->xp, "step 1, the worker's verdict: failed: the output decides");
 		return 0;
@@ -2683,9 +2692,18 @@ void tq_classify(const struct tq_rules *R, const struct tq_classify_input *in,
 		for (int st = 0; st < ST_COUNT && h == NULL; st++)
 			h = run_stage(&c, (enum stage)st, hs);
 	}
-	if (h != NULL) {
+	if (h != NULL)
 		decide(&c, h, out);
-	} else {
+	if (in->outcome == TQ_OUT_STALLED && (h == NULL || (out->category != TQ_CAT_RATE_LIMIT &&
+						       out->category != TQ_CAT_OVERLOAD))) {
+		out->category = TQ_CAT_NETWORK;
+		out->transient = 1;
+		snprintf(out->rule, sizeof(out->rule), "outcome.stalled");
+		snprintf(out->reason, sizeof(out->reason), "stalled: no new output");
+		xp_add(&c.xp, "stalled, and the output shows no rate_limit or overload: network");
+		goto done;
+	}
+	if (h == NULL) {
 		out->category = TQ_CAT_UNKNOWN;
 		snprintf(out->rule, sizeof(out->rule), "default");
 		snprintf(out->reason, sizeof(out->reason), "exit code %d; no rule matched",

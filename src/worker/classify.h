@@ -13,7 +13,9 @@
  *      spawn_failed, and any death by signal decide first, whatever the
  *      output says (Claude Code can print a "success" result after SIGTERM);
  *      they get category unknown and are not transient (lost: transient only
- *      with --retry-lost, decided by the caller);
+ *      with --retry-lost, decided by the caller); stalled (stopped by
+ *      --stall-timeout) is network and transient, unless the later steps
+ *      find a rate_limit or an overload in its output, which then wins;
  *   2. an agent's final JSON result in the output: Claude Code's last
  *      {"type":"result"} line (decide on is_error, never on subtype alone),
  *      the last assistant line's "error" field and api_error_status; Gemini

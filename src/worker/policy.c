@@ -19,6 +19,7 @@ static int retryable(const struct tq_policy_input *in)
 	case TQ_OUT_LOST:
 		return in->retry_lost;
 	case TQ_OUT_FAILED:
+	case TQ_OUT_STALLED: /* classified network (or what its output shows) */
 		return in->transient;
 	default:
 		/* succeeded; timed_out, killed, output_overflow, spawn_failed and

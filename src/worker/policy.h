@@ -3,7 +3,7 @@
  * later, or let the task end; and whether its group must pause.
  *
  * Retried: a transient category (rate_limit, overload, network, and exit 75
- * EX_TEMPFAIL), and `lost` with --retry-lost, while the attempts that count
+ * EX_TEMPFAIL) of a failed or stalled attempt, and `lost` with --retry-lost, while the attempts that count
  * (not those interrupted by a shutdown) stay within 1 + --retries. Never
  * retried: success, auth and unknown failures, timeouts, kills, output
  * overflow, spawn failures.

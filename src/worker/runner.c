@@ -62,6 +62,7 @@
 #include "proc.h"
 #include "result.h"
 #include "spawn.h"
+#include "stall.h"
 
 #define READ_CHUNK (64 * 1024)  /* one read: a pipe, unless the task grew it */
 /* Complete lines held back from the log while output keeps coming (see
@@ -89,6 +90,7 @@ struct run {
 	struct tq_child child;
 	struct tq_log *log;
 	struct tq_term term;
+	struct tq_stall stall;         /* --stall-timeout: the progress clock */
 	struct tq_agent_run agent;     /* an agent task's command and workspace */
 	struct tq_result_parser *rp;   /* an agent task's result, from stdout */
 	char *buf;                 /* READ_CHUNK bytes */
@@ -108,6 +110,8 @@ struct run {
 	int lease_lost;
 	int kill_sig;              /* taskq kill, with this signal */
 	int shutdown_stop;
+	int stalled;               /* stopped by the stall clock */
+	char stall_note[TQ_ERR_MAX];
 	char note[TQ_ERR_MAX];     /* a log error or a stdin problem */
 	int64_t log_line;          /* where this attempt's output begins */
 	/* the end */
@@ -268,6 +272,7 @@ static int pump_out(struct run *r, int fd, enum tq_stream s)
 		return 1; /* EOF; EIO is a pty master's EOF */
 	if (n < 0)
 		return errno == EAGAIN ? 0 : 1;
+	tq_stall_feed(&r->stall, s == TQ_STREAM_STDERR, r->buf, (size_t)n, tq_mono_ms());
 	if (s == TQ_STREAM_STDOUT && r->rp != NULL)
 		tq_result_feed(r->rp, r->buf, (size_t)n);
 	if (r->overflow || r->log_failed)
@@ -475,6 +480,8 @@ static int poll_timeout(struct run *r, int64_t now)
 	}
 	if (!r->exited && r->term.deadline != TQ_TERM_NEVER)
 		at = min64(at, r->term.deadline);
+	if (!r->exited && r->term.state == TQ_TERM_RUNNING)
+		at = min64(at, r->stall.deadline);
 	if (!r->exited && r->w->stopping && !r->shutdown_stop)
 		at = min64(at, r->w->stop_at);
 	if (r->exited)
@@ -502,6 +509,13 @@ static void on_timers(struct run *r, int64_t now)
 	}
 	if (!r->exited && tq_term_step(&r->term, TQ_TERM_TICK, now, &err) < 0)
 		tq_worker_log(r->w, "task %lld: %s", (long long)r->t->id, err.msg);
+	/* after the timeout's tick: of two clocks due together, --timeout,
+	 * the hard bound, names the end */
+	if (!r->exited && r->term.state == TQ_TERM_RUNNING && tq_stall_due(&r->stall, now)) {
+		r->stalled = 1;
+		tq_stall_describe(&r->stall, r->stall_note, sizeof(r->stall_note));
+		stop_task(r, SIGTERM);
+	}
 	if (!r->lease_lost && now >= r->next_renew)
 		renew(r, now);
 }
@@ -608,6 +622,9 @@ static void describe(struct run *r, struct tq_finish *f, char *reason, size_t n)
 	} else if (r->kill_sig) {
 		f->outcome = TQ_OUT_KILLED;
 		reasonf(reason, n, "killed by taskq kill (%s)", st);
+	} else if (r->stalled) {
+		f->outcome = TQ_OUT_STALLED;
+		reasonf(reason, n, "stalled: %s (%s)", r->stall_note, st);
 	} else if (r->overflow) {
 		tq_format_size(r->t->max_output, dur, sizeof(dur));
 		f->outcome = TQ_OUT_OUTPUT_OVERFLOW;
@@ -682,7 +699,9 @@ static void classify_attempt(struct run *r, struct tq_finish *f, char *reason, s
 	tq_classify(r->w->rules, &in, &c, NULL, 0);
 	tq_tails_release(&t);
 	f->category = c.category;
-	if (c.reason[0] && strncmp(c.rule, "outcome.", 8) != 0)
+	/* a stall keeps its own reason (how long, the line it repeated) */
+	if (c.reason[0] && strncmp(c.rule, "outcome.", 8) != 0 &&
+	    f->outcome != TQ_OUT_STALLED)
 		reasonf(reason, n, "%s", c.reason);
 	f->reason = reason[0] ? reason : NULL;
 	pin.category = c.category;
@@ -923,6 +942,7 @@ int tq_runner_run(struct worker *w, struct tq_task *t)
 		goto out;
 	}
 	tq_term_init(&r.term, r.child.pid, tq_mono_ms(), t->timeout_ms, t->kill_grace_ms);
+	tq_stall_init(&r.stall, t->stall_timeout_ms, tq_mono_ms());
 	r.next_renew = tq_mono_ms() + renew_every(&r);
 	if (r.lease_lost)
 		stop_task(&r, SIGKILL);

@@ -112,6 +112,19 @@ static const struct row rows[] = {
 	  0, "outcome.timed_out", NULL },
 	{ "claude-2.1-429.jsonl", NULL, TQ_OUT_TIMED_OUT, -1, 9, "claude", UN, 0, 0,
 	  "outcome.timed_out", "timed out" },
+	/* stopped by --stall-timeout: network and transient, whatever the
+	 * output says short of a rate limit or an overload, which win */
+	{ NULL, NULL, TQ_OUT_STALLED, -1, 15, "claude", NW, 1, 0, "outcome.stalled", "stalled" },
+	{ NULL, "=Reconnecting... waiting for network (Connection failed: error sending request)\n"
+	  "Reconnecting... waiting for network (Connection failed: error sending request)\n",
+	  TQ_OUT_STALLED, -1, 15, "codex", NW, 1, 0, "outcome.stalled", "stalled" },
+	{ "=Invalid API key\n", NULL, TQ_OUT_STALLED, -1, 9, "claude", NW, 1, 0,
+	  "outcome.stalled", "stalled" },
+	{ "={\"type\":\"system\",\"subtype\":\"api_retry\",\"attempt\":1,\"max_retries\":10,"
+	  "\"retry_delay_ms\":60000,\"error_status\":429,\"error\":\"rate_limit\"}\n",
+	  NULL, TQ_OUT_STALLED, -1, 15, "claude", RL, 1, ANY_RETRY, "claude.api_retry", NULL },
+	{ "claude-2.1-529.jsonl", NULL, TQ_OUT_STALLED, -1, 15, "claude", OV, 1, ANY_RETRY,
+	  "claude.", "Overloaded" },
 	/* no result line: only the model's words and tool output name errors */
 	{ "claude-2.1-crash-no-result.jsonl", NULL, F, 1, 0, "claude", UN, 0, 0, "default",
 	  "no rule matched" },

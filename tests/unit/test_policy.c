@@ -114,6 +114,33 @@ static void test_rate_limit_provider_time_and_pause(void **state)
 	assert_int_equal(d.retry_at, in.now_ms + 15000);
 }
 
+/* A stalled attempt is retried as its category says (network from the
+ * classifier, or a rate limit its output showed, which pauses the group),
+ * within the same budget as a failed one. */
+static void test_stalled(void **state)
+{
+	struct tq_policy_decision d;
+	struct tq_policy_input in;
+
+	(void)state;
+	in = base(TQ_OUT_STALLED, TQ_CAT_NETWORK, 1, 1);
+	tq_policy_decide(&in, 0, &d);
+	assert_int_equal(d.next, TQ_NEXT_RETRY);
+	assert_int_equal(d.retry_at, in.now_ms + 15000);
+	assert_int_equal(d.pause_group, 0);
+	in = base(TQ_OUT_STALLED, TQ_CAT_RATE_LIMIT, 1, 2);
+	tq_policy_decide(&in, 0, &d);
+	assert_int_equal(d.next, TQ_NEXT_RETRY);
+	assert_int_equal(d.pause_group, 1);
+	in = base(TQ_OUT_STALLED, TQ_CAT_NETWORK, 1, 4);
+	tq_policy_decide(&in, 0, &d);
+	assert_int_equal(d.next, TQ_NEXT_FINAL);
+	in = base(TQ_OUT_STALLED, TQ_CAT_NETWORK, 1, 1);
+	in.max_retries = 0;
+	tq_policy_decide(&in, 0, &d);
+	assert_int_equal(d.next, TQ_NEXT_FINAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -122,6 +149,7 @@ int main(void)
 		cmocka_unit_test(test_not_retried),
 		cmocka_unit_test(test_jitter_bounds),
 		cmocka_unit_test(test_rate_limit_provider_time_and_pause),
+		cmocka_unit_test(test_stalled),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
