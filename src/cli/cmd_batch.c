@@ -454,6 +454,10 @@ static cJSON *group_json(const struct tq_group *g, int *oom)
 	cli_json_bool(o, "paused", g->paused, oom);
 	cli_json_int(o, "paused_until", g->paused_until, g->paused_until > tq_now_ms(), oom);
 	cli_json_bytes(o, "pause_reason", g->pause_reason, oom);
+	/* after a rate limit: one task first (probe_task), the rest after it */
+	cli_json_bool(o, "probe", g->probe, oom);
+	cli_json_bool(o, "probing", g->probe && g->paused_until <= tq_now_ms(), oom);
+	cli_json_int(o, "probe_task", g->probe_task, g->probe_task > 0, oom);
 	cli_json_int(o, "queued", g->queued, 1, oom);
 	cli_json_int(o, "running", g->running, 1, oom);
 	return o;
@@ -461,7 +465,7 @@ static cJSON *group_json(const struct tq_group *g, int *oom)
 
 static int group_row(struct cli_table *tb, const struct tq_group *g, int64_t now)
 {
-	char par[24], paused[48], qd[24], rn[24];
+	char par[24], paused[64], qd[24], rn[24];
 	int rc;
 
 	if (g->parallel > 0)
@@ -471,9 +475,15 @@ static int group_row(struct cli_table *tb, const struct tq_group *g, int64_t now
 	if (g->paused_until > now) {
 		char t[32];
 		tq_format_time(g->paused_until, t, sizeof(t));
-		snprintf(paused, sizeof(paused), "until %s", t);
+		snprintf(paused, sizeof(paused), "until %s%s", t, g->probe ? ", then probe" : "");
+	} else if (g->paused) {
+		snprintf(paused, sizeof(paused), "yes");
+	} else if (g->probe && g->probe_task > 0) {
+		snprintf(paused, sizeof(paused), "probing (task %lld)", (long long)g->probe_task);
+	} else if (g->probe) {
+		snprintf(paused, sizeof(paused), "probing");
 	} else {
-		snprintf(paused, sizeof(paused), "%s", g->paused ? "yes" : "no");
+		snprintf(paused, sizeof(paused), "no");
 	}
 	snprintf(qd, sizeof(qd), "%lld", (long long)g->queued);
 	snprintf(rn, sizeof(rn), "%lld", (long long)g->running);
@@ -556,7 +566,10 @@ const struct cli_cmd cli_cmd_group = {
 	"group no task has used yet is created with the limit.\n"
 	"\n"
 	"group list: every group with its limit, whether it is paused (taskq pause,\n"
-	"or until when after a rate limit), and its queued and running tasks.\n"
+	"or until when after a rate limit), and its queued and running tasks. When\n"
+	"a rate limit's pause lifts, the group is \"probing\": one task runs first\n"
+	"and the others start once it ended without a rate limit (taskq help\n"
+	"status).\n"
 	"\n"
 	"  -p, --parallel N    0 (unlimited) to 100000\n"
 	"      --json          group list: an array of objects\n",

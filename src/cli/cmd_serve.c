@@ -219,8 +219,8 @@ static int recording(const char *home, int64_t id)
 
 static int group_shown(const struct tq_group *g, int64_t now)
 {
-	return g->paused || g->paused_until > now || g->parallel > 0 || g->running > 0 ||
-	       g->queued > 0;
+	return g->paused || g->paused_until > now || g->probe || g->parallel > 0 ||
+	       g->running > 0 || g->queued > 0;
 }
 
 static void print_status_human(const struct status *s, const char *home)
@@ -273,7 +273,13 @@ static void print_status_human(const struct status *s, const char *home)
 			printf(", paused");
 		if (g->paused_until > now) {
 			tq_format_time(g->paused_until, buf, sizeof(buf));
-			printf(", paused until %s", buf);
+			printf(", paused until %s%s", buf, g->probe ? " (rate limit), then "
+			       "probed: one task first" : "");
+		} else if (g->probe && g->probe_task > 0) {
+			printf(", probing: task %lld runs first, the others wait for it",
+			       (long long)g->probe_task);
+		} else if (g->probe) {
+			printf(", probing: the next task to start runs first");
 		}
 		printf("\n");
 		free(name);
@@ -323,6 +329,12 @@ static cJSON *status_json(const struct status *s, const char *home)
 		cJSON_AddBoolToObject(x, "paused", s->gs[i].paused);
 		if (s->gs[i].paused_until > now)
 			cJSON_AddNumberToObject(x, "paused_until", (double)s->gs[i].paused_until);
+		cJSON_AddBoolToObject(x, "probe", s->gs[i].probe);
+		cJSON_AddBoolToObject(x, "probing", s->gs[i].probe && s->gs[i].paused_until <= now);
+		if (s->gs[i].probe_task > 0)
+			cJSON_AddNumberToObject(x, "probe_task", (double)s->gs[i].probe_task);
+		else
+			cJSON_AddNullToObject(x, "probe_task");
 		cJSON_AddItemToArray(g, x);
 	}
 	if (oom) {
@@ -511,7 +523,16 @@ const struct cli_cmd cli_cmd_status = {
 	"each worker is doing, and the groups that are paused, limited (group set\n"
 	"--parallel), or have work: running and queued tasks, the limit, the pause.\n"
 	"\n"
-	"      --json          one JSON object\n",
+	"After a rate limit's pause a group is probing: one task runs first, the\n"
+	"others start once it ended without a rate limit; if it hits the limit\n"
+	"again the group is paused again until the new retry time. A probe that\n"
+	"ends without an answer (killed, lost with its worker, stalled, timed out)\n"
+	"lets the next task probe. A pause by hand (taskq pause) is not probed:\n"
+	"taskq resume starts everything.\n"
+	"\n"
+	"      --json          one JSON object; each group has probe (a rate limit\n"
+	"                      paused it: it will be or is being probed), probing\n"
+	"                      (now) and probe_task (the probe running, or null)\n",
 	.run = run_status,
 };
 

@@ -262,6 +262,6 @@ int tq_queue_group_pause(struct tq_queue *q, const char *name, struct tq_err *er
 int tq_queue_group_resume(struct tq_queue *q, const char *name, struct tq_err *err)
 {
 	return group_update(q, ST_GROUP_RESUME,
-			    "UPDATE groups SET paused = 0, paused_until = 0, pause_reason = NULL"
-			    " WHERE name = ?1", name, err);
+			    "UPDATE groups SET paused = 0, paused_until = 0, pause_reason = NULL,"
+			    " probe = 0, probe_task = NULL WHERE name = ?1", name, err);
 }

@@ -19,6 +19,26 @@
 #define FINAL_STATES "('succeeded','failed','timed_out','killed','canceled')"
 
 /*
+ * A group may start a task when it is not paused and not held by its probe.
+ *
+ * The half-open probe: a rate limit's pause sets groups.probe; when the
+ * pause lifts, the claim starts one task of the group (its probe_task) and
+ * holds the rest until that task's attempt ends (tq_queue_finish): without a
+ * rate limit (tq_finish.probe_passed) the group is released; with one it is
+ * paused again until the new retry time and probed again; an attempt that
+ * tells nothing (killed, lost, stalled, interrupted) clears probe_task, so
+ * the next claim starts the next probe. A probe_task that is no longer
+ * running (its row removed, its state changed by a path that did not clear
+ * it) holds nothing: the group never stays stuck. A pause by hand is not
+ * probed: resume clears both.
+ */
+#define GROUP_OPEN(g, now)                                                   \
+	g ".paused = 0 AND " g ".paused_until <= " now                        \
+	" AND (" g ".probe = 0 OR " g ".probe_task IS NULL OR NOT EXISTS"     \
+	" (SELECT 1 FROM tasks p WHERE p.id = " g ".probe_task"                \
+	" AND p.state = 'running'))"
+
+/*
  * The claim. Per group that may start a task now, the head of tasks_ready
  * (grp, priority DESC, id) WHERE state='queued' is one index probe; the best
  * head wins. So the cost is O(groups * log n), never a scan of the queue.
@@ -29,7 +49,7 @@ static const char claim_sql[] =
 	"          WHERE r.state = 'queued' AND r.grp = g.name"
 	"          ORDER BY r.priority DESC, r.id LIMIT 1)"
 	"  FROM groups g"
-	"  WHERE g.paused = 0 AND g.paused_until <= ?3"
+	"  WHERE " GROUP_OPEN("g", "?3")
 	"    AND (g.parallel = 0 OR (SELECT count(*) FROM tasks u INDEXED BY tasks_running"
 	"         WHERE u.state = 'running' AND u.grp = g.name) < g.parallel))"
 	" UPDATE tasks SET state = 'running', attempt = attempt + 1, worker_id = ?1,"
@@ -51,6 +71,19 @@ static int promote_due(struct tq_queue *q, int64_t now, struct tq_err *err)
 		return err ? err->code : TQ_EIO;
 	sqlite3_bind_int64(st, 1, now);
 	return tq_db_exec_st(q, st, err, "promote scheduled tasks");
+}
+
+/* The task just claimed is its group's probe, if the group is probing. */
+static int probe_take(struct tq_queue *q, int64_t id, struct tq_err *err)
+{
+	sqlite3_stmt *st = tq_db_stmt(q, ST_PROBE_TAKE,
+		"UPDATE groups SET probe_task = ?1 WHERE probe != 0"
+		" AND name = (SELECT grp FROM tasks WHERE id = ?1)", err);
+
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	sqlite3_bind_int64(st, 1, id);
+	return tq_db_exec_st(q, st, err, "mark the group's probe");
 }
 
 static int add_attempt(struct tq_queue *q, int64_t id, int attempt, int64_t worker,
@@ -130,6 +163,7 @@ int tq_queue_claim(struct tq_queue *q, int64_t worker_id, int64_t lease_ms,
 		return tq_err_set(err, TQ_ENOTFOUND, "no runnable task");
 	}
 	if ((rc = add_attempt(q, id, attempt, worker_id, now, err)) < 0 ||
+	    (rc = probe_take(q, id, err)) < 0 ||
 	    (rc = tq_queue_worker_beat(q, worker_id, id, err)) < 0 ||
 	    (more && (rc = tq_queue_runnable(q, now, more, err)) < 0) ||
 	    (rc = tq_task_load(q, id, TQ_GET_ENV, t, err)) < 0 ||
@@ -399,16 +433,36 @@ static int pause_group(struct tq_queue *q, const struct tq_finish *f,
 	if (f->pause_group == NULL || f->pause_until <= 0)
 		return 0;
 	st = tq_db_stmt(q, ST_GROUP_PAUSE,
-		"INSERT INTO groups(name, paused_until, pause_reason) VALUES (?1, ?2, ?3)"
+		"INSERT INTO groups(name, paused_until, pause_reason, probe) VALUES (?1, ?2, ?3, 1)"
 		" ON CONFLICT(name) DO UPDATE SET"
 		" paused_until = max(paused_until, excluded.paused_until),"
-		" pause_reason = excluded.pause_reason", err);
+		" pause_reason = excluded.pause_reason, probe = 1", err);
 	if (st == NULL)
 		return err ? err->code : TQ_EIO;
 	tq_bind_text(st, 1, f->pause_group);
 	sqlite3_bind_int64(st, 2, f->pause_until);
 	tq_bind_text(st, 3, f->reason);
 	return tq_db_exec_st(q, st, err, "pause group");
+}
+
+/* The end of an attempt of its group's probe (see GROUP_OPEN): release the
+ * group when the attempt passed and no rate limit paused it since; else
+ * let the next claim start the next probe. */
+static int probe_end(struct tq_queue *q, const struct tq_finish *f, int64_t now,
+		     struct tq_err *err)
+{
+	sqlite3_stmt *st = tq_db_stmt(q, ST_PROBE_END,
+		"UPDATE groups SET probe_task = NULL,"
+		" probe = CASE WHEN ?2 != 0 AND paused_until <= ?3 THEN 0 ELSE probe END"
+		" WHERE name = (SELECT grp FROM tasks WHERE id = ?1) AND probe_task = ?1", err);
+
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	sqlite3_bind_int64(st, 1, f->task_id);
+	sqlite3_bind_int(st, 2, f->probe_passed && f->pause_group == NULL &&
+			 f->next != TQ_NEXT_REQUEUE);
+	sqlite3_bind_int64(st, 3, now);
+	return tq_db_exec_st(q, st, err, "end the group's probe");
 }
 
 static enum tq_state next_state(const struct tq_finish *f, int64_t now)
@@ -440,6 +494,7 @@ int tq_queue_finish(struct tq_queue *q, const struct tq_finish *f,
 	    (rc = advance_session(q, f, s, now, err)) < 0 ||
 	    (rc = end_task(q, f, s, ended, err)) < 0 ||
 	    (rc = pause_group(q, f, err)) < 0 ||
+	    (rc = probe_end(q, f, now, err)) < 0 ||
 	    (tq_state_final(s) && (rc = tq_deps_resolve(q, f->task_id, s, now, err)) < 0) ||
 	    (rc = worker_off(q, f->worker_id, f->task_id, now, err)) < 0 ||
 	    (rc = tq_db_commit(q, err)) < 0) {
@@ -537,13 +592,13 @@ int tq_queue_runnable(struct tq_queue *q, int64_t now, int *any, struct tq_err *
 {
 	sqlite3_stmt *st = tq_db_stmt(q, ST_RUNNABLE,
 		"SELECT EXISTS (SELECT 1 FROM groups g"
-		"  WHERE g.paused = 0 AND g.paused_until <= ?1"
+		"  WHERE " GROUP_OPEN("g", "?1")
 		"    AND EXISTS (SELECT 1 FROM tasks r INDEXED BY tasks_ready"
 		"                WHERE r.state = 'queued' AND r.grp = g.name))"
 		" OR EXISTS (SELECT 1 FROM tasks d INDEXED BY tasks_due"
 		"  JOIN groups g ON g.name = d.grp"
 		"  WHERE d.state = 'scheduled' AND d.run_after <= ?1"
-		"    AND g.paused = 0 AND g.paused_until <= ?1)", err);
+		"    AND " GROUP_OPEN("g", "?1") ")", err);
 	int rc;
 
 	*any = 0;

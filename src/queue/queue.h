@@ -289,7 +289,8 @@ int tq_queue_submit(struct tq_queue *q, const struct tq_task_spec *spec,
  * Whether the task just stored is worth waking idle workers for: 0 when it
  * waits in a paused group (queued or blocked there: a pause by hand lasts
  * until a resume, which wakes them, and a rate limit's ends at a time they
- * already wake at), 1 otherwise and on any doubt. Every ring wakes every
+ * already wake at) or one held by its probe (the probe's worker claims
+ * again when it ends), 1 otherwise and on any doubt. Every ring wakes every
  * idle worker, each of which then tries a claim; a script that goes on
  * submitting into a rate-limited group should not cost that per submit.
  */
@@ -582,6 +583,9 @@ struct tq_finish {
 				     * epoch); 0: at once */
 	const char *pause_group;    /* with pause_until: pause this group (rate limit) */
 	int64_t pause_until;
+	int probe_passed;           /* the attempt ended without a rate limit
+				     * (tq_policy_probe_passed): if it was its
+				     * group's probe, the group is released */
 	const struct tq_result *result; /* may be NULL */
 	int64_t ended_at;           /* when its process ended (ms since the
 				     * epoch): an end written late, from an
@@ -713,6 +717,10 @@ struct tq_group {
 	int paused;
 	int64_t paused_until;  /* ms; 0: none */
 	char *pause_reason;
+	int probe;             /* a rate limit paused it: once paused_until has
+				* passed, one task (the probe) runs first and
+				* the rest once it ended without a rate limit */
+	int64_t probe_task;    /* the probe running now; 0: none yet */
 	int64_t queued;
 	int64_t running;
 };
@@ -722,7 +730,8 @@ int tq_queue_groups(struct tq_queue *q, struct tq_group **list, size_t *n,
 
 /* Pause a group by hand (its queued tasks wait; running ones go on; a group
  * no task has used yet is created paused), or lift every pause of it, by hand
- * or from a rate limit (resume: TQ_ENOTFOUND if the group does not exist). */
+ * or from a rate limit, probe included: every queued task may start (resume:
+ * TQ_ENOTFOUND if the group does not exist). */
 int tq_queue_group_pause(struct tq_queue *q, const char *name, struct tq_err *err);
 int tq_queue_group_resume(struct tq_queue *q, const char *name, struct tq_err *err);
 void tq_group_list_free(struct tq_group *list, size_t n);

@@ -606,7 +606,9 @@ int tq_queue_wants_worker(struct tq_queue *q, int64_t id)
 	sqlite3_stmt *st = tq_db_stmt(q, ST_WANTS_WORKER,
 		"SELECT 1 FROM tasks t JOIN groups g ON g.name = t.grp"
 		" WHERE t.id = ?1 AND t.state IN ('queued', 'blocked')"
-		" AND (g.paused != 0 OR g.paused_until > ?2)", NULL);
+		" AND (g.paused != 0 OR g.paused_until > ?2 OR (g.probe != 0 AND EXISTS"
+		" (SELECT 1 FROM tasks p WHERE p.id = g.probe_task AND p.state = 'running')))",
+		NULL);
 	int rc;
 
 	if (st == NULL)

@@ -28,6 +28,13 @@ static int retryable(const struct tq_policy_input *in)
 	}
 }
 
+int tq_policy_probe_passed(enum tq_outcome outcome, enum tq_category category)
+{
+	if (outcome == TQ_OUT_SUCCEEDED)
+		return 1;
+	return outcome == TQ_OUT_FAILED && category != TQ_CAT_RATE_LIMIT;
+}
+
 void tq_policy_decide(const struct tq_policy_input *in, uint32_t rnd,
 		      struct tq_policy_decision *out)
 {

@@ -14,6 +14,13 @@
  * retry time the provider gave is honoured: the task never retries before
  * it. A rate limit pauses the task's whole group until the retry time, so
  * the group's other queued tasks do not hit the same wall.
+ *
+ * When that pause lifts, one task of the group runs first (a half-open
+ * probe, src/queue/claim.c) and the rest wait until its attempt has ended.
+ * The group is released when the attempt shows the limit has lifted
+ * (tq_policy_probe_passed); it is paused again when the attempt hit the
+ * limit again; any other end tells nothing about the limit, and the next
+ * task becomes the probe.
  */
 #ifndef TQ_POLICY_H
 #define TQ_POLICY_H
@@ -44,6 +51,17 @@ struct tq_policy_decision {
 /* The backoff before the n-th retry (n >= 1), before jitter: base * 2^(n-1),
  * capped at max. */
 int64_t tq_policy_backoff(int64_t base_ms, int64_t max_ms, int n);
+
+/*
+ * 1 when an attempt that ended so shows its group's rate limit has lifted:
+ * the provider answered and did not refuse with a rate limit. That is a
+ * success, or a failure of any category but rate_limit (an overload or a
+ * bad request is an answer; each such task backs off on its own). Not: a
+ * rate limit, and the ends that say nothing about the provider: timed out,
+ * stalled, killed, lost, interrupted, output overflow, spawn failure,
+ * death by a signal taskq did not send.
+ */
+int tq_policy_probe_passed(enum tq_outcome outcome, enum tq_category category);
 
 /* Decide. rnd is a uniform random 32-bit value (arc4random in the worker;
  * fixed in tests). */

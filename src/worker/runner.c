@@ -959,6 +959,7 @@ int tq_runner_run(struct worker *w, struct tq_task *t)
 		goto out;
 	describe(&r, &r.fin, r.reason, sizeof(r.reason));
 	classify_attempt(&r, &r.fin, r.reason, sizeof(r.reason));
+	r.fin.probe_passed = tq_policy_probe_passed(r.fin.outcome, r.fin.category);
 	if (r.rp != NULL) {
 		tq_result_end(r.rp, &r.res);
 		r.fin.result = &r.res;

@@ -141,6 +141,26 @@ static void test_stalled(void **state)
 	assert_int_equal(d.next, TQ_NEXT_FINAL);
 }
 
+/* What releases a group held by its probe: an answer without a rate limit. */
+static void test_probe_passed(void **state)
+{
+	(void)state;
+	assert_true(tq_policy_probe_passed(TQ_OUT_SUCCEEDED, TQ_CAT_NONE));
+	assert_true(tq_policy_probe_passed(TQ_OUT_FAILED, TQ_CAT_OVERLOAD));
+	assert_true(tq_policy_probe_passed(TQ_OUT_FAILED, TQ_CAT_AUTH));
+	assert_true(tq_policy_probe_passed(TQ_OUT_FAILED, TQ_CAT_UNKNOWN));
+	assert_true(tq_policy_probe_passed(TQ_OUT_FAILED, TQ_CAT_NETWORK));
+	assert_false(tq_policy_probe_passed(TQ_OUT_FAILED, TQ_CAT_RATE_LIMIT));
+	assert_false(tq_policy_probe_passed(TQ_OUT_STALLED, TQ_CAT_NETWORK));
+	assert_false(tq_policy_probe_passed(TQ_OUT_STALLED, TQ_CAT_RATE_LIMIT));
+	assert_false(tq_policy_probe_passed(TQ_OUT_TIMED_OUT, TQ_CAT_UNKNOWN));
+	assert_false(tq_policy_probe_passed(TQ_OUT_KILLED, TQ_CAT_UNKNOWN));
+	assert_false(tq_policy_probe_passed(TQ_OUT_LOST, TQ_CAT_UNKNOWN));
+	assert_false(tq_policy_probe_passed(TQ_OUT_SIGNALED, TQ_CAT_UNKNOWN));
+	assert_false(tq_policy_probe_passed(TQ_OUT_SPAWN_FAILED, TQ_CAT_UNKNOWN));
+	assert_false(tq_policy_probe_passed(TQ_OUT_OUTPUT_OVERFLOW, TQ_CAT_UNKNOWN));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -150,6 +170,7 @@ int main(void)
 		cmocka_unit_test(test_jitter_bounds),
 		cmocka_unit_test(test_rate_limit_provider_time_and_pause),
 		cmocka_unit_test(test_stalled),
+		cmocka_unit_test(test_probe_passed),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

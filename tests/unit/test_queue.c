@@ -1266,6 +1266,203 @@ static void test_wants_worker(void **state)
 	assert_int_equal(tq_queue_wants_worker(f->q, 999999), 1);
 }
 
+/* ------------------------------------------------------------------ */
+/* The half-open probe after a rate limit's pause (claim.c, GROUP_OPEN) */
+
+/* End (id, attempt) with a rate limit that pauses its group for a minute
+ * and retries it then. */
+static void finish_rate_limited(struct tq_queue *q, int64_t id, int attempt,
+				const char *group)
+{
+	struct tq_finish fin = { .task_id = id, .attempt = attempt, .worker_id = 1,
+				 .outcome = TQ_OUT_FAILED, .exit_code = 1,
+				 .category = TQ_CAT_RATE_LIMIT, .reason = "429",
+				 .next = TQ_NEXT_RETRY, .pause_group = group };
+	struct tq_err err = TQ_ERR_INIT;
+
+	fin.retry_at = fin.pause_until = tq_now_ms() + 60000;
+	if (tq_queue_finish(q, &fin, NULL, &err) != 0)
+		fail_msg("finish %lld: %s", (long long)id, err.msg);
+}
+
+/* End (id, attempt) as o (category c), saying whether it passed as a probe. */
+static void finish_probe(struct tq_queue *q, int64_t id, int attempt, enum tq_outcome o,
+			 enum tq_category c, int passed)
+{
+	struct tq_finish fin = { .task_id = id, .attempt = attempt, .worker_id = 1,
+				 .outcome = o, .exit_code = o == TQ_OUT_SUCCEEDED ? 0 : 1,
+				 .category = c, .next = TQ_NEXT_FINAL,
+				 .probe_passed = passed };
+	struct tq_err err = TQ_ERR_INIT;
+
+	if (tq_queue_finish(q, &fin, NULL, &err) != 0)
+		fail_msg("finish %lld: %s", (long long)id, err.msg);
+}
+
+/* The pause is over (and every retry it scheduled is due). */
+static void lift_pause(struct tq_queue *q)
+{
+	sql_int(tq_queue_home(q), "UPDATE groups SET paused_until = 1");
+	sql_int(tq_queue_home(q), "UPDATE tasks SET run_after = 1 WHERE state = 'scheduled'");
+}
+
+/* The group's probe flag and the probe running now (0: none). */
+static void group_probe(struct tq_queue *q, const char *name, int *probe, int64_t *task)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_group *g = NULL;
+	size_t n = 0;
+
+	assert_int_equal(tq_queue_groups(q, &g, &n, &err), 0);
+	*probe = -1;
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(g[i].name, name) == 0) {
+			*probe = g[i].probe;
+			*task = g[i].probe_task;
+		}
+	}
+	tq_group_list_free(g, n);
+	assert_int_not_equal(*probe, -1);
+}
+
+static int runnable(struct tq_queue *q)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	int any = -1;
+
+	assert_int_equal(tq_queue_runnable(q, tq_now_ms(), &any, &err), 0);
+	return any;
+}
+
+/* After a rate limit's pause one task runs first; the others wait while it
+ * runs and start once it ended without a rate limit. */
+static void test_probe_holds_group_until_it_passes(void **state)
+{
+	struct fx *f = *state;
+	int64_t a = submit_simple(f->q, 0, "api"), b = submit_simple(f->q, 0, "api");
+	int64_t c = submit_simple(f->q, 0, "api"), d, task = 0;
+	int attempt = 0, probe = 0;
+
+	assert_int_equal(claim_id(f->q, &attempt), a);
+	finish_rate_limited(f->q, a, attempt, "api");
+	group_probe(f->q, "api", &probe, &task);
+	assert_int_equal(probe, 1);
+	assert_int_equal(task, 0);
+	assert_int_equal(claim_id(f->q, NULL), 0); /* paused */
+	lift_pause(f->q);
+	assert_int_equal(runnable(f->q), 1);
+	/* the probe: the retried task, first in line */
+	assert_int_equal(claim_id(f->q, &attempt), a);
+	group_probe(f->q, "api", &probe, &task);
+	assert_int_equal(probe, 1);
+	assert_int_equal(task, a);
+	/* held: b and c wait, another group's task runs, nothing else is
+	 * runnable, and a task submitted now is not worth a ring */
+	assert_int_equal(runnable(f->q), 0);
+	d = submit_simple(f->q, 0, "other");
+	assert_int_equal(claim_id(f->q, NULL), d);
+	assert_int_equal(claim_id(f->q, NULL), 0);
+	assert_int_equal(state_of(f->q, b), TQ_QUEUED);
+	assert_int_equal(tq_queue_wants_worker(f->q, submit_simple(f->q, 0, "api")), 0);
+	/* it passed: released, every queued task may start */
+	finish_probe(f->q, a, attempt, TQ_OUT_SUCCEEDED, TQ_CAT_NONE, 1);
+	group_probe(f->q, "api", &probe, &task);
+	assert_int_equal(probe, 0);
+	assert_int_equal(task, 0);
+	assert_int_equal(runnable(f->q), 1);
+	assert_int_equal(claim_id(f->q, NULL), b);
+	assert_int_equal(claim_id(f->q, NULL), c);
+}
+
+/* A probe that hits the limit again pauses the group again until the new
+ * retry time, and the next lift is probed again. */
+static void test_probe_rate_limited_again(void **state)
+{
+	struct fx *f = *state;
+	int64_t a = submit_simple(f->q, 0, "api"), b = submit_simple(f->q, 0, "api"), task = 0;
+	int attempt = 0, probe = 0;
+
+	assert_int_equal(claim_id(f->q, &attempt), a);
+	finish_rate_limited(f->q, a, attempt, "api");
+	lift_pause(f->q);
+	assert_int_equal(claim_id(f->q, &attempt), a);
+	finish_rate_limited(f->q, a, attempt, "api");
+	assert_true(sql_int(tq_queue_home(f->q), "SELECT paused_until FROM groups"
+			    " WHERE name = 'api'") > tq_now_ms() + 50000);
+	group_probe(f->q, "api", &probe, &task);
+	assert_int_equal(probe, 1);
+	assert_int_equal(task, 0);
+	assert_int_equal(claim_id(f->q, NULL), 0);
+	assert_int_equal(state_of(f->q, b), TQ_QUEUED);
+	lift_pause(f->q);
+	assert_int_equal(claim_id(f->q, &attempt), a);
+	assert_int_equal(claim_id(f->q, NULL), 0);
+	/* a failure that is not a rate limit (an overload: the provider
+	 * answered) passes */
+	finish_probe(f->q, a, attempt, TQ_OUT_FAILED, TQ_CAT_OVERLOAD, 1);
+	assert_int_equal(claim_id(f->q, NULL), b);
+}
+
+/* A probe that tells nothing -- lost with its worker, killed, or gone by a
+ * path that did not end it -- lets the next task probe; the group never
+ * stays held. */
+static void test_probe_lost_next_probe(void **state)
+{
+	struct fx *f = *state;
+	struct tq_err err = TQ_ERR_INIT;
+	int64_t a = submit_simple(f->q, 0, "api"), b = submit_simple(f->q, 0, "api");
+	int64_t c = submit_simple(f->q, 0, "api"), d = submit_simple(f->q, 0, "api");
+	int64_t e = submit_simple(f->q, 0, "api"), task = 0;
+	int attempt = 0, probe = 0;
+	char sql[128];
+
+	assert_int_equal(claim_id(f->q, &attempt), a);
+	finish_rate_limited(f->q, a, attempt, "api");
+	lift_pause(f->q);
+	assert_int_equal(claim_id(f->q, &attempt), a);
+	/* its worker died: recovery ends it as lost (worker 0, no verdict) */
+	struct tq_finish lost = { .task_id = a, .attempt = attempt, .worker_id = 0,
+				  .outcome = TQ_OUT_LOST, .exit_code = -1 };
+	assert_int_equal(tq_queue_finish(f->q, &lost, NULL, &err), 0);
+	group_probe(f->q, "api", &probe, &task);
+	assert_int_equal(probe, 1);
+	assert_int_equal(task, 0);
+	assert_int_equal(claim_id(f->q, &attempt), b);  /* the next probe */
+	assert_int_equal(claim_id(f->q, NULL), 0);
+	/* killed (taskq kill): the next one again */
+	finish_probe(f->q, b, attempt, TQ_OUT_KILLED, TQ_CAT_UNKNOWN, 0);
+	assert_int_equal(claim_id(f->q, &attempt), c);
+	assert_int_equal(claim_id(f->q, NULL), 0);
+	/* its row changed under it (removed, or ended by hand): holds nothing */
+	snprintf(sql, sizeof(sql), "UPDATE tasks SET state = 'failed' WHERE id = %lld",
+		 (long long)c);
+	sql_int(tq_queue_home(f->q), sql);
+	assert_int_equal(runnable(f->q), 1);
+	assert_int_equal(claim_id(f->q, &attempt), d);
+	group_probe(f->q, "api", &probe, &task);
+	assert_int_equal(task, d);
+	assert_int_equal(claim_id(f->q, NULL), 0);
+	/* resume lifts the probe with the pause: everything may start */
+	assert_int_equal(tq_queue_group_resume(f->q, "api", &err), 0);
+	assert_int_equal(claim_id(f->q, NULL), e);
+	group_probe(f->q, "api", &probe, &task);
+	assert_int_equal(probe, 0);
+}
+
+/* A pause by hand is not probed: resume releases everything at once. */
+static void test_pause_by_hand_not_probed(void **state)
+{
+	struct fx *f = *state;
+	struct tq_err err = TQ_ERR_INIT;
+	int64_t a = submit_simple(f->q, 0, "api"), b = submit_simple(f->q, 0, "api");
+
+	assert_int_equal(tq_queue_group_pause(f->q, "api", &err), 0);
+	assert_int_equal(claim_id(f->q, NULL), 0);
+	assert_int_equal(tq_queue_group_resume(f->q, "api", &err), 0);
+	assert_int_equal(claim_id(f->q, NULL), a);
+	assert_int_equal(claim_id(f->q, NULL), b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1300,6 +1497,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_manual_retry, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_group_pause_resume, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wants_worker, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_probe_holds_group_until_it_passes, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_probe_rate_limited_again, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_probe_lost_next_probe, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pause_by_hand_not_probed, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
