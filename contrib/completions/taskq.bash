@@ -19,7 +19,7 @@ classify log poll cancel remove rm kill write retry pause resume status serve
 drain shutdown help version"
 
 _taskq_submit_opts="--shell --cwd --env --unset --clean-env --name --timeout
---label --priority --batch --kill-grace --max-output --stdin-file --stdin --pty
+--stall-timeout --label --priority --batch --kill-grace --max-output --stdin-file --stdin --pty
 --group --retries --retry-lost --backoff --backoff-max --unique --after
 --after-any --delay --at --session --on-exit --no-start --json --wait"
 

@@ -18,6 +18,8 @@ struct cli_ask {
 	int keep_timeout;           /* 1: the timeout was given (--timeout):
 				     * the profile's default timeout does not
 				     * replace s->spec.timeout_ms */
+	int keep_stall;             /* likewise --stall-timeout and the
+				     * profile's stall_timeout */
 };
 
 /* Bytes of a prompt (argument, --prompt-file, stdin). */
@@ -30,7 +32,7 @@ struct cli_ask {
  * checked to exist and be readable: a clear usage error otherwise; a
  * relative PATH is taken from the current directory), the name (the
  * profile's, unless s->spec.name is set), the profile's timeout (unless
- * a->keep_timeout), the profile's environment settings added to
+ * a->keep_timeout) and stall timeout (unless a->keep_stall), the profile's environment settings added to
  * s->sets/unsets (before the user's own --env, which win; a variable the
  * user --unset is not set by the profile; so call it before
  * cli_submit_prepare). A prompt longer than TQ_PROMPT_ARG_MAX goes on the

@@ -57,13 +57,17 @@ static const char ask_help[] =
 	"                   Not a queued task: nothing is stored, and only --agent,\n"
 	"                   --model, --source, --session, --env, --unset and\n"
 	"                   --clean-env apply\n"
-	"  and every submit option (taskq help submit): --timeout, --retries,\n"
-	"  --batch, --group, --name, --priority, --label, --after, --unique,\n"
-	"  --wait[=DUR], --json, --env, ...\n"
+	"  and every submit option (taskq help submit): --timeout,\n"
+	"  --stall-timeout, --retries, --batch, --group, --name, --priority,\n"
+	"  --label, --after, --unique, --wait[=DUR], --json, --env, ...\n"
 	"\n"
 	"Defaults from the profile: the name is the agent's, the group the\n"
 	"program's (a rate limit pauses every task of that CLI), the timeout the\n"
-	"profile's (1h for the built-in ones, above each CLI's own retries), and\n"
+	"profile's (1h for the built-in ones, above each CLI's own retries), the\n"
+	"stall timeout the profile's (5m: an agent that prints nothing new for 5\n"
+	"minutes -- Claude waiting on a hung API, Codex repeating \"Reconnecting...\"\n"
+	"-- is stopped and retried as a network failure; --stall-timeout 0 turns\n"
+	"it off for a task that runs long silent tool calls), and\n"
 	"its environment settings (claude: CLAUDE_CODE_MAX_RETRIES=0, so taskq's\n"
 	"retries and pauses are in charge), which --env and --unset override.\n"
 	"A prompt over 100 KiB goes to the agent on stdin instead of in argv.\n"
@@ -333,6 +337,8 @@ int cli_ask_apply(struct cli_submit *s, const struct cli_ask *a, struct tq_err *
 		s->spec.name = name;
 	if (!a->keep_timeout && p->timeout_ms > 0)
 		s->spec.timeout_ms = p->timeout_ms;
+	if (!a->keep_stall)
+		s->spec.stall_timeout_ms = p->stall_timeout_ms;
 out:
 	tq_profiles_free(ps);
 	return rc;
@@ -473,6 +479,8 @@ static void note_option(struct ask *st, const struct cli_opt *opts, int k)
 
 	if (name != NULL && strcmp(name, "timeout") == 0)
 		st->a.keep_timeout = 1;
+	if (name != NULL && strcmp(name, "stall-timeout") == 0)
+		st->a.keep_stall = 1;
 	for (size_t i = 0; name != NULL && interactive_ok[i] != NULL; i++)
 		if (strcmp(name, interactive_ok[i]) == 0)
 			return;

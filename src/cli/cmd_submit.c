@@ -69,6 +69,11 @@ static const char submit_help[] =
 	"                   e.g. \"make all\", \"claude\")\n"
 	"  --timeout DUR    kill the task after DUR (default 30m; 0: never), such as\n"
 	"                   30s, 5m, 2h, 1h30m\n"
+	"  --stall-timeout DUR  stop the task when it has printed no new output on\n"
+	"                   either stream for DUR (default: off; taskq ask: the\n"
+	"                   agent's, 5m): the attempt is stalled, retried as a\n"
+	"                   network failure; a line repeated (\"Reconnecting...\")\n"
+	"                   is not new output. Out of retries: timed_out (124)\n"
 	"  --label K=V      attach a label, for list --label (repeatable)\n"
 	"  --priority N     higher runs first (default 0; may be negative)\n"
 	"  --batch NAME     put the task in a batch, for list --batch\n"
@@ -131,10 +136,10 @@ static const char submit_help[] =
 	"  {\"shell\":\"gzip -9 *.log\",\"cwd\":\"logs\",\"unique\":\"gzip-logs\"}\n"
 	"Fields: cmd (an array of strings) or shell (a string); name, cwd (relative\n"
 	"to --cwd), env (an object, added to the environment; a null value unsets),\n"
-	"timeout, kill_grace, backoff, backoff_max, delay (durations: \"30m\", or\n"
-	"seconds as a number), at, retries, priority, max_output (\"50M\" or bytes),\n"
-	"group, batch, unique, session, on_exit, labels (an object), after and\n"
-	"after_any (an id, an array of ids, or \"3,4\"), retry_lost, pty (true or\n"
+	"timeout, stall_timeout, kill_grace, backoff, backoff_max, delay (durations:\n"
+	"\"30m\", or seconds as a number), at, retries, priority, max_output (\"50M\"\n"
+	"or bytes), group, batch, unique, session, on_exit, labels (an object), after\n"
+	"and after_any (an id, an array of ids, or \"3,4\"), retry_lost, pty (true or\n"
 	"false); for an agent task instead of cmd: prompt, agent, model, sources\n"
 	"(an object NAME: PATH), isolate. The options given on the command line\n"
 	"are the defaults of every line. A bad line (an unknown field, a wrong\n"
@@ -187,6 +192,7 @@ static const char submit_help[] =
 	{ "clean-env", OPT_CLEAN_ENV, 0, 0 },         \
 	{ "name", OPT_NAME, 1, 0 },                   \
 	{ "timeout", OPT_TIMEOUT, 1, 0 },             \
+	{ "stall-timeout", OPT_STALL_TIMEOUT, 1, 0 }, \
 	{ "label", OPT_LABEL, 1, 0 },                 \
 	{ "priority", OPT_PRIORITY, 1, 0 },           \
 	{ "batch", OPT_BATCH, 1, 0 },                 \
@@ -217,7 +223,7 @@ enum {
 	OPT_MAX_OUTPUT, OPT_STDIN_FILE, OPT_STDIN, OPT_PTY, OPT_NO_START, OPT_GROUP,
 	OPT_RETRIES, OPT_RETRY_LOST, OPT_BACKOFF, OPT_BACKOFF_MAX, OPT_UNIQUE,
 	OPT_AFTER, OPT_AFTER_ANY, OPT_DELAY, OPT_AT, OPT_ON_EXIT, OPT_SESSION,
-	OPT_FILE, OPT_RESUME,
+	OPT_FILE, OPT_RESUME, OPT_STALL_TIMEOUT,
 	OPT_SUBMIT_LAST_ /* must stay below 512 */
 };
 _Static_assert(OPT_SUBMIT_LAST_ < 512, "submit's option keys must stay below ask's");
@@ -415,6 +421,11 @@ int cli_submit_take_opt(const struct cli_ctx *c, struct cli_submit *s, int k,
 	case OPT_TIMEOUT:
 		if (tq_parse_duration(a->val, &s->spec.timeout_ms, &err) < 0)
 			return cli_usage(c, "--timeout %s", err.msg);
+		return CLI_OK;
+	case OPT_STALL_TIMEOUT:
+		if (tq_parse_duration(a->val, &s->spec.stall_timeout_ms, &err) < 0)
+			return cli_usage(c, "--stall-timeout %s", err.msg);
+		s->keep_stall = 1;
 		return CLI_OK;
 	case OPT_PRIORITY:
 		if (tq_parse_int(a->val, -CLI_PRIORITY_MAX, CLI_PRIORITY_MAX, &v, &err) < 0)

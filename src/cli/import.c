@@ -386,7 +386,8 @@ static char *arena_strdup(struct cli_import *im, const char *s)
 /* The fields of a line, in the order they are applied. */
 enum field {
 	F_NAME, F_GROUP, F_BATCH, F_UNIQUE, F_SESSION, F_ON_EXIT,
-	F_TIMEOUT, F_KILL_GRACE, F_BACKOFF, F_BACKOFF_MAX, F_RETRIES, F_PRIORITY,
+	F_TIMEOUT, F_STALL_TIMEOUT, F_KILL_GRACE, F_BACKOFF, F_BACKOFF_MAX, F_RETRIES,
+	F_PRIORITY,
 	F_MAX_OUTPUT, F_RETRY_LOST, F_PTY, F_DELAY, F_AT, F_AFTER, F_AFTER_ANY,
 	F_LABELS, F_CWD, F_CMD, F_SHELL, F_AGENT, F_PROMPT, F_MODEL, F_SOURCES,
 	F_ISOLATE, F_ENV, F_COUNT
@@ -395,7 +396,8 @@ enum field {
 static const char *const field_names[F_COUNT] = {
 	[F_NAME] = "name", [F_GROUP] = "group", [F_BATCH] = "batch",
 	[F_UNIQUE] = "unique", [F_SESSION] = "session", [F_ON_EXIT] = "on_exit",
-	[F_TIMEOUT] = "timeout", [F_KILL_GRACE] = "kill_grace",
+	[F_TIMEOUT] = "timeout", [F_STALL_TIMEOUT] = "stall_timeout",
+	[F_KILL_GRACE] = "kill_grace",
 	[F_BACKOFF] = "backoff", [F_BACKOFF_MAX] = "backoff_max",
 	[F_RETRIES] = "retries", [F_PRIORITY] = "priority",
 	[F_MAX_OUTPUT] = "max_output", [F_RETRY_LOST] = "retry_lost",
@@ -523,9 +525,10 @@ static int apply_strings(struct line *l, struct tq_err *err)
 
 static int apply_numbers(struct line *l, struct tq_err *err)
 {
-	static const enum field durs[] = { F_TIMEOUT, F_KILL_GRACE, F_BACKOFF, F_BACKOFF_MAX };
-	int64_t *dst[] = { &l->spec.timeout_ms, &l->spec.kill_grace_ms,
-			   &l->spec.backoff_ms, &l->spec.backoff_max_ms };
+	static const enum field durs[] = { F_TIMEOUT, F_STALL_TIMEOUT, F_KILL_GRACE, F_BACKOFF,
+					   F_BACKOFF_MAX };
+	int64_t *dst[] = { &l->spec.timeout_ms, &l->spec.stall_timeout_ms,
+			   &l->spec.kill_grace_ms, &l->spec.backoff_ms, &l->spec.backoff_max_ms };
 	const cJSON *v;
 	int rc;
 
@@ -888,6 +891,8 @@ static int apply_agent(struct line *l, struct tq_err *err)
 	a.keep_timeout = l->f[F_TIMEOUT] != NULL ||
 			 (l->im->defaults != NULL &&
 			  l->im->defaults->spec.timeout_ms != TQ_DEFAULT_TIMEOUT_MS);
+	a.keep_stall = l->f[F_STALL_TIMEOUT] != NULL ||
+		       (l->im->defaults != NULL && l->im->defaults->keep_stall);
 	if ((s = malloc(sizeof(*s))) == NULL)
 		return oom(err);
 	cli_submit_init(s);

@@ -45,6 +45,8 @@ struct cli_submit {
 	const char *when_flag;          /* "--delay" or "--at" once given */
 	int64_t delay_ms;               /* --delay: counted again at the insert */
 	int clean_env, json, no_start;
+	int keep_stall;                 /* --stall-timeout given (ask keeps it
+					 * over the profile's) */
 	int wait;                       /* --wait given */
 	int64_t wait_ms;                /* its limit; 0: none */
 	const char *stdin_file;

@@ -381,6 +381,7 @@ static int profile_copy(struct tq_profile *dst, const struct tq_profile *src, co
 	dst->model = dup_or_null(src->model);
 	dst->isolate = src->isolate;
 	dst->timeout_ms = src->timeout_ms;
+	dst->stall_timeout_ms = src->stall_timeout_ms;
 	dst->stdin_prompt = dup_or_null(src->stdin_prompt);
 	if (dst->name == NULL || (src->argv && dst->argv == NULL) ||
 	    (src->interactive && dst->interactive == NULL) ||
@@ -649,6 +650,24 @@ static int take_timeout(const struct where *w, const cJSON *j, struct tq_profile
 	return 0;
 }
 
+/* "stall_timeout": a duration; "0" or null: off. */
+static int take_stall_timeout(const struct where *w, const cJSON *j, struct tq_profile *p)
+{
+	struct tq_err e = TQ_ERR_INIT;
+	int64_t ms;
+
+	if (cJSON_IsNull(j)) {
+		p->stall_timeout_ms = 0;
+		return 0;
+	}
+	if (!cJSON_IsString(j))
+		return bad(w, "\"stall_timeout\" must be a duration such as \"5m\", \"0\" or null");
+	if (tq_parse_duration(j->valuestring, &ms, &e) < 0)
+		return bad(w, "\"stall_timeout\" %s", e.msg);
+	p->stall_timeout_ms = ms;
+	return 0;
+}
+
 /* Apply the fields of object j to p. */
 static int apply_fields(const struct where *w, const cJSON *j, struct tq_profile *p)
 {
@@ -680,13 +699,16 @@ static int apply_fields(const struct where *w, const cJSON *j, struct tq_profile
 			rc = take_str(w, k, it, &p->stdin_prompt);
 		else if (strcmp(k, "timeout") == 0)
 			rc = take_timeout(w, it, p);
+		else if (strcmp(k, "stall_timeout") == 0)
+			rc = take_stall_timeout(w, it, p);
 		else if (strcmp(k, "isolate") == 0) {
 			if (!cJSON_IsBool(it))
 				return bad(w, "\"isolate\" must be true or false");
 			p->isolate = cJSON_IsTrue(it);
 		} else
 			rc = bad(w, "unknown field \"%s\" (known: command, interactive, parser, "
-				 "env, unset_env, model, isolate, timeout, stdin_prompt, extends)",
+				 "env, unset_env, model, isolate, timeout, stall_timeout, "
+				 "stdin_prompt, extends)",
 				 k);
 		if (rc < 0)
 			return rc;

@@ -50,6 +50,7 @@ struct tq_profile {
 	char *model;       /* default model, or NULL */
 	int isolate;       /* run in an isolated workspace by default */
 	int64_t timeout_ms; /* default task timeout for this agent; 0: taskq's */
+	int64_t stall_timeout_ms; /* default --stall-timeout; 0: off */
 	char *stdin_prompt; /* what replaces an element holding {prompt} when the
 			     * prompt goes on stdin ("": drop it); NULL: this
 			     * CLI cannot read its prompt from stdin */
