@@ -174,6 +174,7 @@ static void encode(struct out *o, const struct tq_finish *f)
 	putf(o, "next %s\n", next_name(f->next));
 	put_int(o, "retry_at", f->retry_at);
 	put_int(o, "pause_until", f->pause_until);
+	put_int(o, "probe_passed", f->probe_passed);
 	put_str(o, "reason", f->reason);
 	put_str(o, "pause_group", f->pause_group);
 	if (r != NULL && r->has_result) {
@@ -412,6 +413,14 @@ static int small_field(struct in *in, struct tq_endrec *r, const char *key,
 		} else {
 			return bad(in, "unknown next step \"%s\"", name);
 		}
+		return 0;
+	}
+	if (strcmp(key, "probe_passed") == 0) {
+		/* absent in a record of a taskq before the probe: 0, the next
+		 * task probes (never a release on doubt) */
+		if (num(in, key, v, n, 0, 1, &x) < 0)
+			return in->err ? in->err->code : TQ_ECORRUPT;
+		r->f.probe_passed = (int)x;
 		return 0;
 	}
 	if (strcmp(key, "cost_usd") == 0) {

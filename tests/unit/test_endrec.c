@@ -61,7 +61,7 @@ static struct tq_finish sample(void)
 		.reason = "exit code 3\nsecond line \x01\xff bytes", .next = TQ_NEXT_RETRY,
 		.retry_at = 1700000000123, .pause_group = "claude",
 		.pause_until = 1700000000456, .result = &agent_result,
-		.ended_at = 1700000000001,
+		.ended_at = 1700000000001, .probe_passed = 1,
 	};
 	return f;
 }
@@ -129,6 +129,7 @@ static void test_round_trip(void **state)
 	assert_int_equal(r.f.retry_at, want.retry_at);
 	assert_string_equal(r.f.pause_group, "claude");
 	assert_int_equal(r.f.pause_until, want.pause_until);
+	assert_int_equal(r.f.probe_passed, 1);
 	assert_int_equal(r.f.ended_at, want.ended_at);
 	assert_non_null(r.f.result);
 	assert_int_equal(r.f.result->has_result, 1);
