@@ -93,3 +93,16 @@ assert_eq 0 "$(show_field "$h" stall_timeout_ms)"
 i=$(tq ask --stall-timeout 90s "hello")
 assert_eq 90000 "$(show_field "$i" stall_timeout_ms)"
 wait_state "$g" succeeded 60
+
+check "--file: \"stall_timeout\" on a line; an agent line without one takes the profile's, or --stall-timeout's"
+printf '%s\n' '{"cmd":["true"],"stall_timeout":"45s"}' '{"prompt":"hi"}' \
+	'{"prompt":"hi","stall_timeout":"0"}' >"$TQ_TMP/tasks.jsonl"
+assert_exit 0 tq submit --file "$TQ_TMP/tasks.jsonl" --json
+ids=($(out | pyjson '" ".join(str(i["id"]) for i in d)'))
+assert_eq "45000 300000 0" "$(show_field "${ids[0]}" stall_timeout_ms) $(show_field "${ids[1]}" stall_timeout_ms) $(show_field "${ids[2]}" stall_timeout_ms)"
+assert_exit 0 tq submit --stall-timeout 1m --file "$TQ_TMP/tasks.jsonl" --json
+ids=($(out | pyjson '" ".join(str(i["id"]) for i in d)'))
+assert_eq "45000 60000 0" "$(show_field "${ids[0]}" stall_timeout_ms) $(show_field "${ids[1]}" stall_timeout_ms) $(show_field "${ids[2]}" stall_timeout_ms)"
+printf '%s\n' '{"cmd":["true"],"stall_timeout":"soon"}' >"$TQ_TMP/bad.jsonl"
+assert_exit 2 tq submit --file "$TQ_TMP/bad.jsonl"
+assert_contains "$(err)" "stall_timeout"
