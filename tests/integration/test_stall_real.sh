@@ -6,6 +6,11 @@
 #     request timeout is 10 min). taskq ask stops it after the stall timeout,
 #     the attempt is stalled/network, and the retry (the mock now answers)
 #     succeeds.
+#   - Codex against an API that cannot be reached (nothing listens on its
+#     port): it prints {"type":"error","message":"Reconnecting... waiting for
+#     network (...)"} at 1, 6, 16, 36 s ... for ever, the same line each
+#     time. A repeated line is not new output: stalled; once the API is up
+#     (the mock started on that port), the retry succeeds.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_agents.sh"
 . "$(dirname "$0")/lib_serve.sh"
@@ -30,5 +35,33 @@ ran=$(tq_sql "select ended_at - started_at from attempts where task_id = $id and
 assert_contains "$(tq_sql "select reason from attempts where task_id = $id and attempt = 1")" \
 	'stalled: no new output for 10.0s; the last line: {"type":"system","subtype":"init"'
 assert_eq 2 "$(mock_requests)" "model requests: the hung one, then the answered one"
+assert_exit 0 tq result "$id"
+assert_eq "Hello from the mock." "$(out)"
+
+check "codex against an unreachable API: its repeated reconnect line is no progress: stalled, then the retry succeeds"
+mock_stop
+agent_bin codex
+PATH="$(agent_path codex):$PATH"
+# a port nothing listens on, for now
+port=$("$TQ_PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+MOCK_URL="http://127.0.0.1:$port"
+codex_setup
+id=$("$TASKQ_BIN" ask --agent codex --stall-timeout 10s --backoff 5s --backoff-max 5s \
+	--retries 2 "say hello")
+wait_for "[ \"\$(tq_sql \"select outcome from attempts where task_id = $id and attempt = 1\")\" = stalled ]" 90 ||
+	fail "codex was not stalled: $(tq_sql "select outcome, reason from attempts where task_id = $id")"
+reason=$(tq_sql "select reason from attempts where task_id = $id and attempt = 1")
+assert_contains "$reason" 'repeated line'
+assert_contains "$reason" '{"type":"error","message":"Reconnecting... waiting for network'
+assert_eq network "$(tq_sql "select category from attempts where task_id = $id and attempt = 1")"
+ran=$(tq_sql "select ended_at - started_at from attempts where task_id = $id and attempt = 1")
+[ "$ran" -lt 60000 ] || fail "the reconnecting attempt ran $ran ms"
+# the API comes up on that port before the retry (5 s later)
+tq_bg "$TQ_PYTHON" "$TQ_AGENTS_DIR/mock_api.py" --port "$port" --log "$TQ_TMP/mock2.jsonl" \
+	--mode ok --parent-pid $$ >/dev/null 2>"$TQ_TMP/mock2.err"
+wait_for "\"$TQ_PYTHON\" -c 'import socket; socket.create_connection((\"127.0.0.1\", $port), 1)'" 10 ||
+	fail "the mock did not start on port $port"
+wait_state "$id" succeeded 120
+assert_eq "stalled|network" "$(tq_sql "select outcome, category from attempts where task_id = $id and attempt = 1")"
 assert_exit 0 tq result "$id"
 assert_eq "Hello from the mock." "$(out)"
