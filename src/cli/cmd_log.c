@@ -282,6 +282,41 @@ static int log_missing(struct tq_queue *q, const struct tq_task *t, int64_t tota
 	return total == 0 && t->attempt > 0 && tq_log_exists(q, t->id) == 0;
 }
 
+/*
+ * Whether some of task t's output is missing because its log could not be
+ * written (a full disk, a file size limit: the runner's outcome
+ * output_lost, or a reason that says so after a timeout or a kill). *which
+ * gets the last such attempt and note its reason. 0 when none is known.
+ */
+static int output_missing(struct tq_queue *q, const struct tq_task *t, int *which,
+			  char *note, size_t n)
+{
+	struct tq_attempt *a = NULL;
+	size_t na = 0;
+	int found = 0;
+
+	if (t->attempt <= 1) {
+		if (t->outcome != TQ_OUT_OUTPUT_LOST &&
+		    (t->reason == NULL || strstr(t->reason, TQ_OUTPUT_LOST_REASON) == NULL))
+			return 0;
+		*which = t->attempt;
+		snprintf(note, n, "%s", t->reason ? t->reason : TQ_OUTPUT_LOST_REASON);
+		return 1;
+	}
+	/* a retried task's log holds every attempt: any of them may miss some */
+	if (tq_queue_attempts(q, t->id, &a, &na, NULL) < 0)
+		return 0;
+	for (size_t i = 0; i < na; i++)
+		if (a[i].outcome == TQ_OUT_OUTPUT_LOST ||
+		    (a[i].reason != NULL && strstr(a[i].reason, TQ_OUTPUT_LOST_REASON))) {
+			found = 1;
+			*which = a[i].attempt;
+			snprintf(note, n, "%s", a[i].reason ? a[i].reason : TQ_OUTPUT_LOST_REASON);
+		}
+	tq_attempt_list_free(a, na);
+	return found;
+}
+
 /* "failed (output_overflow), exit status 1", "running". */
 static void describe_state(const struct tq_task *t, char *buf, size_t n)
 {
@@ -347,11 +382,19 @@ static const char log_help[] =
 	"  124      timed out (--timeout)\n"
 	"  127      could not be started (command not found, cwd gone)\n"
 	"  1        output cap reached (output_overflow), lost, canceled\n"
+	"  N / 1    its output could not all be stored (output_lost): its own exit\n"
+	"           code N or 128+N for a signal, 1 when it exited 0\n"
 	"  2        (from taskq itself) no such task, bad option\n"
 	"\n"
 	"A task that ran but has no log file (logs/ID.log deleted after it ended):\n"
 	"one line saying so, exit 1. A log deleted while its task ran is started\n"
-	"again; its first line says the lines before it were lost.\n";
+	"again; its first line says the lines before it were lost.\n"
+	"\n"
+	"A task whose log could not be written (a full disk, a file size limit)\n"
+	"ran on to its end, its output after the failure dropped: it ends failed\n"
+	"(output_lost), not retried, with a reason that names the failed call,\n"
+	"its errno and how many bytes were kept; log prints what was kept, then\n"
+	"one line on stderr: \"task ID: output missing: attempt N: ...\" (exit 0).\n";
 
 enum {
 	OPT_OFFSET = 256, OPT_LIMIT, OPT_STREAM, OPT_FOLLOW, OPT_JSON, OPT_RAW, OPT_AS,
@@ -563,6 +606,21 @@ static int follow(const struct cli_ctx *c, struct tq_queue *q, const struct log_
 	return rc;
 }
 
+/* One line on stderr after what was printed, when some output of the task
+ * could not be stored: what is shown is all there is. Not an error. */
+static void note_output_missing(const struct cli_ctx *c, struct tq_queue *q,
+				const struct tq_task *t)
+{
+	char note[TQ_ERR_MAX];
+	int which = 0;
+
+	if (!output_missing(q, t, &which, note, sizeof(note)))
+		return;
+	fflush(stdout);
+	fprintf(stderr, "taskq: %s: task %lld: output missing: attempt %d: %s\n",
+		c->cmd->name, (long long)t->id, which, note);
+}
+
 static int show_log(const struct cli_ctx *c, const struct log_req *r)
 {
 	struct tq_err err = TQ_ERR_INIT;
@@ -590,6 +648,8 @@ static int show_log(const struct cli_ctx *c, const struct log_req *r)
 	else if (!r->follow && log_missing(q, &t, total))
 		rc = cli_runtime(c, "task %lld: its log file logs/%lld.log is missing (deleted?);"
 				 " its output is lost", (long long)r->id, (long long)r->id);
+	else
+		note_output_missing(c, q, &t);
 	if (rc == CLI_OK)
 		page_hint(r, &p, total);
 	if (rc == CLI_OK && r->follow)
@@ -656,7 +716,10 @@ static const char poll_help[] =
 	"\n"
 	"A task that ran but whose log file was deleted after it ended: the status\n"
 	"line says \"its log file logs/ID.log is missing (deleted?)\" in place of\n"
-	"the line count, and --json adds \"log_missing\":true.\n"
+	"the line count, and --json adds \"log_missing\":true. A task whose log\n"
+	"could not be written (output_lost: a full disk, a file size limit): the\n"
+	"status line ends \"output missing: attempt N could not store all of it\",\n"
+	"and --json has \"output_missing\":true (false otherwise).\n"
 	"\n"
 	"Exit status: 0 whatever the task's state (it is in the output); 2 for an\n"
 	"unknown task.\n";
@@ -774,7 +837,8 @@ static int poll_round(struct tq_queue *q, const struct poll_req *r, struct tq_ta
 }
 
 static int poll_json(const struct poll_req *r, const struct tq_task *t,
-		     const struct poll_got *g, int64_t shown, int64_t total, int missing)
+		     const struct poll_got *g, int64_t shown, int64_t total, int missing,
+		     int lost)
 {
 	cJSON *o = NULL, *lines = cJSON_CreateArray();
 	int64_t next = shown + (int64_t)g->n + 1;
@@ -802,6 +866,7 @@ static int poll_json(const struct poll_req *r, const struct tq_task *t,
 		cli_json_int(o, "total", total, 1, &oom);
 		if (missing)
 			cli_json_bool(o, "log_missing", 1, &oom);
+		cli_json_bool(o, "output_missing", lost > 0, &oom);
 	}
 	if (!oom)
 		oom = cli_json_print(o, stdout) < 0;
@@ -811,7 +876,8 @@ static int poll_json(const struct poll_req *r, const struct tq_task *t,
 }
 
 static int poll_human(const struct poll_req *r, const struct tq_task *t,
-		      const struct poll_got *g, int64_t shown, int64_t total, int missing)
+		      const struct poll_got *g, int64_t shown, int64_t total, int missing,
+		      int lost)
 {
 	int64_t next = shown + (int64_t)g->n + 1;
 	struct cli_lines p;
@@ -841,6 +907,9 @@ static int poll_human(const struct poll_req *r, const struct tq_task *t,
 		fputs("; more waiting", stderr);
 	else if (tq_state_final(t->state))
 		fputs("; end of output", stderr);
+	if (lost > 0)
+		fprintf(stderr, "; output missing: attempt %d could not store all of it "
+			"(taskq show %lld says why)", lost, (long long)r->id);
 	fputc('\n', stderr);
 	return rc;
 }
@@ -876,7 +945,8 @@ static int do_poll(const struct cli_ctx *c, const struct poll_req *r)
 	struct poll_got g = { 0 };
 	struct tq_task t;
 	int64_t shown = 0, total = 0;
-	int rc, tries = 0, missing;
+	int rc, tries = 0, missing, lost = 0;
+	char note[TQ_ERR_MAX];
 
 	if ((rc = open_task(c, r->id, 0, &q, &t)) != CLI_OK)
 		return rc;
@@ -889,8 +959,10 @@ static int do_poll(const struct cli_ctx *c, const struct poll_req *r)
 		rc = cli_fail(c, &err);
 	} else {
 		missing = log_missing(q, &t, total);
-		if ((r->json ? poll_json(r, &t, &g, shown, total, missing)
-			     : poll_human(r, &t, &g, shown, total, missing)) < 0)
+		if (!output_missing(q, &t, &lost, note, sizeof(note)))
+			lost = 0;
+		if ((r->json ? poll_json(r, &t, &g, shown, total, missing, lost)
+			     : poll_human(r, &t, &g, shown, total, missing, lost)) < 0)
 			rc = cli_runtime(c, "out of memory");
 	}
 	got_release(&g);

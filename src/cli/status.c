@@ -13,6 +13,9 @@
  *                                     else for the signal asked for, else 137
  *     failed (spawn_failed)           127 (as the shell: command not found)
  *     failed (output_overflow, lost)  1
+ *     failed (output_lost)            as failed or signaled, by the process's
+ *                                     own exit (1 for an exit code 0: its
+ *                                     output is missing, so no success)
  *     canceled                        1
  */
 #include "cli.h"
@@ -39,6 +42,10 @@ int cli_task_status(const struct tq_task *t)
 		return 128 + (t->kill_signal > 0 ? t->kill_signal : SIGKILL);
 	case TQ_OUT_SPAWN_FAILED:
 		return 127;
+	case TQ_OUT_OUTPUT_LOST:
+		if (t->signal > 0)
+			return 128 + t->signal;
+		return t->exit_code > 0 && t->exit_code < 256 ? t->exit_code : 1;
 	default: /* output_overflow, lost, canceled, none */
 		break;
 	}

@@ -827,6 +827,7 @@ static void write_index(struct tq_log *l)
  * one so the next record does not glue onto it, drop the rest. */
 static int write_failed(struct tq_log *l, size_t put, struct tq_err *err)
 {
+	int saved = errno; /* the caller reports it (ENOSPC, EFBIG, EIO) */
 	int rc = tq_err_sys(err, "log write %s", l->name);
 	const char *nl = put > 0 ? memrchr(l->batch, '\n', put) : NULL;
 	size_t keep = nl ? (size_t)(nl - l->batch) + 1 : 0;
@@ -851,6 +852,7 @@ static int write_failed(struct tq_log *l, size_t put, struct tq_err *err)
 	l->part[0].len = l->part[1].len = 0;
 	write_index(l);
 	l->npidx = 0;
+	errno = saved;
 	return rc;
 }
 

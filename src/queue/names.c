@@ -17,6 +17,7 @@ static const char *const state_names[TQ_STATE_COUNT] = {
 static const char *const outcome_names[TQ_OUTCOME_COUNT] = {
 	"", "succeeded", "failed", "signaled", "timed_out", "killed",
 	"output_overflow", "spawn_failed", "lost", "canceled", "stalled",
+	"output_lost",
 };
 
 static const char *const category_names[TQ_CATEGORY_COUNT] = {

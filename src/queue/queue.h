@@ -53,6 +53,10 @@ enum tq_outcome {
 	TQ_OUT_STALLED,         /* no new output for --stall-timeout; retried as
 				 * network, and when out of retries the task
 				 * ends timed_out */
+	TQ_OUT_OUTPUT_LOST,     /* its output could not all be stored (a log
+				 * write failed: a full disk, a file size
+				 * limit); the reason says why and how much was
+				 * kept; the exit status is the process's own */
 	TQ_OUTCOME_COUNT
 };
 
@@ -71,6 +75,11 @@ enum tq_stdin_mode {
 	TQ_STDIN_FILE, /* bytes stored at submit, written then closed */
 	TQ_STDIN_PIPE  /* kept open; taskq write delivers data */
 };
+
+/* How the reason of an attempt whose output could not all be stored
+ * begins (outcome output_lost, or after a timeout, kill or cap that decided
+ * the outcome, after "; "): readers (log, poll) look for it. */
+#define TQ_OUTPUT_LOST_REASON "its output could not all be stored"
 
 /* Names as stored and shown ("queued", "timed_out", "rate_limit", "pipe"). */
 const char *tq_state_name(enum tq_state s);

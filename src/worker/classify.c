@@ -2611,6 +2611,9 @@ static int verdict(struct cls *c, struct tq_classification *out)
 	case TQ_OUT_LOST:
 		snprintf(out->reason, sizeof(out->reason), "its worker died (lease expired)");
 		break;
+	case TQ_OUT_OUTPUT_LOST:
+		snprintf(out->reason, sizeof(out->reason), "its output could not all be stored");
+		break;
 	default:
 		snprintf(out->reason, sizeof(out->reason), "%s", tq_outcome_name(o));
 		break;

@@ -112,7 +112,12 @@ struct run {
 	int shutdown_stop;
 	int stalled;               /* stopped by the stall clock */
 	char stall_note[TQ_ERR_MAX];
-	char note[TQ_ERR_MAX];     /* a log error or a stdin problem */
+	char note[TQ_ERR_MAX];     /* a stdin problem */
+	char log_note[TQ_ERR_MAX]; /* the log write that failed */
+	int log_errno;             /* and its errno */
+	int64_t out_start;         /* output bytes in the log before this attempt */
+	int64_t read_bytes;        /* output bytes read from the task's pipes */
+	int64_t kept_bytes;        /* of those, stored in the log */
 	int64_t log_line;          /* where this attempt's output begins */
 	/* the end */
 	enum run_phase phase;
@@ -223,6 +228,7 @@ static int start(struct run *r, struct tq_err *err)
 	tq_proc_start_time(r->child.pid, &start_ticks, NULL);
 	tq_log_position(r->log, &off, &line);
 	r->log_line = line;
+	r->out_start = tq_log_output_bytes(r->log);
 	if (tq_queue_set_process(r->w->q, r->t->id, r->t->attempt, r->child.pid,
 				 r->child.pid, start_ticks, off, line, err) == TQ_ESTALE)
 		r->lease_lost = 1;
@@ -243,6 +249,15 @@ static void stop_task(struct run *r, int sig)
 		tq_worker_log(r->w, "task %lld: %s", (long long)r->t->id, err.msg);
 }
 
+/*
+ * The log could not take the task's output (a full disk, a file size
+ * limit, an I/O error). The task is not stopped: its work may be what
+ * matters (files it writes, an agent's result, read from its stdout all
+ * the same), and a storage problem is not its failure. From here on its
+ * output is read and dropped, so it never blocks on a full pipe; what
+ * reached the log stays. The output cap still counts what it prints.
+ * How it ends is said by describe(): outcome output_lost.
+ */
 static void on_log_error(struct run *r, int rc, const struct tq_err *err)
 {
 	if (rc == TQ_ECAP) {
@@ -252,10 +267,27 @@ static void on_log_error(struct run *r, int rc, const struct tq_err *err)
 		return;
 	}
 	if (!r->log_failed) {
-		snprintf(r->note, sizeof(r->note), "%s", err->msg);
-		stop_task(r, SIGTERM);
+		/* the failed call's errno (logstore.c keeps it), when the error
+		 * came from one */
+		r->log_errno = tq_err_from_errno(errno) == err->code ? errno : 0;
+		snprintf(r->log_note, sizeof(r->log_note), "%s", err->msg);
+		tq_worker_log(r->w, "task %lld: its output cannot be stored: %s; the task goes "
+			      "on, its output from here on is dropped", (long long)r->t->id,
+			      err->msg);
 	}
 	r->log_failed = 1;
+}
+
+/* Output read after the log failed is dropped, but counted against the
+ * output cap as if it had been stored. */
+static void count_dropped(struct run *r)
+{
+	int64_t cap = r->t->max_output;
+
+	if (r->overflow || cap <= 0 || r->out_start + r->read_bytes <= cap)
+		return;
+	r->overflow = 1;
+	stop_task(r, SIGTERM);
 }
 
 /* Read once from one output fd: what its pipe holds. One read, not until
@@ -275,6 +307,9 @@ static int pump_out(struct run *r, int fd, enum tq_stream s)
 	tq_stall_feed(&r->stall, s == TQ_STREAM_STDERR, r->buf, (size_t)n, tq_mono_ms());
 	if (s == TQ_STREAM_STDOUT && r->rp != NULL)
 		tq_result_feed(r->rp, r->buf, (size_t)n);
+	r->read_bytes += n;
+	if (r->log_failed)
+		count_dropped(r);
 	if (r->overflow || r->log_failed)
 		return 0;
 	rc = tq_log_write(r->log, s, r->buf, (size_t)n, tq_mono_ms(), &err);
@@ -603,9 +638,22 @@ static void reasonf(char *buf, size_t n, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* What the log kept when it failed: "its output could not all be stored:
+ * log write ...: No space left on device (ENOSPC); 4096 of its 10240 bytes
+ * of output kept, the rest dropped". */
+static void log_loss(const struct run *r, char *buf, size_t n)
+{
+	const char *name = r->log_errno ? strerrorname_np(r->log_errno) : NULL;
+
+	reasonf(buf, n, TQ_OUTPUT_LOST_REASON ": %s%s%s%s; %lld of its %lld bytes of "
+		"output kept, the rest dropped", r->log_note, name ? " (" : "",
+		name ? name : "", name ? ")" : "", (long long)r->kept_bytes,
+		(long long)r->read_bytes);
+}
+
 static void describe(struct run *r, struct tq_finish *f, char *reason, size_t n)
 {
-	char st[96], dur[32];
+	char st[96], dur[32], loss[TQ_ERR_MAX] = "";
 
 	tq_proc_status_str(r->status, st, sizeof(st));
 	f->exit_code = WIFEXITED(r->status) ? WEXITSTATUS(r->status) : -1;
@@ -630,8 +678,16 @@ static void describe(struct run *r, struct tq_finish *f, char *reason, size_t n)
 		f->outcome = TQ_OUT_OUTPUT_OVERFLOW;
 		reasonf(reason, n, "output cap of %s reached (%s)", dur, st);
 	} else if (r->log_failed) {
-		f->outcome = TQ_OUT_FAILED;
-		reasonf(reason, n, "%s", r->note);
+		/* Neither its failure nor a success: the process ended on its
+		 * own (exit 0 as often as not), but its output is incomplete.
+		 * A failed state (dependents needing success are canceled, wait
+		 * does not exit 0), not retried: the store's problem does not go
+		 * away by running the command again, and running it again would
+		 * repeat whatever it did. The exit status stays its own. */
+		f->outcome = TQ_OUT_OUTPUT_LOST;
+		log_loss(r, loss, sizeof(loss));
+		reasonf(reason, n, "%s; the command itself ended with %s", loss, st);
+		loss[0] = '\0';
 	} else if (WIFSIGNALED(r->status)) {
 		f->outcome = TQ_OUT_SIGNALED;
 		reasonf(reason, n, "%s", st);
@@ -642,6 +698,13 @@ static void describe(struct run *r, struct tq_finish *f, char *reason, size_t n)
 		f->outcome = TQ_OUT_FAILED;
 		reasonf(reason, n, "%s%s%s", st, r->in_broken ? "; " : "",
 			 r->in_broken ? r->note : "");
+	}
+	/* a timeout, a kill or a cap decided the outcome: the lost output
+	 * is said all the same */
+	if (r->log_failed && f->outcome != TQ_OUT_OUTPUT_LOST) {
+		size_t used = strlen(reason);
+		log_loss(r, loss, sizeof(loss));
+		reasonf(reason + used, n - used, "%s%s", used ? "; " : "", loss);
 	}
 	f->reason = reason[0] ? reason : NULL;
 }
@@ -688,7 +751,9 @@ static void classify_attempt(struct run *r, struct tq_finish *f, char *reason, s
 	struct tq_classification c;
 	struct tq_tails t = TQ_TAILS_INIT;
 
-	if (f->outcome == TQ_OUT_SUCCEEDED || f->next == TQ_NEXT_REQUEUE)
+	/* output_lost: its reason is the worker's, and it is not retried */
+	if (f->outcome == TQ_OUT_SUCCEEDED || f->outcome == TQ_OUT_OUTPUT_LOST ||
+	    f->next == TQ_NEXT_REQUEUE)
 		return;
 	/* this attempt's lines only: a retried task's log holds them all */
 	tq_tails_read(r->w->q, r->t->id, r->log_line, -1, &t, NULL);
@@ -952,6 +1017,9 @@ int tq_runner_run(struct worker *w, struct tq_task *t)
 		tq_worker_log(w, "task %lld: its log was deleted while it ran (%d time%s);"
 			      " started it again", (long long)t->id, tq_log_relinked(r.log),
 			      tq_log_relinked(r.log) == 1 ? "" : "s");
+	/* what the log holds of this attempt, before close writes any partial
+	 * line (which a failed log has dropped) */
+	r.kept_bytes = tq_log_output_bytes(r.log) - r.out_start;
 	if (tq_log_close(r.log, &err) < 0 && !r.log_failed)
 		on_log_error(&r, err.code, &err);
 	r.log = NULL;

@@ -224,6 +224,10 @@ int tq_worker_main(const struct tq_worker_opts *o)
 	 * 70 us each here): raise it past them so they come from the heap. */
 	mallopt(M_TRIM_THRESHOLD, 64 * 1024 * 1024);
 	mallopt(M_MMAP_THRESHOLD, 4 * 1024 * 1024);
+	/* A file size limit (RLIMIT_FSIZE) must be an EFBIG from write(2),
+	 * which says which log could not be written, not our death. Tasks get
+	 * every signal's default back at spawn (spawn.c). */
+	signal(SIGXFSZ, SIG_IGN);
 	setproctitle("worker %d: starting", o->slot);
 	if (start(&w, &err) < 0) {
 		tq_worker_log(&w, "cannot start: %s", err.msg);
