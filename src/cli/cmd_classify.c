@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "common/parse.h"
+#include "common/secret.h"
 #include "common/sys.h"
 #include "queue/logstore.h"
 #include "worker/classify.h"
@@ -222,6 +223,22 @@ static int pick_attempt(const struct cli_ctx *c, const struct classify_req *r,
 	return CLI_OK;
 }
 
+/* The reason (and the explanation) can quote the output, and with it a
+ * credential the task printed: mask them as the worker masked the reason it
+ * stored (secret.h), so the two can be compared. Out of memory masks URL
+ * credentials only. */
+static void mask_secrets(const struct tq_task *t, struct tq_classification *out,
+			 char *explain)
+{
+	struct tq_secrets s = TQ_SECRETS_INIT;
+
+	tq_secrets_add_env(&s, t->env, t->envc, NULL);
+	tq_secrets_mask_str(&s, out->reason, sizeof(out->reason));
+	if (explain != NULL)
+		tq_secrets_mask_str(&s, explain, TQ_CLASSIFY_EXPLAIN_MAX);
+	tq_secrets_release(&s);
+}
+
 static int classify_task(const struct cli_ctx *c, const struct classify_req *r,
 			 const struct tq_rules *rules)
 {
@@ -237,7 +254,7 @@ static int classify_task(const struct cli_ctx *c, const struct classify_req *r,
 
 	if ((rc = cli_open(c, TQ_OPEN_NOCREATE, &q)) != CLI_OK)
 		return rc;
-	if (tq_queue_get(q, r->id, 0, &t, &err) < 0 ||
+	if (tq_queue_get(q, r->id, TQ_GET_ENV, &t, &err) < 0 ||
 	    tq_queue_attempts(q, r->id, &att, &n, &err) < 0)
 		rc = cli_fail(c, &err);
 	if (rc == CLI_OK)
@@ -258,6 +275,7 @@ static int classify_task(const struct cli_ctx *c, const struct classify_req *r,
 		};
 
 		tq_classify(rules, &in, &out, explain, explain ? TQ_CLASSIFY_EXPLAIN_MAX : 0);
+		mask_secrets(&t, &out, explain);
 		if ((r->json ? print_json(r->id, &att[k], &out, explain)
 			     : print_human(r->id, &att[k], &out, explain)) < 0)
 			rc = cli_runtime(c, "out of memory");

@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/env.h"
 #include "common/parse.h"
+#include "common/secret.h"
 #include "common/sys.h"
 
 /* ------------------------------------------------------------------ */
@@ -390,7 +390,9 @@ static const char show_help[] =
 	"\n"
 	"Options:\n"
 	"  --show-env   show the values of variables whose names look secret\n"
-	"               (containing KEY, TOKEN, SECRET or PASSWORD); they are\n"
+	"               (containing KEY, TOKEN, SECRET or PASSWORD) and the\n"
+	"               passwords and credential parameters (token=, key=,\n"
+	"               password=, sig=, ...) of URLs in any variable; they are\n"
 	"               masked as *** otherwise\n"
 	"  --json       one JSON object: the fields of list --json plus the rest;\n"
 	"               strings that are not valid UTF-8 carry U+FFFD and an exact\n"
@@ -405,22 +407,17 @@ static const struct cli_opt show_opts[] = {
 	{ NULL, 0, 0, 0 },
 };
 
-/* The environment as shown: "K=***" for secret-looking names unless
- * show_env. Every string is malloc'd; NULL when out of memory. */
+/* The environment as shown: "K=***" for secret-looking names and URL
+ * credentials masked (secret.h) unless show_env. Every string is malloc'd;
+ * NULL when out of memory. */
 static char **masked_env(const struct tq_task *t, int show_env)
 {
 	char **v = calloc(t->envc + 1, sizeof(*v));
 
 	for (size_t i = 0; v != NULL && i < t->envc; i++) {
 		const char *e = t->env[i];
-		size_t n = tq_env_name_len(e);
 
-		if (!show_env && e[n] == '=' && tq_env_looks_secret(e)) {
-			if ((v[i] = malloc(n + 5)) != NULL)
-				snprintf(v[i], n + 5, "%.*s=***", (int)n, e);
-		} else {
-			v[i] = strdup(e);
-		}
+		v[i] = show_env ? strdup(e) : tq_secret_env_display(e);
 		if (v[i] == NULL) {
 			for (size_t j = 0; j < i; j++)
 				free(v[j]);

@@ -129,6 +129,10 @@ static void log_line(struct hook *h, int s)
 	if (h->lines++ >= ON_EXIT_LOG_LINES) {
 		h->dropped++;
 	} else {
+		/* masked before it is escaped: escaping would hide a credential
+		 * with a backslash or a tab in it from the mask in the log line */
+		h->plen[s] = tq_secrets_mask(h->w->secrets, h->part[s], h->plen[s],
+					     sizeof(h->part[s]));
 		strnvisx(esc, sizeof(esc), h->part[s], h->plen[s],
 			 VIS_CSTYLE | VIS_OCTAL | VIS_TAB | VIS_NL);
 		tq_worker_log(h->w, "task %lld on-exit %s: %s%s", (long long)h->id,

@@ -50,6 +50,7 @@
 
 #include "../common/env.h"
 #include "../common/parse.h"
+#include "../common/secret.h"
 #include "../common/sys.h"
 #include "../queue/logstore.h"
 #include "agent.h"
@@ -131,6 +132,7 @@ struct run {
 	int64_t next_try;          /* mono ms */
 	int64_t retry_wait;
 	char last_error[TQ_ERR_MAX];
+	struct tq_secrets secrets; /* the task's credentials, masked in what we write */
 };
 
 static int64_t renew_every(const struct run *r)
@@ -950,6 +952,15 @@ static void recording_timers(struct run *r, int64_t now)
  */
 static void record(struct run *r)
 {
+	/* A reason can quote the task's output (the classifier's matching
+	 * line), and with it a credential the task printed: it is stored, kept
+	 * and logged masked (secret.h). */
+	if (r->fin.reason != NULL) {
+		if (r->fin.reason != r->reason)
+			snprintf(r->reason, sizeof(r->reason), "%s", r->fin.reason);
+		tq_secrets_mask_str(&r->secrets, r->reason, sizeof(r->reason));
+		r->fin.reason = r->reason;
+	}
 	r->fin.task_id = r->t->id;
 	r->fin.attempt = r->t->attempt;
 	r->fin.worker_id = r->w->id;
@@ -989,6 +1000,13 @@ int tq_runner_run(struct worker *w, struct tq_task *t)
 	int rc;
 
 	r.agent = (struct tq_agent_run)TQ_AGENT_RUN_INIT;
+	r.secrets = (struct tq_secrets)TQ_SECRETS_INIT;
+	/* Out of memory keeps the values collected so far; URL credentials are
+	 * masked by their shape whatever this holds. */
+	if (tq_secrets_add_env(&r.secrets, t->env, t->envc, &err) < 0)
+		tq_worker_log(w, "task %lld: %s; fewer values masked", (long long)t->id,
+			      err.msg);
+	w->secrets = &r.secrets;
 	setproctitle("worker %d: task %lld %s", w->o->slot, (long long)t->id, t->name);
 	if ((r.buf = malloc(READ_CHUNK)) == NULL) {
 		tq_err_set(&err, TQ_ENOMEM, "out of memory");
@@ -1041,6 +1059,8 @@ out:
 	tq_agent_cleanup(&r.agent);
 	tq_result_parser_free(r.rp);
 	free(r.buf);
+	w->secrets = NULL;
+	tq_secrets_release(&r.secrets);
 	setproctitle("worker %d: idle", w->o->slot);
 	return 0;
 }

@@ -35,15 +35,31 @@
 #define BUSY_RETRY_MS 200      /* the store was locked: try again soon */
 #define ERROR_RETRY_MS 2000    /* any other store error */
 
+static void diag_line(const char *who, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void diag_line(const char *who, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	tq_diag(who, fmt, ap);
+	va_end(ap);
+}
+
 void tq_worker_log(struct worker *w, const char *fmt, ...)
 {
-	char who[64];
+	char who[64], msg[TQ_ERR_MAX + 256];
 	va_list ap;
 
 	snprintf(who, sizeof(who), "taskq worker %d (pid %d)", w->o->slot, (int)getpid());
 	va_start(ap, fmt);
-	tq_diag(who, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	/* A reason or a hook's line can quote the task's output, and with it
+	 * a credential the task printed (secret.h). */
+	tq_secrets_mask_str(w->secrets, msg, sizeof(msg));
+	diag_line(who, "%s", msg);
 }
 
 void tq_worker_on_signal(struct worker *w, const struct signalfd_siginfo *si)

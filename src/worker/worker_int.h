@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <sys/signalfd.h>
 
+#include "../common/secret.h"
 #include "../queue/queue.h"
 #include "classify.h"
 #include "worker.h"
@@ -26,6 +27,8 @@ struct worker {
 	char home_mark[PATH_MAX + 32]; /* "TASKQ_TASK_HOME=HOME", given to tasks */
 	int64_t beat_task;      /* what our row says we run (-1: unknown) */
 	int64_t beat_at;        /* mono ms of our last heartbeat written */
+	/* while a task runs: its secrets, masked in every line we log */
+	const struct tq_secrets *secrets;
 };
 
 /* Write our heartbeat and the task we run (0: none). An idle worker's
@@ -37,7 +40,8 @@ void tq_worker_beat(struct worker *w, int64_t task_id, int force);
  * claim, the finish): note it as a beat without writing again. */
 void tq_worker_beat_written(struct worker *w, int64_t task_id);
 
-/* Log a line to the worker's stderr (the supervisor's log). */
+/* Log a line to the worker's stderr (the supervisor's log), with the
+ * running task's secrets masked (secret.h). */
 void tq_worker_log(struct worker *w, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
