@@ -150,6 +150,10 @@ int cli_usage(const struct cli_ctx *c, const char *fmt, ...)
 int cli_runtime(const struct cli_ctx *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* A line that is not an error, the same way: "taskq: CMD: message". */
+void cli_note(const struct cli_ctx *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
 /* "taskq: CMD: no task id given; usage: SYNOPSIS" with the command's
  * synopsis folded onto that one line (a long synopsis is written on
  * several for `help`); returns CLI_USAGE. */

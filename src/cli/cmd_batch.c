@@ -459,13 +459,15 @@ static cJSON *group_json(const struct tq_group *g, int *oom)
 	cli_json_bool(o, "probing", g->probe && g->paused_until <= tq_now_ms(), oom);
 	cli_json_int(o, "probe_task", g->probe_task, g->probe_task > 0, oom);
 	cli_json_int(o, "queued", g->queued, 1, oom);
+	cli_json_int(o, "scheduled", g->scheduled, 1, oom);
+	cli_json_int(o, "blocked", g->blocked, 1, oom);
 	cli_json_int(o, "running", g->running, 1, oom);
 	return o;
 }
 
 static int group_row(struct cli_table *tb, const struct tq_group *g, int64_t now)
 {
-	char par[24], paused[64], qd[24], rn[24];
+	char par[24], paused[64], qd[24], sc[24], rn[24];
 	int rc;
 
 	if (g->parallel > 0)
@@ -486,19 +488,23 @@ static int group_row(struct cli_table *tb, const struct tq_group *g, int64_t now
 		snprintf(paused, sizeof(paused), "no");
 	}
 	snprintf(qd, sizeof(qd), "%lld", (long long)g->queued);
+	snprintf(sc, sizeof(sc), "%lld", (long long)g->scheduled);
 	snprintf(rn, sizeof(rn), "%lld", (long long)g->running);
 	if ((rc = cli_table_add(tb, g->name, NULL)) < 0 ||
 	    (rc = cli_table_add(tb, par, NULL)) < 0 ||
 	    (rc = cli_table_add(tb, paused, NULL)) < 0 ||
-	    (rc = cli_table_add(tb, qd, NULL)) < 0)
+	    (rc = cli_table_add(tb, qd, NULL)) < 0 ||
+	    (rc = cli_table_add(tb, sc, NULL)) < 0)
 		return rc;
 	return cli_table_add(tb, rn, NULL);
 }
 
 static int group_list(const struct cli_ctx *c, int argc, char **argv)
 {
+	/* SCHEDULED: waiting for a time, such as a rate limit's retry (a
+	 * paused group's tasks are there, not in QUEUED) */
 	static const char *const heads[] = { "GROUP", "PARALLEL", "PAUSED", "QUEUED",
-					     "RUNNING" };
+					     "SCHEDULED", "RUNNING" };
 	struct tq_err err = TQ_ERR_INIT;
 	struct tq_queue *q = NULL;
 	struct tq_group *gs = NULL;
@@ -524,7 +530,7 @@ static int group_list(const struct cli_ctx *c, int argc, char **argv)
 		struct cli_table tb;
 		int64_t now = tq_now_ms();
 		int r = 0;
-		cli_table_init(&tb, 5, heads, 1u << 3 | 1u << 4);
+		cli_table_init(&tb, 6, heads, 1u << 3 | 1u << 4 | 1u << 5);
 		for (size_t i = 0; r == 0 && i < n; i++)
 			r = group_row(&tb, &gs[i], now);
 		if (r == 0)
@@ -566,10 +572,11 @@ const struct cli_cmd cli_cmd_group = {
 	"group no task has used yet is created with the limit.\n"
 	"\n"
 	"group list: every group with its limit, whether it is paused (taskq pause,\n"
-	"or until when after a rate limit), and its queued and running tasks. When\n"
-	"a rate limit's pause lifts, the group is \"probing\": one task runs first\n"
-	"and the others start once it ended without a rate limit (taskq help\n"
-	"status).\n"
+	"or until when after a rate limit), and its queued, scheduled (waiting for\n"
+	"a time: --delay, --at, the retry after a rate limit) and running tasks\n"
+	"(--json also counts the blocked ones). When a rate limit's pause lifts,\n"
+	"the group is \"probing\": one task runs first and the others start once\n"
+	"it ended without a rate limit (taskq help status).\n"
 	"\n"
 	"  -p, --parallel N    0 (unlimited) to 100000\n"
 	"      --json          group list: an array of objects\n",

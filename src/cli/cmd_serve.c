@@ -17,6 +17,7 @@
 #include "common/sys.h"
 #include "output.h"
 #include "worker/endrec.h"
+#include "worker/proc.h"
 #include "worker/supervisor.h"
 #include "worker/worker.h"
 
@@ -183,6 +184,26 @@ static int64_t retention_of(struct tq_queue *q)
 	return ms;
 }
 
+/* Workers in slot order (rows come in the order they registered: a
+ * restarted worker 1 came after worker 2). */
+static int by_slot(const void *a, const void *b)
+{
+	const struct tq_worker_info *x = a, *y = b;
+
+	if (x->slot != y->slot)
+		return x->slot < y->slot ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* A worker's row says it runs until a supervisor records its end; one that
+ * was killed while no supervisor watched (or a moment ago) still has its
+ * row. Whether it lives is the kernel's answer: its pid with its start
+ * time. */
+static int worker_alive(const struct tq_worker_info *w)
+{
+	return w->pid > 0 && tq_proc_same(w->pid, w->proc_start);
+}
+
 static int load_status(const struct cli_ctx *c, struct tq_queue *q, const char *home,
 		       struct status *s)
 {
@@ -194,6 +215,8 @@ static int load_status(const struct cli_ctx *c, struct tq_queue *q, const char *
 	    tq_queue_workers(q, &s->ws, &s->nws, &err) < 0 ||
 	    tq_queue_groups(q, &s->gs, &s->ngs, &err) < 0)
 		return cli_fail(c, &err);
+	if (s->nws > 1)
+		qsort(s->ws, s->nws, sizeof(*s->ws), by_slot);
 	if (s->running) {
 		s->started_at = meta_int(q, "supervisor_started_at");
 		s->workers_target = meta_int(q, "supervisor_workers");
@@ -220,13 +243,40 @@ static int recording(const char *home, int64_t id)
 static int group_shown(const struct tq_group *g, int64_t now)
 {
 	return g->paused || g->paused_until > now || g->probe || g->parallel > 0 ||
-	       g->running > 0 || g->queued > 0;
+	       g->running > 0 || g->queued > 0 || g->scheduled > 0 || g->blocked > 0;
+}
+
+/* "worker 1: pid 42, running task 7 (seen 1.0s ago)"; a dead one says so,
+ * and what becomes of the task it held. */
+static void print_worker(const char *home, const struct tq_worker_info *w, int supervisor,
+			 int64_t now)
+{
+	char seen[64];
+	int alive = worker_alive(w);
+
+	tq_format_duration(now - w->heartbeat_at, seen, sizeof(seen));
+	if (alive && recording(home, w->task_id))
+		printf("worker %d: pid %d, recording the end of task %lld, which the "
+		       "database has not taken yet (seen %s ago)\n", w->slot, w->pid,
+		       (long long)w->task_id, seen);
+	else if (alive && w->task_id)
+		printf("worker %d: pid %d, running task %lld (seen %s ago)\n", w->slot, w->pid,
+		       (long long)w->task_id, seen);
+	else if (alive)
+		printf("worker %d: pid %d, idle (seen %s ago)\n", w->slot, w->pid, seen);
+	else if (w->task_id)
+		printf("worker %d: pid %d, dead (was running task %lld, seen %s ago); %s\n",
+		       w->slot, w->pid, (long long)w->task_id, seen,
+		       supervisor ? "the supervisor recovers the task"
+				  : "the next supervisor (taskq serve) recovers the task");
+	else
+		printf("worker %d: pid %d, dead (seen %s ago)\n", w->slot, w->pid, seen);
 }
 
 static void print_status_human(const struct status *s, const char *home)
 {
 	int64_t now = tq_now_ms();
-	char buf[64];
+	char buf[64], *esc;
 
 	if (s->running) {
 		tq_format_duration(s->started_at ? now - s->started_at : 0, buf, sizeof(buf));
@@ -235,7 +285,10 @@ static void print_status_human(const struct status *s, const char *home)
 	} else {
 		printf("supervisor: not running (start one with: taskq serve)\n");
 	}
-	printf("state directory: %s\n", home);
+	/* control characters and odd bytes escaped, as every name we print */
+	esc = cli_esc(home, 0, NULL);
+	printf("state directory: %s\n", esc != NULL ? esc : "?");
+	free(esc);
 	if (s->retention_ms > 0) {
 		tq_format_duration(s->retention_ms, buf, sizeof(buf));
 		printf("retention: finished tasks are removed after %s\n", buf);
@@ -247,19 +300,8 @@ static void print_status_human(const struct status *s, const char *home)
 		printf("%s %s %lld", i ? "," : "", tq_state_name((enum tq_state)i),
 		       (long long)s->counts[i]);
 	printf("\n");
-	for (size_t i = 0; i < s->nws; i++) {
-		tq_format_duration(now - s->ws[i].heartbeat_at, buf, sizeof(buf));
-		if (recording(home, s->ws[i].task_id))
-			printf("worker %d: pid %d, recording the end of task %lld, which the "
-			       "database has not taken yet (seen %s ago)\n", s->ws[i].slot,
-			       s->ws[i].pid, (long long)s->ws[i].task_id, buf);
-		else if (s->ws[i].task_id)
-			printf("worker %d: pid %d, running task %lld (seen %s ago)\n",
-			       s->ws[i].slot, s->ws[i].pid, (long long)s->ws[i].task_id, buf);
-		else
-			printf("worker %d: pid %d, idle (seen %s ago)\n", s->ws[i].slot,
-			       s->ws[i].pid, buf);
-	}
+	for (size_t i = 0; i < s->nws; i++)
+		print_worker(home, &s->ws[i], s->running, now);
 	for (size_t i = 0; i < s->ngs; i++) {
 		const struct tq_group *g = &s->gs[i];
 		char *name;
@@ -267,6 +309,11 @@ static void print_status_human(const struct status *s, const char *home)
 			continue;
 		printf("group %s: %lld running, %lld queued", name, (long long)g->running,
 		       (long long)g->queued);
+		/* waiting for their time (a rate limit's retry) or their --after */
+		if (g->scheduled > 0)
+			printf(", %lld scheduled", (long long)g->scheduled);
+		if (g->blocked > 0)
+			printf(", %lld blocked", (long long)g->blocked);
 		if (g->parallel > 0)
 			printf(", parallel %lld", (long long)g->parallel);
 		if (g->paused)
@@ -314,6 +361,7 @@ static cJSON *status_json(const struct status *s, const char *home)
 			cJSON_AddNullToObject(x, "task");
 		cJSON_AddNumberToObject(x, "heartbeat_at", (double)s->ws[i].heartbeat_at);
 		cJSON_AddBoolToObject(x, "recording", recording(home, s->ws[i].task_id));
+		cJSON_AddBoolToObject(x, "alive", worker_alive(&s->ws[i]));
 		cJSON_AddItemToArray(w, x);
 	}
 	g = cJSON_AddArrayToObject(o, "groups");
@@ -325,6 +373,8 @@ static cJSON *status_json(const struct status *s, const char *home)
 		cli_json_bytes(x, "name", s->gs[i].name, &oom);
 		cJSON_AddNumberToObject(x, "running", (double)s->gs[i].running);
 		cJSON_AddNumberToObject(x, "queued", (double)s->gs[i].queued);
+		cJSON_AddNumberToObject(x, "scheduled", (double)s->gs[i].scheduled);
+		cJSON_AddNumberToObject(x, "blocked", (double)s->gs[i].blocked);
 		cJSON_AddNumberToObject(x, "parallel", (double)s->gs[i].parallel);
 		cJSON_AddBoolToObject(x, "paused", s->gs[i].paused);
 		if (s->gs[i].paused_until > now)
@@ -518,10 +568,14 @@ const struct cli_cmd cli_cmd_status = {
 	.synopsis = "taskq status [--json]",
 	.summary = "Show the supervisor, workers, task counts and groups.",
 	.help =
-	"Says whether a supervisor runs (its pid, uptime, workers), how long finished\n"
-	"tasks are kept (serve --retention), how many tasks are in each state, what\n"
-	"each worker is doing, and the groups that are paused, limited (group set\n"
-	"--parallel), or have work: running and queued tasks, the limit, the pause.\n"
+	"Says whether a supervisor runs (its pid, uptime, workers), the state\n"
+	"directory (control characters escaped), how long finished tasks are kept\n"
+	"(serve --retention), how many tasks are in each state, what each worker is\n"
+	"doing, in slot order (a worker whose process is gone is \"dead\", with the\n"
+	"task it held, which a supervisor recovers; --json: \"alive\"), and the\n"
+	"groups that are paused, limited (group set --parallel), or have work:\n"
+	"running, queued, scheduled (waiting for a time, such as the retry after a\n"
+	"rate limit) and blocked tasks, the limit, the pause.\n"
 	"\n"
 	"After a rate limit's pause a group is probing: one task runs first, the\n"
 	"others start once it ended without a rate limit; if it hits the limit\n"

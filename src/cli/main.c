@@ -108,6 +108,15 @@ int cli_usage(const struct cli_ctx *c, const char *fmt, ...)
 	return CLI_USAGE;
 }
 
+void cli_note(const struct cli_ctx *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	print_error(c, fmt, ap);
+	va_end(ap);
+}
+
 int cli_runtime(const struct cli_ctx *c, const char *fmt, ...)
 {
 	va_list ap;
@@ -180,6 +189,8 @@ static int open_queue(const struct cli_ctx *c, unsigned flags, int missing_ok,
 		cli_fail(c, &err);
 		return CLI_RUNTIME;
 	}
+	if (tq_queue_notice(*q) != NULL)
+		cli_note(c, "%s", tq_queue_notice(*q));
 	return CLI_OK;
 }
 

@@ -397,12 +397,52 @@ static int make_home(const char *home, int *made, struct tq_err *err)
 	return 0;
 }
 
+/*
+ * Take group and others' bits off path (lstat'ed as sb, ours), which they
+ * could read: the queue holds every task's command, environment and output.
+ * Through an fd opened O_NOFOLLOW, so a link swapped in meanwhile is not
+ * what changes. 1 when it changed the mode; 0 when there was nothing to do
+ * or it could not (no error: the mode was accepted before).
+ */
+static int tighten(const char *path, const struct stat *sb)
+{
+	mode_t mode = sb->st_mode & 07777, want = mode & ~(mode_t)077;
+	int fd, done = 0;
+
+	if (mode == want)
+		return 0;
+	fd = tq_open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+		     (S_ISDIR(sb->st_mode) ? O_DIRECTORY : 0), 0);
+	if (fd >= 0)
+		done = fchmod(fd, want) == 0;
+	tq_close(fd);
+	return done;
+}
+
+/* Append to *note "WHAT PATH 0755 -> 0700", after a ", " or, first, after
+ * what it is about. */
+static void note_tightened(char **note, const char *what, const char *path, mode_t mode)
+{
+	char *more = NULL;
+
+	mode &= 07777;
+	if (asprintf(&more, "%s%s%s %s %04o -> %04o",
+		     *note ? *note : "others could read your queue; made private: ",
+		     *note ? ", " : "", what, path, (unsigned)mode,
+		     (unsigned)(mode & ~(mode_t)077)) >= 0) {
+		free(*note);
+		*note = more;
+	}
+}
+
 /* Create (if allowed) and check the state directory: a directory owned by
  * us, not writable by group or others (anyone who can write it can replace
  * the database or a log), whose logs/ is a directory and not a symbolic
  * link (a link would send every task's output, and a reader's view of it,
- * wherever it points). *made (may be NULL) says what was created. */
-static int check_home(const char *home, unsigned flags, int *made, struct tq_err *err)
+ * wherever it points). One readable by others is made 0700 (tighten), when
+ * note is not NULL. *made (may be NULL) says what was created. */
+static int check_home(const char *home, unsigned flags, int *made, char **note,
+		      struct tq_err *err)
 {
 	struct stat sb;
 	char *logs = NULL;
@@ -435,6 +475,8 @@ static int check_home(const char *home, unsigned flags, int *made, struct tq_err
 				  "run: chmod go-w %s", home,
 				  (sb.st_mode & S_IWOTH) ? "everyone" : "its group",
 				  (unsigned)(sb.st_mode & 07777), home);
+	if (note != NULL && tighten(home, &sb))
+		note_tightened(note, "state directory", home, sb.st_mode);
 	/* on the heap: see home_absolute */
 	if (asprintf(&logs, "%s/logs", home) < 0)
 		return tq_err_set(err, TQ_ENOMEM, "state directory: out of memory");
@@ -459,14 +501,19 @@ static int check_home(const char *home, unsigned flags, int *made, struct tq_err
 
 int tq_home_check(const char *home, struct tq_err *err)
 {
-	return check_home(home, TQ_OPEN_NOCREATE, NULL, err);
+	return check_home(home, TQ_OPEN_NOCREATE, NULL, NULL, err);
 }
 
 /* Check the database file itself: 0 when it is there and usable, 1 when it
- * does not exist and may be created (create_db), or an error. */
-static int check_dbfile(const char *path, unsigned flags, struct tq_err *err)
+ * does not exist and may be created (create_db), or an error. One others
+ * could read is made 0600, with its -wal and -shm (SQLite gave them its
+ * mode), when note is not NULL. */
+static int check_dbfile(const char *path, unsigned flags, char **note,
+			struct tq_err *err)
 {
+	static const char *const sfx[] = { "-wal", "-shm" };
 	struct stat sb;
+	char *side;
 
 	if (lstat(path, &sb) < 0) {
 		if (errno != ENOENT)
@@ -488,6 +535,17 @@ static int check_dbfile(const char *path, unsigned flags, struct tq_err *err)
 	if (access(path, R_OK | W_OK) < 0)
 		return tq_err_set(err, errno == EROFS ? TQ_EREADONLY : TQ_EREADONLY,
 				  "database %s is not writable: %s", path, strerror(errno));
+	if (note == NULL || !tighten(path, &sb))
+		return 0;
+	note_tightened(note, "database", path, sb.st_mode);
+	for (size_t i = 0; i < sizeof(sfx) / sizeof(sfx[0]); i++) {
+		if (asprintf(&side, "%s%s", path, sfx[i]) < 0)
+			continue;
+		/* said with the database */
+		if (lstat(side, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_uid == geteuid())
+			tighten(side, &sb);
+		free(side);
+	}
 	return 0;
 }
 
@@ -931,8 +989,8 @@ int tq_queue_open(struct tq_queue **qp, const char *home, unsigned flags,
 		rc = tq_err_set(err, TQ_EINVAL, "state directory path is too long");
 		goto fail;
 	}
-	if ((rc = check_home(q->home, flags, &made, err)) < 0 ||
-	    (rc = check_dbfile(q->path, flags, err)) < 0)
+	if ((rc = check_home(q->home, flags, &made, &q->notice, err)) < 0 ||
+	    (rc = check_dbfile(q->path, flags, &q->notice, err)) < 0)
 		goto fail;
 	if (rc == 1 && (rc = create_db(q, err)) < 0)
 		goto fail;
@@ -966,6 +1024,7 @@ int tq_queue_open(struct tq_queue **qp, const char *home, unsigned flags,
 fail:
 	db_close(q);
 	unmake_home(q->home, made);
+	free(q->notice);
 	free(q);
 	return rc;
 }
@@ -980,12 +1039,18 @@ void tq_queue_close(struct tq_queue *q)
 	if (q == NULL)
 		return;
 	db_close(q);
+	free(q->notice);
 	free(q);
 }
 
 const char *tq_queue_home(const struct tq_queue *q)
 {
 	return q->home;
+}
+
+const char *tq_queue_notice(const struct tq_queue *q)
+{
+	return q->notice;
 }
 
 int tq_queue_log_path(const struct tq_queue *q, int64_t id, char *buf, size_t n)

@@ -50,6 +50,7 @@ struct tq_queue {
 	int64_t busy_timeout;   /* ms */
 	char home[PATH_MAX];
 	char path[PATH_MAX];    /* HOME/taskq.db */
+	char *notice;           /* tq_queue_notice, malloc'd; NULL: none */
 };
 
 /* The cached statement for slot id, prepared from sql on first use. NULL on

@@ -582,7 +582,9 @@ int tq_queue_groups(struct tq_queue *q, struct tq_group **list, size_t *n,
 		"SELECT g.name, g.parallel, g.paused, g.paused_until, g.pause_reason,"
 		" coalesce((SELECT n FROM task_counts c WHERE c.grp = g.name AND c.state = 'queued'), 0),"
 		" coalesce((SELECT n FROM task_counts c WHERE c.grp = g.name AND c.state = 'running'), 0),"
-		" g.probe, (SELECT p.id FROM tasks p WHERE p.id = g.probe_task AND p.state = 'running')"
+		" g.probe, (SELECT p.id FROM tasks p WHERE p.id = g.probe_task AND p.state = 'running'),"
+		" coalesce((SELECT n FROM task_counts c WHERE c.grp = g.name AND c.state = 'scheduled'), 0),"
+		" coalesce((SELECT n FROM task_counts c WHERE c.grp = g.name AND c.state = 'blocked'), 0)"
 		" FROM groups g ORDER BY g.name", err);
 	struct tq_group *out = NULL;
 	size_t cap = 0, count = 0;
@@ -611,6 +613,8 @@ int tq_queue_groups(struct tq_queue *q, struct tq_group **list, size_t *n,
 		g->running = sqlite3_column_int64(st, 6);
 		g->probe = sqlite3_column_int(st, 7) != 0;
 		g->probe_task = sqlite3_column_int64(st, 8); /* NULL: 0 */
+		g->scheduled = sqlite3_column_int64(st, 9);
+		g->blocked = sqlite3_column_int64(st, 10);
 		if (tq_col_strdup(st, 0, &g->name) < 0 ||
 		    tq_col_strdup(st, 4, &g->pause_reason) < 0)
 			goto nomem;

@@ -185,6 +185,13 @@ void tq_queue_close(struct tq_queue *q);
 /* The state directory this queue was opened in. */
 const char *tq_queue_home(const struct tq_queue *q);
 
+/* What opening changed that the user should hear of, or NULL: a state
+ * directory or database others could read (0755, 0644), which opening made
+ * private (0700, 0600): "others could read your queue; made private: state
+ * directory /x 0755 -> 0700, database /x/taskq.db 0644 -> 0600". One line,
+ * said once: the next open finds them private. Owned by q. */
+const char *tq_queue_notice(const struct tq_queue *q);
+
 /* Path of a task's log: HOME/logs/ID.log. Returns 0 or TQ_EINVAL (too long). */
 int tq_queue_log_path(const struct tq_queue *q, int64_t id, char *buf, size_t n);
 
@@ -731,6 +738,8 @@ struct tq_group {
 				* the rest once it ended without a rate limit */
 	int64_t probe_task;    /* the probe running now; 0: none yet */
 	int64_t queued;
+	int64_t scheduled;     /* queued for later: --delay/--at, a retry's wait */
+	int64_t blocked;       /* waiting for --after tasks */
 	int64_t running;
 };
 

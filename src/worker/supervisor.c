@@ -554,38 +554,66 @@ static void on_reaped(pid_t pid, int status, void *arg)
 	/* Not a worker: an orphan of some task, already dead. */
 }
 
-/* Adopt live workers a previous supervisor left; recover dead ones. */
+/* Watch worker w from slot index i. -1 if it is gone (no pidfd). */
+static int adopt_one(struct sup *s, int i, const struct tq_worker_info *w)
+{
+	int fd = (int)pidfd_open(w->pid, 0);
+
+	if (fd < 0)
+		return -1;
+	s->slots[i] = (struct slot){ .pid = w->pid, .start_ticks = w->proc_start,
+		.pidfd = fd, .worker_id = w->id, .started = tq_mono_ms() };
+	note_ran_by(s, w->id);
+	slog("adopted worker %d (pid %d, worker id %lld)", w->slot, w->pid, (long long)w->id);
+	return 0;
+}
+
+/*
+ * Adopt live workers a previous supervisor left; recover dead ones. Each
+ * live worker goes back to its own slot: a worker is named by its slot, and
+ * a slot refilled later starts "worker I+1", so one adopted into another
+ * slot shared its name with a worker started after it (status showed two
+ * "worker 1" once an adopted worker 2, kept in slot 1, had died). A worker
+ * whose slot is beyond --workers takes a free slot (its number then is
+ * still its own, and the one its slot's next worker gets is free); one
+ * whose slot another live worker holds, or for which no slot is free, is
+ * more than we want: it finishes its task and stops.
+ */
 static void adopt(struct sup *s)
 {
 	struct tq_worker_info *ws = NULL;
 	size_t n = 0;
-	int used = 0;
 
 	if (tq_queue_workers(s->q, &ws, &n, NULL) < 0)
 		return;
 	for (size_t j = 0; j < n; j++) {
-		int fd = -1;
-		if (ws[j].pid > 0 && tq_proc_same(ws[j].pid, ws[j].proc_start))
-			fd = (int)pidfd_open(ws[j].pid, 0);
-		if (fd < 0) {
+		int i = ws[j].slot - 1;
+		if (i >= 0 && i < s->o->workers && s->slots[i].pid == 0 && ws[j].pid > 0 &&
+		    tq_proc_same(ws[j].pid, ws[j].proc_start))
+			adopt_one(s, i, &ws[j]);
+	}
+	for (size_t j = 0; j < n; j++) {
+		int free_i = -1, taken = 0;
+		for (int i = 0; i < s->o->workers; i++) {
+			taken |= s->slots[i].pid > 0 && s->slots[i].worker_id == ws[j].id;
+			if (s->slots[i].pid == 0 && free_i < 0)
+				free_i = i;
+		}
+		if (taken)
+			continue;
+		if (ws[j].pid <= 0 || !tq_proc_same(ws[j].pid, ws[j].proc_start) ||
+		    (ws[j].slot > s->o->workers && free_i >= 0 &&
+		     adopt_one(s, free_i, &ws[j]) < 0)) {
 			char why[128];
 			snprintf(why, sizeof(why), "worker pid %d is gone", ws[j].pid);
 			recover(s, ws[j].id, why);
 			tq_queue_worker_stop(s->q, ws[j].id, NULL);
 			continue;
 		}
-		if (used >= s->o->workers) {
-			/* More than we want: let it finish its task and stop. */
-			slog("stopping extra worker pid %d", ws[j].pid);
-			tq_proc_signal(ws[j].pid, ws[j].proc_start, SIGTERM, NULL);
-			tq_close(fd);
-			continue;
-		}
-		s->slots[used] = (struct slot){ .pid = ws[j].pid, .start_ticks = ws[j].proc_start,
-			.pidfd = fd, .worker_id = ws[j].id, .started = tq_mono_ms() };
-		note_ran_by(s, ws[j].id);
-		slog("adopted worker pid %d (worker id %lld)", ws[j].pid, (long long)ws[j].id);
-		used++;
+		if (ws[j].slot > s->o->workers && free_i >= 0)
+			continue; /* adopted */
+		slog("stopping extra worker %d (pid %d)", ws[j].slot, ws[j].pid);
+		tq_proc_signal(ws[j].pid, ws[j].proc_start, SIGTERM, NULL);
 	}
 	free(ws);
 }
@@ -1010,6 +1038,8 @@ int tq_supervisor_main(const struct tq_serve_opts *o)
 		fprintf(stderr, "taskq: serve: %s\n", err.msg);
 		return 1;
 	}
+	if (tq_queue_notice(s.q) != NULL) /* permissions made private */
+		fprintf(stderr, "taskq: serve: %s\n", tq_queue_notice(s.q));
 	tq_queue_close(s.q);
 	s.q = NULL;
 	if (pidfile_path(o->home, path, sizeof(path)) < 0)
