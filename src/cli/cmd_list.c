@@ -37,12 +37,17 @@ static int runtime_ms(const struct tq_task *t, int64_t now, int64_t *ms)
 	return 1;
 }
 
-/* "0", "1", "SIGKILL" (or "sig 40" for a signal without a name), "-". */
-static void format_exit(int code, int sig, char *buf, size_t n)
+/* "0", "1", "SIGKILL" (or "sig 40" for a signal without a name), "-". A
+ * process that taskq ended (timed out, killed) and that then exited 0 shows
+ * "-": gemini exits 0 on SIGTERM, which is no success (the outcome and the
+ * reason say what happened; --json keeps the real exit_code). */
+static void format_exit_of(int code, int sig, enum tq_outcome o, char *buf, size_t n)
 {
 	const char *abbrev = sig > 0 ? sigabbrev_np(sig) : NULL;
 
-	if (abbrev != NULL)
+	if (code == 0 && sig <= 0 && (o == TQ_OUT_TIMED_OUT || o == TQ_OUT_KILLED))
+		snprintf(buf, n, "-");
+	else if (abbrev != NULL)
 		snprintf(buf, n, "SIG%s", abbrev);
 	else if (sig > 0)
 		snprintf(buf, n, "sig %d", sig);
@@ -271,7 +276,7 @@ static int add_row(struct cli_table *tb, const struct tq_task *t, int64_t now,
 	tq_format_time(t->started_at, started, sizeof(started));
 	if (runtime_ms(t, now, &rt))
 		tq_format_duration(rt, runtime, sizeof(runtime));
-	format_exit(t->exit_code, t->signal, exit_s, sizeof(exit_s));
+	format_exit_of(t->exit_code, t->signal, t->outcome, exit_s, sizeof(exit_s));
 	if ((rc = cli_table_add(tb, id, NULL)) < 0 ||
 	    (rc = cli_table_add(tb, tq_state_name(t->state), cli_state_sgr(t->state))) < 0 ||
 	    (rc = cli_table_add(tb, t->name, NULL)) < 0 ||
@@ -464,7 +469,7 @@ static void attempt_json(cJSON *arr, const struct tq_attempt *a, int *oom)
 	cli_json_bytes(o, "subtype", a->subtype, oom);
 	cli_json_bytes(o, "agent_session", a->agent_session, oom);
 	cli_json_bytes(o, "model", a->model, oom);
-	cli_json_int(o, "duration_ms", a->duration_ms, 1, oom);
+	cli_json_int(o, "duration_ms", a->duration_ms, a->duration_ms >= 0, oom);
 	cli_json_int(o, "num_turns", a->num_turns, 1, oom);
 	cli_json_int(o, "input_tokens", a->input_tokens, 1, oom);
 	cli_json_int(o, "output_tokens", a->output_tokens, 1, oom);
@@ -647,7 +652,7 @@ static void show_outcome(const struct tq_task *t, int64_t now, int *oom)
 	if (runtime_ms(t, now, &rt))
 		tq_format_duration(rt, rt_s, sizeof(rt_s));
 	printf("%-13s %s\n", "runtime:", rt_s);
-	format_exit(t->exit_code, t->signal, exit_s, sizeof(exit_s));
+	format_exit_of(t->exit_code, t->signal, t->outcome, exit_s, sizeof(exit_s));
 	printf("%-13s %s\n", "exit:", exit_s);
 	field("outcome:", outcome_or_null(t->outcome), 0, oom);
 	field("category:", category_or_null(t->category), 0, oom);
@@ -737,13 +742,16 @@ static int show_result(const struct tq_attempt *a)
 	printf("    %-14s %s\n", "is error:", a->is_error ? "yes" : "no");
 	field_indented("subtype:", a->subtype);
 	field_indented("agent session:", a->agent_session);
-	field_indented("model:", a->model);
+	field_indented("model:", a->model != NULL ? a->model : "- (not reported)");
 	if (a->cost_usd >= 0)
 		snprintf(cost, sizeof(cost), "$%.4f (%.10g USD)", a->cost_usd, a->cost_usd);
 	else
 		snprintf(cost, sizeof(cost), "- (not reported)");
 	printf("    %-14s %s\n", "cost:", cost);
-	tq_format_duration(a->duration_ms, dur, sizeof(dur));
+	if (a->duration_ms >= 0)
+		tq_format_duration(a->duration_ms, dur, sizeof(dur));
+	else
+		snprintf(dur, sizeof(dur), "- (not reported)");
 	printf("    %-14s %s\n", "agent time:", dur);
 	printf("    %-14s %lld\n", "turns:", (long long)a->num_turns);
 	printf("    %-14s input %lld, output %lld, cache read %lld, cache write %lld\n",
@@ -773,7 +781,7 @@ static int show_attempts(const struct tq_attempt *att, size_t n)
 		tq_format_time(a->ended_at, en, sizeof(en));
 		if (a->ended_at > 0)
 			tq_format_duration(a->ended_at - a->started_at, rt, sizeof(rt));
-		format_exit(a->exit_code, a->signal, ex, sizeof(ex));
+		format_exit_of(a->exit_code, a->signal, a->outcome, ex, sizeof(ex));
 		const char *cells[] = { num, st, en, rt, outcome_or_null(a->outcome),
 					category_or_null(a->category), ex, a->reason };
 		for (size_t j = 0; rc == 0 && j < 8; j++)

@@ -56,8 +56,10 @@ static const char result_help[] =
 	"Options:\n"
 	"  --json   one object: id, attempt, state, result, is_error, subtype,\n"
 	"           agent_session, model, cost_usd (null when the agent reports\n"
-	"           none), duration_ms, num_turns, input_tokens, output_tokens,\n"
-	"           cache_read_tokens, cache_creation_tokens\n"
+	"           none), duration_ms (null likewise: codex, opencode), num_turns,\n"
+	"           input_tokens, output_tokens, cache_read_tokens,\n"
+	"           cache_creation_tokens; model is the one the task asked for\n"
+	"           (--model, -m) when the agent names none\n"
 	"\n"
 	"Exit status: 0 when a result was printed; 1 when the task has no result\n"
 	"(yet: it has not run or is running; or its output had none: a plain\n"
@@ -120,7 +122,7 @@ static int print_result_json(const struct tq_task *t, const struct tq_attempt *a
 	cli_json_bytes(o, "agent_session", a->agent_session, &oom);
 	cli_json_bytes(o, "model", a->model, &oom);
 	json_cost(o, "cost_usd", a->cost_usd, a->cost_usd >= 0, &oom);
-	cli_json_int(o, "duration_ms", a->duration_ms, 1, &oom);
+	cli_json_int(o, "duration_ms", a->duration_ms, a->duration_ms >= 0, &oom);
 	cli_json_int(o, "num_turns", a->num_turns, 1, &oom);
 	cli_json_int(o, "input_tokens", a->input_tokens, 1, &oom);
 	cli_json_int(o, "output_tokens", a->output_tokens, 1, &oom);
@@ -251,7 +253,7 @@ static void row_json(cJSON *o, const struct tq_stats_row *r, int *oom)
 	cli_json_int(o, "cache_read_tokens", r->cache_read_tokens, 1, oom);
 	cli_json_int(o, "cache_creation_tokens", r->cache_creation_tokens, 1, oom);
 	cli_json_int(o, "num_turns", r->num_turns, 1, oom);
-	cli_json_int(o, "agent_ms", r->agent_ms, 1, oom);
+	cli_json_int(o, "agent_ms", r->agent_ms, r->timed > 0, oom);
 }
 
 static cJSON *counts_json(const int64_t *v, int count, int outcomes, int *oom)
@@ -386,8 +388,16 @@ static int stats_human(const struct tq_stats *s)
 	       "tokens:", (long long)t->input_tokens, (long long)t->output_tokens,
 	       (long long)t->cache_read_tokens, (long long)t->cache_creation_tokens);
 	printf("%-13s %lld\n", "turns:", (long long)t->num_turns);
-	tq_format_duration(t->agent_ms, dur, sizeof(dur));
-	printf("%-13s %s\n", "agent time:", dur);
+	/* "-" when no agent reported a duration (codex, opencode), not "0ms" */
+	if (t->timed > 0)
+		tq_format_duration(t->agent_ms, dur, sizeof(dur));
+	else
+		snprintf(dur, sizeof(dur), "-");
+	printf("%-13s %s", "agent time:", dur);
+	if (t->timed > 0 && t->timed < t->results)
+		printf(" (%lld of %lld results reported one)", (long long)t->timed,
+		       (long long)t->results);
+	putchar('\n');
 	return models_table(s);
 }
 

@@ -253,6 +253,13 @@ int tq_profile_expand(char *const *argv, size_t argc, const struct tq_placeholde
 	*outc = 0;
 	if (o == NULL)
 		return tq_err_set(err, TQ_ENOMEM, "expand: out of memory");
+	/* {session_id} comes from an agent's output and stands alone in argv
+	 * ("--resume", "{session_id}"): one starting with '-' would be an option */
+	if (v != NULL && v->session_id != NULL && v->session_id[0] == '-') {
+		rc = tq_err_set(err, TQ_EINVAL, "{session_id} \"%.40s\" starts with '-'",
+				v->session_id);
+		goto fail;
+	}
 	for (size_t i = 0; i < argc; i++) {
 		char *e;
 

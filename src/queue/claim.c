@@ -359,7 +359,10 @@ static int store_result(struct tq_queue *q, const struct tq_finish *f,
 		sqlite3_bind_double(st, 7, r->cost_usd);
 	else
 		sqlite3_bind_null(st, 7);
-	sqlite3_bind_int64(st, 8, r->duration_ms);
+	if (r->duration_ms >= 0) /* < 0: the agent reported none (queue.h) */
+		sqlite3_bind_int64(st, 8, r->duration_ms);
+	else
+		sqlite3_bind_null(st, 8);
 	sqlite3_bind_int64(st, 9, r->num_turns);
 	sqlite3_bind_int64(st, 10, r->input_tokens);
 	sqlite3_bind_int64(st, 11, r->output_tokens);

@@ -464,7 +464,7 @@ static int attempt_from_row(sqlite3_stmt *st, struct tq_attempt *a)
 	/* NULL with a result: the agent reported no cost (queue.h) */
 	a->cost_usd = sqlite3_column_type(st, 21) != SQLITE_NULL ?
 		      sqlite3_column_double(st, 21) : a->has_result ? -1 : 0;
-	a->duration_ms = col_i64(st, 22, 0);
+	a->duration_ms = col_i64(st, 22, a->has_result ? -1 : 0);
 	a->num_turns = col_i64(st, 23, 0);
 	a->input_tokens = col_i64(st, 24, 0);
 	a->output_tokens = col_i64(st, 25, 0);

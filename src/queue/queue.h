@@ -798,6 +798,8 @@ int tq_queue_session_get(struct tq_queue *q, const char *key, char **agent_sessi
  * does not move the session back). A failed, timed out or killed link, or
  * a success whose result is an error, leaves the session where it was.
  *
+ * Durations likewise: duration_ms < 0, the agent reported none (Codex,
+ * OpenCode), stored as NULL, read back as -1 on an attempt with a result.
  * Costs: a tq_result's cost_usd < 0 means the agent reported none (Gemini,
  * Codex); it is stored as NULL, and read back into tq_attempt.cost_usd as
  * -1 (an attempt without a result reads 0 and has_result 0).
@@ -856,6 +858,7 @@ struct tq_stats_row {
 	int64_t num_turns;
 	int64_t runtime_ms;       /* wall time of ended attempts */
 	int64_t agent_ms;         /* the agents' own duration_ms */
+	int64_t timed;            /* how many attempts reported one */
 };
 
 struct tq_stats {

@@ -181,7 +181,8 @@ void tq_session_info_release(struct tq_session_info *s)
 	" coalesce(sum(a.cache_read_tokens), 0)," \
 	" coalesce(sum(a.cache_creation_tokens), 0), coalesce(sum(a.num_turns), 0)," \
 	" coalesce(sum(CASE WHEN a.ended_at IS NOT NULL" \
-	"  THEN a.ended_at - a.started_at END), 0), coalesce(sum(a.duration_ms), 0)"
+	"  THEN a.ended_at - a.started_at END), 0), coalesce(sum(a.duration_ms), 0)," \
+	" count(a.duration_ms)"
 #define STATS_WHERE \
 	" AND (?2 IS NULL OR t.grp = ?2) AND a.started_at >= ?3"
 
@@ -219,6 +220,7 @@ static void row_add(struct tq_stats_row *r, sqlite3_stmt *st)
 	r->num_turns += sqlite3_column_int64(st, 12);
 	r->runtime_ms += sqlite3_column_int64(st, 13);
 	r->agent_ms += sqlite3_column_int64(st, 14);
+	r->timed += sqlite3_column_int64(st, 15);
 }
 
 /* The per-model row for the current row's model (added if new). NULL when

@@ -30,11 +30,14 @@
 
 #include <bsd/stdlib.h>
 #include <bsd/string.h>
+#define LIBBSD_NETBSD_VIS /* the NetBSD vis API; silences libbsd's #warning */
+#include <bsd/vis.h>
 #include <cjson/cJSON.h>
 
 #include "../common/profile.h"
 #include "../common/sys.h"
 #include "proc.h"
+#include "result.h"
 #include "spawn.h"
 
 #define OWNER_MAX 4096             /* bytes of a .taskq-task file */
@@ -594,6 +597,21 @@ static void pick_parser(const struct tq_task *t, char *buf, size_t n)
 	tq_profiles_free(ps);
 }
 
+/* The stored agent session id goes into argv (--resume ID): only one of
+ * the agent's own form (a store written by an older taskq, or by hand, may
+ * hold anything, "--dangerously-skip-permissions" included). */
+static int check_session(const char *parser, const char *sid, struct tq_err *err)
+{
+	char why[64], shown[4 * 40 + 1];
+
+	if (tq_result_session_check(parser[0] ? parser : NULL, sid, why, sizeof(why)) == 0)
+		return 0;
+	strvisx(shown, sid, strnlen(sid, 40), VIS_CSTYLE | VIS_DQ | VIS_NL | VIS_TAB | VIS_OCTAL);
+	return tq_err_set(err, TQ_EINVAL,
+			  "agent session id \"%s%s\" of the session refused (%s); the "
+			  "session cannot continue", shown, strlen(sid) > 40 ? "..." : "", why);
+}
+
 int tq_agent_prepare(struct tq_queue *q, const struct tq_task *t, struct tq_env *env,
 		     struct tq_agent_run *ar, struct tq_err *err)
 {
@@ -609,6 +627,8 @@ int tq_agent_prepare(struct tq_queue *q, const struct tq_task *t, struct tq_env 
 		return 0;
 	pick_parser(t, ar->parser, sizeof(ar->parser));
 	if (t->session != NULL && (rc = tq_queue_session_get(q, t->session, &sid, err)) < 0)
+		goto out;
+	if (sid != NULL && (rc = check_session(ar->parser, sid, err)) < 0)
 		goto out;
 	if (t->isolate) {
 		if ((rc = parse_sources(t->sources_json, &sources, err)) < 0)
@@ -651,6 +671,24 @@ out:
 	free(pwd);
 	cJSON_Delete(sources);
 	return rc;
+}
+
+const char *tq_agent_model(const struct tq_task *t, const struct tq_agent_run *ar)
+{
+	char *const *v = ar != NULL && ar->argv != NULL ? ar->argv : t->argv;
+	size_t n = ar != NULL && ar->argv != NULL ? ar->argc : t->argc;
+
+	if (t->model != NULL && t->model[0] != '\0')
+		return t->model;
+	for (size_t i = 1; i < n; i++) {
+		if (strcmp(v[i], "--") == 0)
+			break; /* the prompt and what follows are not options */
+		if ((strcmp(v[i], "-m") == 0 || strcmp(v[i], "--model") == 0) && i + 1 < n)
+			return v[i + 1][0] != '\0' ? v[i + 1] : NULL;
+		if (strncmp(v[i], "--model=", 8) == 0 && v[i][8] != '\0')
+			return v[i] + 8;
+	}
+	return NULL;
 }
 
 void tq_agent_cleanup(struct tq_agent_run *ar)

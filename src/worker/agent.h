@@ -71,6 +71,12 @@ struct tq_agent_run {
 int tq_agent_prepare(struct tq_queue *q, const struct tq_task *t, struct tq_env *env,
 		     struct tq_agent_run *ar, struct tq_err *err);
 
+/* The model task t asked for, for a result that names none (codex and
+ * opencode print no model): t->model (`taskq ask --model`, or the
+ * profile's), else the value of "-m M", "--model M" or "--model=M" in the
+ * command run (ar->argv, else t->argv). NULL: none. Points into t or ar. */
+const char *tq_agent_model(const struct tq_task *t, const struct tq_agent_run *ar);
+
 /* After the task ended, whatever the outcome: remove the workspace, free. */
 void tq_agent_cleanup(struct tq_agent_run *ar);
 

@@ -14,8 +14,12 @@
  */
 #include "result.h"
 
+#define LIBBSD_NETBSD_VIS /* the NetBSD vis API; silences libbsd's #warning */
+#include <bsd/vis.h>
 #include <cjson/cJSON.h>
+#include <ctype.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +44,7 @@ struct text {
 
 struct tq_result_parser {
 	enum style style;
+	const char *name;  /* the parser's name (static), for the session check */
 
 	/* framing */
 	enum frame fr;
@@ -55,9 +60,11 @@ struct tq_result_parser {
 	char *subtype, *session, *model, *init_model;
 	double cost;
 	int has_cost;
-	int64_t duration_ms, num_turns, in, out, cache_read, cache_creation;
+	int64_t duration_ms;  /* < 0: the agent reported none (codex, opencode) */
+	int64_t num_turns, in, out, cache_read, cache_creation;
 	struct text text;  /* gemini: assistant text; opencode: last step's text */
 	int step_fresh;    /* opencode: a step began and has no text yet */
+	char note[TQ_RESULT_SESSION_MAX + 160]; /* why the session id was refused */
 };
 
 /* ------------------------------------------------------------------ */
@@ -204,7 +211,7 @@ static void claude_result(struct tq_result_parser *p, const cJSON *o)
 {
 	const cJSON *usage = jobj(o, "usage"), *errs;
 	const char *s;
-	double cost = 0;
+	double cost = 0, d = 0;
 
 	p->has_result = 1;
 	p->is_error = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "is_error"));
@@ -220,7 +227,7 @@ static void claude_result(struct tq_result_parser *p, const cJSON *o)
 	/* total_cost_usd since 1.0; cost_usd in the first releases */
 	p->has_cost = jnum(o, "total_cost_usd", &cost) || jnum(o, "cost_usd", &cost);
 	p->cost = p->has_cost ? cost : 0;
-	p->duration_ms = jint(o, "duration_ms");
+	p->duration_ms = jnum(o, "duration_ms", &d) ? jint(o, "duration_ms") : -1;
 	p->num_turns = jint(o, "num_turns");
 	p->in = jint(usage, "input_tokens");
 	p->out = jint(usage, "output_tokens");
@@ -298,7 +305,7 @@ static void gemini_stats(struct tq_result_parser *p, const cJSON *st)
 	p->in = jnum(st, "input", &v) ? jint(st, "input")
 				      : sat_sub0(jint(st, "input_tokens"), p->cache_read);
 	p->out = jint(st, "output_tokens");
-	p->duration_ms = jint(st, "duration_ms");
+	p->duration_ms = jnum(st, "duration_ms", &v) ? jint(st, "duration_ms") : -1;
 	/* the model that wrote the most (a router's model may come first) */
 	cJSON_ArrayForEach(m, models) {
 		int64_t out = jint(m, "output_tokens");
@@ -639,6 +646,56 @@ void tq_result_feed(struct tq_result_parser *p, const void *buf, size_t len)
 }
 
 /* ------------------------------------------------------------------ */
+/* Session ids                                                        */
+
+static int is_uuid(const char *s)
+{
+	for (int i = 0; i < 36; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (i == 8 || i == 13 || i == 18 || i == 23) {
+			if (c != '-')
+				return 0;
+		} else if (!isxdigit(c)) {
+			return 0;
+		}
+	}
+	return s[36] == '\0';
+}
+
+int tq_result_session_check(const char *parser, const char *id, char *why, size_t n)
+{
+	const char *bad = NULL;
+	size_t len = id != NULL ? strlen(id) : 0;
+
+	if (len == 0)
+		bad = "empty";
+	else if (id[0] == '-')
+		bad = "starts with '-'";
+	else if (len > TQ_RESULT_SESSION_MAX)
+		bad = "too long";
+	else if (parser != NULL && (strcmp(parser, "claude") == 0 ||
+				    strcmp(parser, "gemini") == 0 ||
+				    strcmp(parser, "codex") == 0)) {
+		if (!is_uuid(id))
+			bad = "not a uuid";
+	} else if (parser != NULL && strcmp(parser, "opencode") == 0) {
+		if (strncmp(id, "ses_", 4) != 0 || len == 4 ||
+		    strspn(id + 4, "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			   "abcdefghijklmnopqrstuvwxyz") != len - 4)
+			bad = "not ses_ and letters and digits";
+	} else if (strspn(id, "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			  "abcdefghijklmnopqrstuvwxyz-_.:") != len) {
+		bad = "has characters other than letters, digits and -_.:";
+	}
+	if (bad == NULL)
+		return 0;
+	if (why != NULL && n > 0)
+		snprintf(why, n, "%s", bad);
+	return -1;
+}
+
+/* ------------------------------------------------------------------ */
 /* Life cycle                                                         */
 
 struct tq_result_parser *tq_result_parser_new(const char *parser)
@@ -651,9 +708,12 @@ struct tq_result_parser *tq_result_parser_new(const char *parser)
 
 	if (p == NULL)
 		return NULL;
+	p->duration_ms = -1;
 	for (size_t i = 0; parser != NULL && i < sizeof(names) / sizeof(names[0]); i++)
-		if (strcmp(parser, names[i].name) == 0)
+		if (strcmp(parser, names[i].name) == 0) {
 			p->style = names[i].style;
+			p->name = names[i].name;
+		}
 	return p;
 }
 
@@ -694,6 +754,20 @@ void tq_result_end(struct tq_result_parser *p, struct tq_result *r)
 		r->result = p->result != NULL ? p->result : p->error;
 	r->subtype = p->subtype;
 	r->agent_session = p->session;
+	p->note[0] = '\0';
+	if (p->session != NULL) {
+		char why[64], shown[TQ_RESULT_SESSION_MAX + 8];
+
+		if (tq_result_session_check(p->name, p->session, why, sizeof(why)) < 0) {
+			/* never stored, so never put in the next link's argv */
+			r->agent_session = NULL;
+			strvisx(shown, p->session, strnlen(p->session, 40),
+				VIS_CSTYLE | VIS_DQ | VIS_NL | VIS_TAB | VIS_OCTAL);
+			snprintf(p->note, sizeof(p->note),
+				 "agent session id \"%s%s\" refused (%s); the session cannot continue",
+				 shown, strlen(p->session) > 40 ? "..." : "", why);
+		}
+	}
 	r->cost_usd = p->has_cost ? p->cost : -1;
 	r->duration_ms = p->duration_ms;
 	r->num_turns = p->num_turns;
@@ -704,4 +778,9 @@ void tq_result_end(struct tq_result_parser *p, struct tq_result *r)
 	/* the init line names the model the run used; modelUsage (claude) or
 	 * stats (gemini) otherwise */
 	r->model = p->init_model != NULL ? p->init_model : p->model;
+}
+
+const char *tq_result_note(const struct tq_result_parser *p)
+{
+	return p != NULL && p->note[0] != '\0' ? p->note : NULL;
 }

@@ -31,7 +31,9 @@
  * cache_creation_tokens the cached input, output_tokens the output
  * including reasoning/thinking (gemini: candidates + thoughts; opencode:
  * output + reasoning). When the agent reports no cost (gemini, codex),
- * cost_usd is negative and is stored as NULL (not as a cost of 0).
+ * cost_usd is negative and is stored as NULL (not as a cost of 0); so is
+ * duration_ms when the agent reports no duration of its own (codex,
+ * opencode, gemini -o json): "-", not "0ms".
  *
  * An error result has the error's text as its result (Claude's API error
  * text, Codex's turn.failed message, Gemini's error.message).
@@ -74,7 +76,28 @@ void tq_result_feed(struct tq_result_parser *p, const void *buf, size_t len);
 
 /* End of output: parse a last line without '\n'. Then fill r with what was
  * found (r->has_result 0 if nothing); r's strings stay owned by p, valid
- * until the next feed or free. May be called again (same answer). */
+ * until the next feed or free. May be called again (same answer). A
+ * session id that is not of the agent's own form (see
+ * tq_result_session_check) is left out of r: tq_result_note says why. */
 void tq_result_end(struct tq_result_parser *p, struct tq_result *r);
+
+/* After tq_result_end: NULL, or one line saying why the agent's session id
+ * was not kept ("agent session id \"--x\" refused: ...; the session cannot
+ * continue"), for the attempt's reason. Owned by p. */
+const char *tq_result_note(const struct tq_result_parser *p);
+
+/* Longest agent session id accepted (uuids are 36, opencode's ids 30). */
+#define TQ_RESULT_SESSION_MAX 128
+
+/*
+ * Is id a session id of the agent whose parser is named: a uuid for claude,
+ * gemini and codex (codex's thread ids, v7), "ses_" and letters and digits
+ * for opencode (measured: ses_df1ffcc88ffe7PukM9Ns2Jg3ay); for any other
+ * parser letters, digits and "-_.:" not starting with '-'. Never one that
+ * starts with '-' (it would be read as an option where it is put in argv:
+ * claude --resume ID), is empty, or is longer than TQ_RESULT_SESSION_MAX.
+ * 0 if it is; -1 with why (n bytes, "not a uuid") if not.
+ */
+int tq_result_session_check(const char *parser, const char *id, char *why, size_t n);
 
 #endif

@@ -1047,7 +1047,20 @@ int tq_runner_run(struct worker *w, struct tq_task *t)
 	classify_attempt(&r, &r.fin, r.reason, sizeof(r.reason));
 	r.fin.probe_passed = tq_policy_probe_passed(r.fin.outcome, r.fin.category);
 	if (r.rp != NULL) {
+		const char *note;
+		size_t len;
+
 		tq_result_end(r.rp, &r.res);
+		/* codex and opencode print no model: the one asked for */
+		if (r.res.has_result && r.res.model == NULL)
+			r.res.model = tq_agent_model(t, &r.agent);
+		/* a session id refused (16.9): the attempt's reason says so */
+		if ((note = tq_result_note(r.rp)) != NULL &&
+		    (len = strlen(r.reason)) + 3 < sizeof(r.reason)) {
+			snprintf(r.reason + len, sizeof(r.reason) - len, "%s%s", len ? "; " : "",
+				 note);
+			r.fin.reason = r.reason;
+		}
 		r.fin.result = &r.res;
 	}
 	setproctitle("worker %d: recording task %lld", w->o->slot, (long long)t->id);

@@ -198,6 +198,23 @@ static const struct row rows[] = {
 	  "error.data.statusCode=429: Number of request tokens" },
 	{ "opencode-529.jsonl", NULL, F, 1, 0, "opencode", OV, 1, 0, "opencode.status_5xx",
 	  "statusCode=529" },
+	/* recorded from the real 1.18.33 (tests/agents/record-fixtures.sh): a
+	 * dropped connection and nothing listening, after its own retries;
+	 * "isRetryable":true and no status code (issue 17.2) */
+	{ "opencode-1.18-drop.jsonl", NULL, F, 1, 0, "opencode", NW, 1, 0, "opencode.retryable",
+	  "error.data.isRetryable=true: Cannot connect to API: The socket connection was closed unexpectedly" },
+	{ "opencode-1.18-refused.jsonl", NULL, F, 1, 0, "opencode", NW, 1, 0, "opencode.retryable",
+	  "error.data.isRetryable=true: Cannot connect to API: Unable to connect. Is the computer able to access the url?" },
+	/* the texts alone (a rule set without the isRetryable rule, or another
+	 * CLI on the AI SDK) */
+	{ "={\"type\":\"error\",\"error\":{\"name\":\"APIError\",\"data\":{\"message\":\"Cannot connect to API: Unable to connect. Is the computer able to access the url?\",\"isRetryable\":false}}}\n",
+	  NULL, F, 1, 0, "opencode", NW, 1, 0, "opencode.error.text+text.network", "Unable to connect" },
+	/* codex's own retries, then a failure no rule knows: it said transient */
+	{ "={\"type\":\"error\",\"message\":\"Reconnecting... 1/5 (something new)\"}\n{\"type\":\"turn.failed\",\"error\":{\"message\":\"something new\"}}\n",
+	  NULL, F, 1, 0, "codex", NW, 1, 0, "codex.reconnecting", "Reconnecting... 1/5" },
+	/* recorded from the real codex 0.169.0: a 503 with its retries capped */
+	{ "codex-0.169-503-capped.jsonl", NULL, F, 1, 0, "codex", OV, 1, 0,
+	  "codex.turn_failed+text.overload", "503 Service Unavailable" },
 
 	/* plain text, any program */
 	{ NULL, "=Error: connect ECONNREFUSED 127.0.0.1:5432\n", F, 1, 0, "node", NW, 1, 0,

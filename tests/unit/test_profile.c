@@ -203,6 +203,12 @@ static void test_expand_rules(void **state)
 	assert_int_equal(expand((const char *[]){ "x", "{prompt}", "--", NULL }, NULL, buf,
 				sizeof(buf), &err), 0);
 	assert_string_equal(buf, "x|--");
+	/* a session id that would be an option is refused (issue 16.9) */
+	v.session_id = "--dangerously-skip-permissions";
+	assert_int_equal(expand((const char *[]){ "claude", "{?session_id}--resume",
+						  "{session_id}", NULL }, &v, buf, sizeof(buf), &err),
+			 TQ_EINVAL);
+	assert_non_null(strstr(err.msg, "{session_id} \"--dangerously-skip-permissions\" starts with '-'"));
 }
 
 static void test_uses_and_stdin(void **state)

@@ -340,6 +340,7 @@ static struct out rewrite(const char *buf, size_t len, int mode, int noise, int 
 /* What each captured output yields                                   */
 
 #define NOCOST -1.0
+#define NODUR -1 /* the agent reported no duration */
 
 struct want {
 	const char *file;
@@ -388,11 +389,11 @@ static const struct want wants[] = {
 	{ "claude-1.0-usage-limit.txt", 0, 0, NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0, 0 },
 	/* gemini -o json: pretty-printed over many lines */
 	{ "gemini-success.json", 1, 0, "Hello from fakeagent.", NULL,
-	  "2eb6c092-9729-418c-8987-7fcab7096c36", "gemini-2.5-flash", NOCOST, 0, 0, 12, 6,
+	  "2eb6c092-9729-418c-8987-7fcab7096c36", "gemini-2.5-flash", NOCOST, NODUR, 0, 12, 6,
 	  0, 0 },
 	/* two models: tokens summed, the one that wrote most named */
 	{ "gemini-router.json", 1, 0, "Two models answered;\nthe second wrote this.", NULL,
-	  "2f6b1c9e-7d3a-4e5b-8f0c-9a1b2c3d4e5f", "gemini-2.5-pro", NOCOST, 0, 0,
+	  "2f6b1c9e-7d3a-4e5b-8f0c-9a1b2c3d4e5f", "gemini-2.5-pro", NOCOST, NODUR, 0,
 	  940, 313, 500, 0 },
 	{ "gemini-stream-success.jsonl", 1, 0, "Hello from fakeagent.", "success",
 	  "d3f942a4-4f87-4fd5-88e6-961185b4c096", "gemini-2.5-flash", NOCOST, 4, 0, 12, 6,
@@ -400,26 +401,53 @@ static const struct want wants[] = {
 	{ "gemini-stream-429.stdout", 1, 1, "[API Error: Resource has been exhausted (e.g. "
 	  "check quota).]\nPlease wait and try again later. To increase your limits, request "
 	  "a quota increase through AI Studio, or switch to another /auth method", "error",
-	  "s1", "gemini-2.5-flash", NOCOST, 3100, 0, 0, 0, 0, 0 },
+	  NULL /* "s1": not a uuid, refused */, "gemini-2.5-flash", NOCOST, 3100, 0, 0, 0, 0, 0 },
 	/* the json-mode error object on stderr, after noise lines (a pty run
 	 * merges it into the output) */
 	{ "gemini-429.stderr", 1, 1, "Resource has been exhausted (e.g. check quota).", NULL,
-	  "8c0f5a9e-2b2e-4d7e-b0a1-3f2d9c7e6a10", NULL, NOCOST, 0, 0, 0, 0, 0, 0 },
+	  "8c0f5a9e-2b2e-4d7e-b0a1-3f2d9c7e6a10", NULL, NOCOST, NODUR, 0, 0, 0, 0, 0 },
 	{ "gemini-untrusted.stderr", 0, 0, NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0, 0 },
 	{ "codex-success.jsonl", 1, 0, "Hello from fakeagent.", NULL,
-	  "2352eead-9371-4b9e-8224-616582da3e05", NULL, NOCOST, 0, 1, 12, 6, 0, 0 },
+	  "2352eead-9371-4b9e-8224-616582da3e05", NULL, NOCOST, NODUR, 1, 12, 6, 0, 0 },
+	/* "th_1": not a uuid (codex's thread ids are), refused (16.9) */
 	{ "codex-429.jsonl", 1, 1, "exceeded retry limit, last status: 429 Too Many Requests",
-	  NULL, "th_1", NULL, NOCOST, 0, 1, 0, 0, 0, 0 },
+	  NULL, NULL, NULL, NOCOST, NODUR, 1, 0, 0, 0, 0 },
 	{ "codex-warning-item.jsonl", 1, 1, "unexpected status 400 Bad Request: invalid model",
-	  NULL, "th_1", NULL, NOCOST, 0, 1, 0, 0, 0, 0 },
+	  NULL, NULL, NULL, NOCOST, NODUR, 1, 0, 0, 0, 0 },
 	{ "codex-500.stderr", 0, 0, NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0, 0 },
 	{ "opencode-success.jsonl", 1, 0, "Hello from fakeagent.", NULL,
-	  "ses_68e59ed103794e748789a66bca", NULL, 0, 0, 1, 12, 6, 0, 0 },
+	  "ses_68e59ed103794e748789a66bca", NULL, 0, NODUR, 1, 12, 6, 0, 0 },
 	/* two steps: the last step's text; tokens and cost summed */
 	{ "opencode-multistep.jsonl", 1, 0, "All 12 tests pass.", NULL,
-	  "ses_a1b2c3d4e5f6a7b8c9d0e1f2a3", NULL, 0.0053, 0, 2, 1200, 210, 1030, 30 },
+	  "ses_a1b2c3d4e5f6a7b8c9d0e1f2a3", NULL, 0.0053, NODUR, 2, 1200, 210, 1030, 30 },
 	{ "opencode-429.jsonl", 1, 1, "Number of request tokens has exceeded your per-minute "
-	  "rate limit", "APIError", NULL, NULL, NOCOST, 0, 0, 0, 0, 0, 0 },
+	  "rate limit", "APIError", NULL, NULL, NOCOST, NODUR, 0, 0, 0, 0, 0 },
+	/* recorded byte for byte from the real CLIs (tests/agents/record-fixtures.sh):
+	 * no duration (codex, opencode: "-", not 0ms), no model (taskq fills in
+	 * the one the task asked for), their session ids of their own forms */
+	{ "gemini-0.61-stream-success.jsonl", 1, 0, "Hello from the mock.", "success",
+	  "45f14ac6-4555-4e69-a7c2-2238e0895e13", "gemini-2.5-flash", NOCOST, 488, 0, 12, 6,
+	  0, 0 },
+	/* SIGTERM while the request hung: no result line (it exited 0) */
+	{ "gemini-0.61-stream-sigterm.jsonl", 0, 0, NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0,
+	  0 },
+	{ "codex-0.169-success.jsonl", 1, 0, "Hello from the mock.", NULL,
+	  "01a20dff-fcbd-7631-ad82-18aa279ff769", NULL, NOCOST, NODUR, 1, 12, 6, 0, 0 },
+	{ "codex-0.169-503-capped.jsonl", 1, 1, "unexpected status 503 Service Unavailable: The "
+	  "engine is currently overloaded, please try again later., url: "
+	  "http://127.0.0.1:38223/v1/responses", NULL, "01a20e00-0148-7cd2-aa41-70cfd9d984d3", NULL,
+	  NOCOST, NODUR, 1, 0, 0, 0, 0 },
+	{ "opencode-1.18-success.jsonl", 1, 0, "Hello from the mock.", NULL,
+	  "ses_df1ffcc88ffe7PukM9Ns2Jg3ay", NULL, 0, NODUR, 1, 12, 6, 0, 0 },
+	{ "opencode-1.18-drop.jsonl", 1, 1, "Cannot connect to API: The socket connection was "
+	  "closed unexpectedly. For more information, pass `verbose: true` in the second "
+	  "argument to fetch()", "APIError", "ses_df1ff8abeffe6TueGf5QjDkvbS", NULL, NOCOST,
+	  NODUR, 0, 0, 0, 0, 0 },
+	/* a session id that is an option (16.9): refused, never stored */
+	{ "claude-2.1-success-session-dash.jsonl", 1, 0, "Hello from fakeagent.", "success", NULL, OPUS,
+	  0.00021, 0, 1, 12, 6, 0, 0 },
+	{ "codex-session-dash.jsonl", 1, 0, "Hello from the mock.", NULL, NULL, NULL, NOCOST,
+	  NODUR, 1, 12, 6, 0, 0 },
 };
 
 static void check_want(const struct want *w, const struct snap *s)
@@ -597,11 +625,11 @@ static void test_key_order(void **state)
 static void test_key_order_fixture_shuffled(void **state)
 {
 	static const char shuffled[] =
-		"{\"session_id\":\"s-9\",\"model\":\"claude-opus-4-8[1m]\",\"cwd\":\"/w\","
+		"{\"session_id\":\"00000000-0000-4000-8000-000000000009\",\"model\":\"claude-opus-4-8[1m]\",\"cwd\":\"/w\","
 		"\"subtype\":\"init\",\"type\":\"system\"}\n"
 		"{\"usage\":{\"cache_read_input_tokens\":3,\"output_tokens\":6,"
 		"\"cache_creation_input_tokens\":4,\"input_tokens\":12},\"total_cost_usd\":0.5,"
-		"\"result\":\"ok\",\"num_turns\":2,\"session_id\":\"s-9\",\"is_error\":false,"
+		"\"result\":\"ok\",\"num_turns\":2,\"session_id\":\"00000000-0000-4000-8000-000000000009\",\"is_error\":false,"
 		"\"duration_ms\":7,\"subtype\":\"success\",\"type\":\"result\"}\n";
 	struct snap s;
 
@@ -610,7 +638,7 @@ static void test_key_order_fixture_shuffled(void **state)
 	assert_int_equal(s.has_result, 1);
 	assert_int_equal(s.is_error, 0);
 	assert_string_equal(s.result, "ok");
-	assert_string_equal(s.session, "s-9");
+	assert_string_equal(s.session, "00000000-0000-4000-8000-000000000009");
 	assert_string_equal(s.model, "claude-opus-4-8[1m]");
 	assert_true(s.cost == 0.5);
 	assert_int_equal(s.in, 12);
@@ -713,7 +741,7 @@ static void test_cut_line_then_result(void **state)
 {
 	static const char out[] =
 		"{\"type\":\"result\",\"is_error\":true,\"result\":\"cut off\n"
-		"{\"type\":\"result\",\"is_error\":false,\"result\":\"second\",\"session_id\":\"b\"}\n";
+		"{\"type\":\"result\",\"is_error\":false,\"result\":\"second\",\"session_id\":\"0000000b-0000-4000-8000-00000000000b\"}\n";
 	struct snap s;
 
 	(void)state;
@@ -721,7 +749,7 @@ static void test_cut_line_then_result(void **state)
 	assert_int_equal(s.has_result, 1);
 	assert_int_equal(s.is_error, 0);
 	assert_string_equal(s.result, "second");
-	assert_string_equal(s.session, "b");
+	assert_string_equal(s.session, "0000000b-0000-4000-8000-00000000000b");
 	assert_true(s.cost < 0); /* no total_cost_usd: none reported */
 	snap_free(&s);
 }
@@ -739,7 +767,7 @@ static void test_braces_in_strings(void **state)
 	parse_whole("claude", out, sizeof(out) - 1, &s);
 	assert_int_equal(s.has_result, 1);
 	assert_string_equal(s.result, "a \"}\" b { [ ]] \\");
-	assert_string_equal(s.session, "}{");
+	assert_null(s.session); /* parsed whole, then refused: not a uuid (16.9) */
 	snap_free(&s);
 	parse_bytes("claude", out, sizeof(out) - 1, &s);
 	assert_string_equal(s.result, "a \"}\" b { [ ]] \\");
@@ -845,7 +873,7 @@ static void test_big_result_kept(void **state)
 	struct tq_result_parser *p = tq_result_parser_new("claude");
 	size_t len, n = 8 * 1024 * 1024;
 	char *line = make_line("{\"is_error\":false,\"type\":\"result\",\"result\":\"", 'r', n,
-			       "\",\"session_id\":\"big\"}\n", &len);
+			       "\",\"session_id\":\"0000b19b-0000-4000-8000-000000000000\"}\n", &len);
 	struct tq_result r;
 
 	(void)state;
@@ -854,7 +882,7 @@ static void test_big_result_kept(void **state)
 	assert_int_equal(r.has_result, 1);
 	assert_non_null(r.result);
 	assert_int_equal(strlen(r.result), n);
-	assert_string_equal(r.agent_session, "big");
+	assert_string_equal(r.agent_session, "0000b19b-0000-4000-8000-000000000000");
 	tq_result_parser_free(p);
 	free(line);
 }
@@ -889,7 +917,7 @@ static void test_unclosed_document(void **state)
 static void test_gemini_deltas(void **state)
 {
 	static const char out[] =
-		"{\"type\":\"init\",\"session_id\":\"g1\",\"model\":\"gemini-2.5-flash\"}\n"
+		"{\"type\":\"init\",\"session_id\":\"00000001-0000-4000-8000-0000000000a1\",\"model\":\"gemini-2.5-flash\"}\n"
 		"{\"type\":\"message\",\"role\":\"user\",\"content\":\"hi\"}\n"
 		"{\"type\":\"message\",\"role\":\"assistant\",\"content\":\"Hel\",\"delta\":true}\n"
 		"{\"type\":\"tool_use\",\"tool_name\":\"ls\"}\n"
@@ -902,7 +930,7 @@ static void test_gemini_deltas(void **state)
 	parse_whole("gemini", out, sizeof(out) - 1, &s);
 	assert_int_equal(s.has_result, 1);
 	assert_string_equal(s.result, "Hello!");
-	assert_string_equal(s.session, "g1");
+	assert_string_equal(s.session, "00000001-0000-4000-8000-0000000000a1");
 	assert_int_equal(s.in, 20); /* input_tokens less cached */
 	assert_int_equal(s.cread, 10);
 	assert_int_equal(s.out, 4);
@@ -914,7 +942,7 @@ static void test_gemini_deltas(void **state)
 static void test_codex_turns(void **state)
 {
 	static const char out[] =
-		"{\"type\":\"thread.started\",\"thread_id\":\"t-1\"}\n"
+		"{\"type\":\"thread.started\",\"thread_id\":\"01a20dff-fcbd-7631-ad82-000000000001\"}\n"
 		"{\"type\":\"turn.started\"}\n"
 		"{\"type\":\"item.completed\",\"item\":{\"type\":\"agent_message\",\"text\":\"first\"}}\n"
 		"{\"type\":\"item.completed\",\"item\":{\"type\":\"command_execution\","
@@ -930,7 +958,7 @@ static void test_codex_turns(void **state)
 	assert_int_equal(s.has_result, 1);
 	assert_int_equal(s.is_error, 0);
 	assert_string_equal(s.result, "final");
-	assert_string_equal(s.session, "t-1");
+	assert_string_equal(s.session, "01a20dff-fcbd-7631-ad82-000000000001");
 	assert_int_equal(s.turns, 2);
 	assert_int_equal(s.in, 70);
 	assert_int_equal(s.cread, 40);
@@ -980,6 +1008,82 @@ static void test_end_twice(void **state)
 	tq_result_parser_free(p);
 }
 
+/* 16.9: only session ids of the agent's own form; never one that is an
+ * option; the parser says why it dropped one. */
+static void test_session_ids(void **state)
+{
+	static const struct { const char *parser, *id; int ok; } cases[] = {
+		{ "claude", "38a1a126-5b0e-4c7a-9a51-0d3f6c1e2b77", 1 },
+		{ "claude", "38A1A126-5B0E-4C7A-9A51-0D3F6C1E2B77", 1 },
+		{ "claude", "--dangerously-skip-permissions", 0 },
+		{ "claude", "-38a1a126-5b0e-4c7a-9a51-0d3f6c1e2b7", 0 },
+		{ "claude", "38a1a126-5b0e-4c7a-9a51-0d3f6c1e2b77 ", 0 },
+		{ "claude", "38a1a126_5b0e-4c7a-9a51-0d3f6c1e2b77", 0 },
+		{ "claude", "my-title", 0 },
+		{ "claude", "", 0 },
+		{ "gemini", "45f14ac6-4555-4e69-a7c2-2238e0895e13", 1 },
+		{ "gemini", "latest", 0 },
+		{ "codex", "01a20dff-fcbd-7631-ad82-18aa279ff769", 1 },
+		{ "codex", "--dangerously-bypass-approvals-and-sandbox", 0 },
+		{ "codex", "th_1", 0 },
+		{ "opencode", "ses_df1ffcc88ffe7PukM9Ns2Jg3ay", 1 },
+		{ "opencode", "ses_", 0 },
+		{ "opencode", "ses_x;rm", 0 },
+		{ "opencode", "--session=x", 0 },
+		{ "opencode", "df1ffcc88ffe7PukM9Ns2Jg3ay", 0 },
+		{ NULL, "thread.7:a_b-c", 1 },
+		{ NULL, "-x", 0 },
+		{ NULL, "a b", 0 },
+		{ "mine", "a/b", 0 },
+	};
+	char why[64];
+	char longid[TQ_RESULT_SESSION_MAX + 2];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int rc = tq_result_session_check(cases[i].parser, cases[i].id, why, sizeof(why));
+
+		if ((rc == 0) != cases[i].ok)
+			fail_msg("%s \"%s\": %s", cases[i].parser ? cases[i].parser : "(none)",
+				 cases[i].id, rc == 0 ? "accepted" : why);
+	}
+	memset(longid, 'a', sizeof(longid) - 1);
+	longid[sizeof(longid) - 1] = '\0';
+	assert_int_equal(tq_result_session_check(NULL, longid, why, sizeof(why)), -1);
+	assert_string_equal(why, "too long");
+	assert_int_equal(tq_result_session_check("claude", "-x", why, sizeof(why)), -1);
+	assert_string_equal(why, "starts with '-'");
+}
+
+static void test_session_refused_note(void **state)
+{
+	size_t len;
+	char *buf = read_fixture("claude-2.1-success-session-dash.jsonl", &len);
+	struct tq_result_parser *p = tq_result_parser_new("claude");
+	struct tq_result r;
+
+	(void)state;
+	tq_result_feed(p, buf, len);
+	tq_result_end(p, &r);
+	assert_int_equal(r.has_result, 1);
+	assert_null(r.agent_session);
+	assert_non_null(tq_result_note(p));
+	assert_string_equal(tq_result_note(p),
+			    "agent session id \"--dangerously-skip-permissions\" refused "
+			    "(starts with '-'); the session cannot continue");
+	tq_result_parser_free(p);
+	free(buf);
+	/* a good one leaves no note */
+	buf = read_fixture("codex-0.169-success.jsonl", &len);
+	p = tq_result_parser_new("codex");
+	tq_result_feed(p, buf, len);
+	tq_result_end(p, &r);
+	assert_string_equal(r.agent_session, "01a20dff-fcbd-7631-ad82-18aa279ff769");
+	assert_null(tq_result_note(p));
+	tq_result_parser_free(p);
+	free(buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1002,6 +1106,8 @@ int main(void)
 		cmocka_unit_test(test_codex_turns),
 		cmocka_unit_test(test_unknown_parser),
 		cmocka_unit_test(test_end_twice),
+		cmocka_unit_test(test_session_ids),
+		cmocka_unit_test(test_session_refused_note),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
