@@ -323,7 +323,7 @@ static int take_str(struct in *in, const char *v, size_t vn, char *skey, size_t 
 		    char **out)
 {
 	const char *sp = memchr(v, ' ', vn);
-	int64_t len;
+	int64_t len = 0; /* set by num(); gcc -O3 cannot tell (-Wmaybe-uninitialized) */
 	size_t kl;
 
 	if (sp == NULL || (kl = (size_t)(sp - v)) == 0 || kl >= skeyn)
@@ -386,7 +386,7 @@ static int small_field(struct in *in, struct tq_endrec *r, const char *key,
 		       const char *v, size_t n, int *done)
 {
 	char name[32];
-	int64_t x;
+	int64_t x = 0; /* set by num(); gcc -O3 cannot tell (-Wmaybe-uninitialized) */
 
 	*done = 1;
 	if (strcmp(key, "outcome") == 0 || strcmp(key, "category") == 0 ||
