@@ -44,7 +44,8 @@ static const char overview_tail[] =
 	"  TASKQ_AUTOSTART   0: submit does not start a supervisor\n"
 	"  TASKQ_SCRUB_ENV   comma-separated variable names that submit leaves out of\n"
 	"                    a task's environment, on top of the built-in list\n"
-	"                    (CLAUDECODE, CLAUDE_CODE_SESSION_ID, AI_AGENT, ...)\n"
+	"                    (agent-env.json: CLAUDECODE, GEMINI_CLI, CODEX_THREAD_ID,\n"
+	"                    OPENCODE, AGENT, ...; the config's \"scrub_env\" adds)\n"
 	"  NO_COLOR          when set and not empty, no colour in tables\n";
 
 static void overview(FILE *f)

@@ -11,18 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
-const char *const tq_env_default_scrub[] = {
-	"CLAUDECODE",
-	"CLAUDE_CODE_ENTRYPOINT",
-	"CLAUDE_CODE_SESSION_ID",
-	"CLAUDE_CODE_CHILD_SESSION",
-	"CLAUDE_CODE_SSE_PORT",
-	"CLAUDE_CODE_EXECPATH",
-	"AI_AGENT",
-	"CLAUDE_EFFORT",
-	"CLAUDE_CODE_RETRY_WATCHDOG",
-	NULL,
-};
+#include "scrub.h"
 
 size_t tq_env_name_len(const char *entry)
 {
@@ -31,40 +20,9 @@ size_t tq_env_name_len(const char *entry)
 	return eq != NULL ? (size_t)(eq - entry) : strlen(entry);
 }
 
-/* Does the name of length n equal one item of the comma-separated list? */
-static int in_list(const char *name, size_t n, const char *list)
-{
-	const char *p = list;
-
-	while (p != NULL && *p != '\0') {
-		const char *end = strchr(p, ',');
-		size_t len = end != NULL ? (size_t)(end - p) : strlen(p);
-		const char *s = p;
-
-		while (len > 0 && (*s == ' ' || *s == '\t'))
-			s++, len--;
-		while (len > 0 && (s[len - 1] == ' ' || s[len - 1] == '\t'))
-			len--;
-		if (len == n && len > 0 && memcmp(s, name, n) == 0)
-			return 1;
-		p = end != NULL ? end + 1 : NULL;
-	}
-	return 0;
-}
-
-/* tq_env_is_scrubbed for a name given by pointer and length. */
-static int scrubbed_n(const char *name, size_t n, const char *extra)
-{
-	for (size_t i = 0; tq_env_default_scrub[i] != NULL; i++)
-		if (strlen(tq_env_default_scrub[i]) == n &&
-		    memcmp(tq_env_default_scrub[i], name, n) == 0)
-			return 1;
-	return extra != NULL && in_list(name, n, extra);
-}
-
 int tq_env_is_scrubbed(const char *name, const char *extra)
 {
-	return scrubbed_n(name, strlen(name), extra);
+	return tq_scrub_match(tq_scrub_default(), name, strlen(name), NULL, extra);
 }
 
 int tq_env_looks_secret(const char *name)
@@ -114,13 +72,14 @@ static int push(struct tq_env *e, char *s, struct tq_err *err)
 int tq_env_build(struct tq_env *e, char *const *src, const char *extra,
 		 struct tq_err *err)
 {
+	const struct tq_scrub *scrub = tq_scrub_default();
 	int rc = reserve_one(e, err); /* so an empty result is still {NULL} */
 
 	for (size_t i = 0; rc == 0 && src != NULL && src[i] != NULL; i++) {
 		const char *eq = strchr(src[i], '=');
 		char *copy;
 
-		if (eq == NULL || scrubbed_n(src[i], (size_t)(eq - src[i]), extra))
+		if (eq == NULL || tq_scrub_match(scrub, src[i], (size_t)(eq - src[i]), src, extra))
 			continue;
 		copy = strdup(src[i]);
 		if (copy == NULL)

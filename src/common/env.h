@@ -5,11 +5,12 @@
  * The scrub list holds variables that describe the submitting process rather
  * than the user's wishes: an agent CLI marks its own children with them
  * (CLAUDECODE=1 makes a nested `claude` refuse to start or change behaviour,
- * the session id would tie the task to a session that has ended). The user's
- * own settings (CLAUDE_CODE_MAX_RETRIES, ANTHROPIC_API_KEY, base URLs) pass
- * through. $TASKQ_SCRUB_ENV (comma-separated names) adds to the list; the
- * caller passes its value in, so the same code serves the CLI at submit and a
- * worker at spawn time, and tests need no global state.
+ * the session id would tie the task to a session that has ended; GEMINI_CLI,
+ * CODEX_THREAD_ID, OPENCODE, AGENT, ...). The list is data (scrub.h,
+ * agent-env.json); the user's own settings (CLAUDE_CODE_MAX_RETRIES,
+ * ANTHROPIC_API_KEY, base URLs) pass through. $TASKQ_SCRUB_ENV
+ * (comma-separated names) adds to the list; the caller passes its value in,
+ * so the same code serves the CLI at submit and a worker at spawn time.
  *
  * Entries are "K=V" byte strings; any byte but NUL is kept exactly. Nothing
  * here prints or exits; allocation failure is TQ_ENOMEM and leaves the
@@ -37,13 +38,11 @@ struct tq_env {
 
 #define TQ_ENV_INIT { NULL, 0, 0 }
 
-/* The default scrub list, NULL-terminated (static storage). */
-extern const char *const tq_env_default_scrub[];
-
 /*
- * 1 if name (a variable name, without "=") is on the default scrub list or
- * on extra, a comma-separated list of names such as the value of
- * $TASKQ_SCRUB_ENV (NULL or "" for none; empty items and spaces around
+ * 1 if name (a variable name, without "=") is on the scrub list
+ * (tq_scrub_default: built in, and the user's "scrub_env") without a "when"
+ * condition, or on extra, a comma-separated list of names such as the value
+ * of $TASKQ_SCRUB_ENV (NULL or "" for none; empty items and spaces around
  * names are ignored). Case-sensitive, as variable names are.
  */
 int tq_env_is_scrubbed(const char *name, const char *extra);
@@ -61,8 +60,9 @@ size_t tq_env_name_len(const char *entry);
 /*
  * Fill e (which must be empty: TQ_ENV_INIT or released) with copies of the
  * entries of src (a NULL-terminated environ-style array; NULL is empty),
- * leaving out every scrubbed name (see tq_env_is_scrubbed, with extra) and
- * entries with no "=" (no program can look them up by name). Order and
+ * leaving out every scrubbed name (tq_scrub_match over src: an entry with a
+ * "when" marker applies when src holds the marker; with extra) and entries
+ * with no "=" (no program can look them up by name). Order and
  * duplicates are kept. Returns 0 or TQ_ENOMEM (e is left empty).
  */
 int tq_env_build(struct tq_env *e, char *const *src, const char *extra,

@@ -8,8 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/env.h"
+#include "common/scrub.h"
 
 static void test_default_scrub_list(void **state)
 {
@@ -18,11 +20,18 @@ static void test_default_scrub_list(void **state)
 		"CLAUDE_CODE_CHILD_SESSION", "CLAUDE_CODE_SSE_PORT",
 		"CLAUDE_CODE_EXECPATH", "AI_AGENT", "CLAUDE_EFFORT",
 		"CLAUDE_CODE_RETRY_WATCHDOG",
+		/* issue 17.8: the other CLIs' markers */
+		"GEMINI_CLI", "GEMINI_CLI_NO_RELAUNCH", "OPENCODE", "OPENCODE_PID", "AGENT",
+		"OPENCODE_TERMINAL", "CODEX_SANDBOX", "CODEX_SANDBOX_NETWORK_DISABLED",
+		"CODEX_THREAD_ID", "CODEX_SESSION_ID", "CODEX_CI", "CODEX_MANAGED_BY_NPM",
 	};
 	/* the user's own settings pass through */
 	static const char *const kept[] = {
 		"CLAUDE_CODE_MAX_RETRIES", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
 		"claudecode", "CLAUDECODE_", "AI_AGENTS", "PATH", "HOME", "",
+		"GEMINI_API_KEY", "GEMINI_CLI_TRUST_WORKSPACE", "CODEX_HOME", "OPENAI_API_KEY",
+		"OPENCODE_CONFIG", "AGENTS", "AGENT_", "GIT_CONFIG_GLOBAL", "GIT_EDITOR",
+		"npm_config_user_agent", /* only with their agent's marker: below */
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(scrubbed) / sizeof(scrubbed[0]); i++)
@@ -186,6 +195,139 @@ static void test_name_len(void **state)
 	assert_int_equal(tq_env_name_len("LONG_NAME=a=b"), 9);
 }
 
+/* Build the environment of a file of "K=V" lines (a fixture). */
+static void build_from_file(const char *name, struct tq_env *e)
+{
+	const char *dir = getenv("TASKQ_FIXTURES");
+	char path[4096], *line = NULL, **src = NULL;
+	size_t cap = 0, n = 0;
+	ssize_t len;
+	FILE *f;
+
+	assert_non_null(dir);
+	snprintf(path, sizeof(path), "%s/agent-outputs/%s", dir, name);
+	assert_non_null(f = fopen(path, "re"));
+	while ((len = getline(&line, &cap, f)) > 0) {
+		if (line[len - 1] == '\n')
+			line[len - 1] = '\0';
+		assert_non_null(src = realloc(src, (n + 2) * sizeof(*src)));
+		assert_non_null(src[n++] = strdup(line));
+		src[n] = NULL;
+	}
+	fclose(f);
+	free(line);
+	assert_int_equal(tq_env_build(e, src, NULL, NULL), 0);
+	for (size_t i = 0; i < n; i++)
+		free(src[i]);
+	free(src);
+}
+
+/*
+ * Issue 17.8: the environment each real CLI gave its shell tool's child
+ * (recorded: claude 2.1.197, gemini 0.61.0, codex 0.169.0, opencode
+ * 1.18.33) loses every marker, and what the agent set for git, while the
+ * user's own variables stay.
+ */
+static void test_real_cli_children(void **state)
+{
+	static const struct { const char *file, *kept; } fx[] = {
+		{ "claude-2.1-tool-child.env", "ANTHROPIC_BASE_URL" },
+		{ "gemini-0.61-tool-child.env", "GOOGLE_GEMINI_BASE_URL" },
+		{ "codex-0.169-tool-child.env", "OPENAI_API_KEY" },
+		{ "opencode-1.18-tool-child.env", "OPENCODE_DISABLE_MODELS_FETCH" },
+	};
+	static const char *const gone[] = {
+		"CLAUDECODE=", "CLAUDE_CODE_SESSION_ID=", "CLAUDE_CODE_ENTRYPOINT=", "AI_AGENT=",
+		"CLAUDE_EFFORT=", "CLAUDE_CODE_CHILD_SESSION=", "CLAUDE_CODE_EXECPATH=",
+		"GIT_EDITOR=", "GEMINI_CLI=", "GEMINI_CLI_NO_RELAUNCH=", "GIT_CONFIG_",
+		"GIT_TERMINAL_PROMPT=", "CODEX_THREAD_ID=", "CODEX_SESSION_ID=", "CODEX_CI=",
+		"CODEX_TOOL_CALL_ID=", "CODEX_MANAGED_", "CODEX_VERSION=", "OPENCODE=",
+		"OPENCODE_PID=", "AGENT=", "npm_config_user_agent=",
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof(fx) / sizeof(fx[0]); i++) {
+		struct tq_env e = TQ_ENV_INIT;
+
+		build_from_file(fx[i].file, &e);
+		for (size_t k = 0; k < e.n; k++)
+			for (size_t g = 0; g < sizeof(gone) / sizeof(gone[0]); g++)
+				if (strncmp(e.vars[k], gone[g], strlen(gone[g])) == 0)
+					fail_msg("%s: %s kept", fx[i].file, e.vars[k]);
+		assert_non_null(tq_env_get(&e, "PATH"));
+		assert_non_null(tq_env_get(&e, "HOME"));
+		assert_non_null(tq_env_get(&e, fx[i].kept));
+		tq_env_release(&e);
+	}
+}
+
+/* A "when" entry applies only with its marker: a user's own git settings
+ * and AGENT-less npm stay. */
+static void test_conditional(void **state)
+{
+	char *with[] = { "GEMINI_CLI=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_KEY_0=a",
+			 "GIT_CONFIG_COUNT=1", "X=1", NULL };
+	char *without[] = { "GIT_CONFIG_GLOBAL=/home/u/.gitconfig-work", "GIT_CONFIG_KEY_0=a",
+			    "GIT_CONFIG_COUNT=1", "GIT_EDITOR=vim", "X=1", NULL };
+	struct tq_env e = TQ_ENV_INIT;
+
+	(void)state;
+	assert_int_equal(tq_env_build(&e, with, NULL, NULL), 0);
+	assert_int_equal(e.n, 1);
+	assert_string_equal(e.vars[0], "X=1");
+	tq_env_release(&e);
+	assert_int_equal(tq_env_build(&e, without, NULL, NULL), 0);
+	assert_int_equal(e.n, 5);
+	tq_env_release(&e);
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "we");
+
+	assert_non_null(f);
+	assert_int_equal(fputs(text, f) >= 0, 1);
+	fclose(f);
+}
+
+/* The user's "scrub_env": replace, disable, add; mistakes name the entry. */
+static void test_config(void **state)
+{
+	char *dir = th_tempdir(), path[4096];
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_scrub *s = NULL;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/config.json", dir);
+	write_file(path, "{\"scrub_env\": ["
+		   "{\"id\": \"opencode.markers\", \"disabled\": true},"
+		   "{\"id\": \"gemini.markers\", \"names\": [\"GEMINI_CLI\"]},"
+		   "{\"id\": \"mine\", \"names\": [\"MY_AGENT\"], \"prefixes\": [\"MYA_\"],"
+		   " \"_why\": \"comment\"}]}");
+	assert_int_equal(tq_scrub_load(&s, path, &err), 0);
+	assert_false(tq_scrub_match(s, "OPENCODE", 8, NULL, NULL));
+	assert_true(tq_scrub_match(s, "GEMINI_CLI", 10, NULL, NULL));
+	assert_false(tq_scrub_match(s, "GEMINI_CLI_NO_RELAUNCH", 22, NULL, NULL));
+	assert_true(tq_scrub_match(s, "MY_AGENT", 8, NULL, NULL));
+	assert_true(tq_scrub_match(s, "MYA_X", 5, NULL, NULL));
+	assert_true(tq_scrub_match(s, "CLAUDECODE", 10, NULL, NULL));
+	assert_true(tq_scrub_match(s, "FOO", 3, NULL, "FOO"));
+	tq_scrub_free(s);
+	write_file(path, "{\"scrub_env\": [{\"id\": \"x\", \"names\": [\"A\"], \"typo\": 1}]}");
+	assert_int_equal(tq_scrub_load(&s, path, &err), TQ_EINVAL);
+	assert_null(s);
+	assert_non_null(strstr(err.msg, "scrub entry \"x\": unknown key"));
+	write_file(path, "{\"scrub_env\": [{\"id\": \"nope\", \"disabled\": true}]}");
+	assert_int_equal(tq_scrub_load(&s, path, &err), TQ_EINVAL);
+	assert_non_null(strstr(err.msg, "disables an id no built-in entry has"));
+	write_file(path, "{\"scrub_env\": [{\"id\": \"y\", \"names\": [\"A=B\"]}]}");
+	assert_int_equal(tq_scrub_load(&s, path, &err), TQ_EINVAL);
+	/* the built-in list alone */
+	assert_int_equal(tq_scrub_load(&s, "", &err), 0);
+	assert_true(tq_scrub_match(s, "OPENCODE", 8, NULL, NULL));
+	tq_scrub_free(s);
+	th_rmtree(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -197,6 +339,9 @@ int main(void)
 		cmocka_unit_test(test_set_and_unset),
 		cmocka_unit_test(test_set_on_empty_and_many),
 		cmocka_unit_test(test_name_len),
+		cmocka_unit_test(test_real_cli_children),
+		cmocka_unit_test(test_conditional),
+		cmocka_unit_test(test_config),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
