@@ -48,4 +48,28 @@ struct cli_ask {
  */
 int cli_ask_apply(struct cli_submit *s, const struct cli_ask *a, struct tq_err *err);
 
+struct tq_queue;
+struct tq_task;
+
+/*
+ * `taskq ask --wait`, once the wait is over (cmd_submit.c calls it when
+ * s->wait_result): task t ended (done) or the wait ran out. Ended: print
+ * its result as `taskq result` does (the text; with json the result
+ * object), a line on stderr when it did not succeed (its state and
+ * reason), and return the task's status (cli_task_status: 0, its exit
+ * code, 124 timed out, 128+N). Not ended: one line on stderr saying how to
+ * get the result later, and 124, as `taskq wait` does when it times out.
+ */
+int cli_ask_waited(const struct cli_ctx *c, struct tq_queue *q, const struct tq_task *t,
+		   int done, int json);
+
+/*
+ * Print task t's last agent result as `taskq result` does (cmd_result.c):
+ * the text exactly (escaped line by line on a terminal), or with json the
+ * result object. CLI_OK, or an exit code after printing the error (no
+ * result: "task N has no result: ..."; exit 1).
+ */
+int cli_result_print(const struct cli_ctx *c, struct tq_queue *q, const struct tq_task *t,
+		     int json);
+
 #endif

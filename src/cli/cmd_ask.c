@@ -12,6 +12,7 @@
  */
 #include "ask.h"
 #include "cli.h"
+#include "output.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -57,9 +58,15 @@ static const char ask_help[] =
 	"                   Not a queued task: nothing is stored, and only --agent,\n"
 	"                   --model, --source, --session, --env, --unset and\n"
 	"                   --clean-env apply\n"
+	"  --wait[=DUR]     wait for the task to end (default 10s; 0: no limit), then\n"
+	"                   print its answer as taskq result does (with --json the\n"
+	"                   result object), not the agent's output; the id goes to\n"
+	"                   stderr at once. Exit: the task's status (0, the agent's\n"
+	"                   exit code, 124 timed out, 128+N); 124 when DUR runs out\n"
+	"                   first (the task runs on: taskq result ID later)\n"
 	"  and every submit option (taskq help submit): --timeout,\n"
 	"  --stall-timeout, --retries, --batch, --group, --name, --priority,\n"
-	"  --label, --after, --unique, --wait[=DUR], --json, --env, ...\n"
+	"  --label, --after, --unique, --json, --env, ...\n"
 	"\n"
 	"Defaults from the profile: the name is the agent's, the group the\n"
 	"program's (a rate limit pauses every task of that CLI), the timeout the\n"
@@ -488,6 +495,34 @@ static void note_option(struct ask *st, const struct cli_opt *opts, int k)
 		st->not_interactive = name;
 }
 
+/* --wait ran out before the task ended: as taskq wait, as timeout(1) */
+#define ASK_WAIT_TIMEOUT 124
+
+int cli_ask_waited(const struct cli_ctx *c, struct tq_queue *q, const struct tq_task *t,
+		   int done, int json)
+{
+	int rc;
+
+	if (!done) {
+		fprintf(stderr, "taskq: %s: task %lld is still %s; taskq result %lld once it ends "
+			"(taskq wait %lld, taskq log %lld --follow)\n", c->cmd->name,
+			(long long)t->id, tq_state_name(t->state), (long long)t->id,
+			(long long)t->id, (long long)t->id);
+		return ASK_WAIT_TIMEOUT;
+	}
+	rc = cli_result_print(c, q, t, json);
+	fflush(stdout);
+	if (t->state != TQ_SUCCEEDED) {
+		char *why = t->reason != NULL ? cli_esc(t->reason, 0, NULL) : NULL;
+
+		fprintf(stderr, "taskq: %s: task %lld %s%s%s\n", c->cmd->name, (long long)t->id,
+			tq_state_name(t->state), why != NULL ? ": " : "", why != NULL ? why : "");
+		free(why);
+	}
+	/* a result printed or not, the task's own status decides */
+	return rc == CLI_OK || rc == CLI_RUNTIME ? cli_task_status(t) : rc;
+}
+
 static int parse(const struct cli_ctx *c, struct cli_submit *s, struct ask *st,
 		 const struct cli_opt *opts, int argc, char **argv)
 {
@@ -499,6 +534,7 @@ static int parse(const struct cli_ctx *c, struct cli_submit *s, struct ask *st,
 		if (cli_submit_take_wait(c, s, &a, &rc)) {
 			if (rc != CLI_OK)
 				return rc;
+			s->wait_result = 1; /* the answer, not the raw stream */
 			if (st->not_interactive == NULL)
 				st->not_interactive = "wait";
 			continue;

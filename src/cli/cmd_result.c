@@ -10,6 +10,7 @@
  * escaped line by line (output.h) when it is. JSON field names are an
  * interface: add fields, never rename them.
  */
+#include "ask.h"
 #include "cli.h"
 #include "output.h"
 
@@ -144,32 +145,44 @@ static const char *no_result_why(const struct tq_task *t)
 	return ": its output had none";
 }
 
+int cli_result_print(const struct cli_ctx *c, struct tq_queue *q, const struct tq_task *t,
+		     int json)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_attempt *att = NULL;
+	const struct tq_attempt *last = NULL;
+	size_t n = 0;
+	int rc = CLI_OK;
+
+	if (tq_queue_attempts(q, t->id, &att, &n, &err) < 0)
+		rc = cli_fail(c, &err);
+	for (size_t i = n; rc == CLI_OK && i > 0 && last == NULL; i--)
+		if (att[i - 1].has_result)
+			last = &att[i - 1];
+	if (rc == CLI_OK && last == NULL)
+		rc = cli_runtime(c, "task %lld has no result%s (%s)", (long long)t->id,
+				 no_result_why(t), tq_state_name(t->state));
+	if (rc == CLI_OK &&
+	    (json ? print_result_json(t, last) : print_result_text(last->result)) < 0)
+		rc = cli_runtime(c, "out of memory");
+	tq_attempt_list_free(att, n);
+	return rc;
+}
+
 static int show_result(const struct cli_ctx *c, int64_t id, int json)
 {
 	struct tq_err err = TQ_ERR_INIT;
 	struct tq_queue *q = NULL;
 	struct tq_task t = { 0 };
-	struct tq_attempt *att = NULL;
-	const struct tq_attempt *last = NULL;
-	size_t n = 0;
 	int rc;
 
 	if ((rc = cli_open(c, TQ_OPEN_NOCREATE, &q)) != CLI_OK)
 		return rc;
-	if (tq_queue_get(q, id, 0, &t, &err) < 0 ||
-	    tq_queue_attempts(q, id, &att, &n, &err) < 0)
+	if (tq_queue_get(q, id, 0, &t, &err) < 0)
 		rc = cli_fail(c, &err);
+	else
+		rc = cli_result_print(c, q, &t, json);
 	tq_queue_close(q);
-	for (size_t i = n; rc == CLI_OK && i > 0 && last == NULL; i--)
-		if (att[i - 1].has_result)
-			last = &att[i - 1];
-	if (rc == CLI_OK && last == NULL)
-		rc = cli_runtime(c, "task %lld has no result%s (%s)", (long long)id,
-				 no_result_why(&t), tq_state_name(t.state));
-	if (rc == CLI_OK &&
-	    (json ? print_result_json(&t, last) : print_result_text(last->result)) < 0)
-		rc = cli_runtime(c, "out of memory");
-	tq_attempt_list_free(att, n);
 	tq_task_release(&t);
 	return rc;
 }

@@ -23,6 +23,7 @@
  */
 #include "cli.h"
 #include "output.h"
+#include "ask.h"
 #include "submit.h"
 
 #include <errno.h>
@@ -793,8 +794,14 @@ static int wait_and_show(const struct cli_ctx *c, struct cli_submit *s, struct t
 	struct tq_task t = { 0 };
 	int rc, done;
 
+	if (s->wait_result) { /* taskq ask --wait: the id at once, on stderr */
+		fprintf(stderr, "%lld\n", (long long)id);
+		fflush(stderr);
+	}
 	if ((done = wait_end(q, id, s->wait_ms, &t, &err)) < 0)
 		rc = cli_fail(c, &err);
+	else if (s->wait_result)
+		rc = cli_ask_waited(c, q, &t, done, s->json);
 	else
 		rc = show_waited(c, q, &t, done, s->json);
 	tq_task_release(&t);

@@ -49,6 +49,9 @@ struct cli_submit {
 					 * over the profile's) */
 	int wait;                       /* --wait given */
 	int64_t wait_ms;                /* its limit; 0: none */
+	int wait_result;                /* ask: --wait prints the id on stderr,
+					 * then the result as `taskq result`
+					 * does (cli_ask_waited), not the output */
 	const char *stdin_file;
 	char *stdin_data;               /* --stdin-file's bytes */
 	char *cwd;                      /* the resolved working directory (malloc'd) */

@@ -144,9 +144,9 @@ run ask --agent opencode --stdin-file "$TQ_TMP/p.md" --prompt-file "$TQ_TMP/big.
 assert_eq 2 "$TQ_RC" "a long prompt with a stdin of the user's"
 assert_one_line_error
 
-check "--wait and --json work as for submit"
+check "--wait prints the answer (test_ask_wait.sh has the rest); --json works as for submit"
 assert_exit 0 ask --wait=20s --retries 0 "wait for me"
-assert_contains "$(out)" '"result":"Hello from fakeagent."' "--wait prints the output"
+assert_eq "Hello from fakeagent." "$(out)" "--wait prints the answer, not the stream"
 assert_exit 0 ask --json --retries 0 "json please"
 [[ $(out) =~ ^\{\"id\":([0-9]+)\}$ ]] || fail "--json printed [$(out)]"
 wait_state "${BASH_REMATCH[1]}" succeeded
