@@ -52,7 +52,7 @@ _taskq_options() {
 	write) _taskq_opts="-l --line -f --file --eof" ;;
 	retry) _taskq_opts="--failed --batch" ;;
 	status) _taskq_opts="--json" ;;
-	serve) _taskq_opts="-w --workers -f --foreground --grace --lease --retention" ;;
+	serve) _taskq_opts="-w --workers -f --foreground --grace --lease --retention --log-size --log-files" ;;
 	drain) _taskq_opts="-w --workers --grace --lease --retention" ;;
 	shutdown) _taskq_opts="--now --grace --no-wait" ;;
 	*) _taskq_opts="" ;;

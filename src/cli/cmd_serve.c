@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/diag.h"
 #include "common/parse.h"
 #include "common/sys.h"
 #include "output.h"
@@ -22,7 +23,7 @@
 #include "worker/worker.h"
 
 enum { O_WORKERS = 256, O_FOREGROUND, O_GRACE, O_LEASE, O_NOW, O_SLOT, O_SUP, O_JSON,
-       O_NOWAIT, O_RETENTION };
+       O_NOWAIT, O_RETENTION, O_LOG_SIZE, O_LOG_FILES };
 
 static int parse_ms(const struct cli_ctx *c, const struct cli_args *a, int64_t *ms)
 {
@@ -54,13 +55,38 @@ static int home_and_exe(const struct cli_ctx *c, char *home, char *exe)
 	return CLI_OK;
 }
 
+/* --log-size SIZE, --log-files N: the bounds of the background
+ * supervisor's serve.log (serve; and the worker, which gets them from its
+ * supervisor). */
+static int parse_log(const struct cli_ctx *c, const struct cli_args *a, int k,
+		     int64_t *size, int *files)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	int64_t v;
+
+	if (k == O_LOG_FILES) {
+		if (tq_parse_int(a->val, 1, TQ_DIAG_LOG_FILES_MAX, &v, &err) < 0)
+			return cli_usage(c, "%s %s", a->flag, err.msg);
+		*files = (int)v;
+		return CLI_OK;
+	}
+	if (tq_parse_size(a->val, &v, &err) < 0)
+		return cli_usage(c, "%s %s", a->flag, err.msg);
+	if (v < TQ_DIAG_LOG_SIZE_MIN || v > TQ_DIAG_LOG_SIZE_MAX)
+		return cli_usage(c, "%s \"%s\": expected a size from 64K to 1T, such as 10M",
+				 a->flag, a->val);
+	*size = v;
+	return CLI_OK;
+}
+
 /* serve and drain share their flags. */
 static int run_supervisor(struct cli_ctx *c, int argc, char **argv, int drain)
 {
 	static const struct cli_opt opts[] = {
 		{ "workers", O_WORKERS, 1, 'w' }, { "foreground", O_FOREGROUND, 0, 'f' },
 		{ "grace", O_GRACE, 1, 0 }, { "lease", O_LEASE, 1, 0 },
-		{ "retention", O_RETENTION, 1, 0 }, { NULL, 0, 0, 0 },
+		{ "retention", O_RETENTION, 1, 0 }, { "log-size", O_LOG_SIZE, 1, 0 },
+		{ "log-files", O_LOG_FILES, 1, 0 }, { NULL, 0, 0, 0 },
 	};
 	char home[PATH_MAX], exe[PATH_MAX];
 	struct tq_serve_opts o = {
@@ -80,6 +106,12 @@ static int run_supervisor(struct cli_ctx *c, int argc, char **argv, int drain)
 		case O_GRACE: rc = parse_ms(c, &a, &o.grace_ms); break;
 		case O_LEASE: rc = parse_ms(c, &a, &o.lease_ms); break;
 		case O_RETENTION: rc = parse_ms(c, &a, &o.retention_ms); break;
+		case O_LOG_SIZE:
+		case O_LOG_FILES:
+			if (drain)
+				return cli_usage(c, "%s is for serve: drain logs to stderr", a.flag);
+			rc = parse_log(c, &a, k, &o.log_size, &o.log_files);
+			break;
 		case CLI_OPT_ARG: return cli_usage(c, "unexpected argument \"%s\"", a.val);
 		default: return CLI_USAGE;
 		}
@@ -110,8 +142,12 @@ static int run_worker(struct cli_ctx *c, int argc, char **argv)
 {
 	static const struct cli_opt opts[] = {
 		{ "slot", O_SLOT, 1, 0 }, { "lease", O_LEASE, 1, 0 },
-		{ "grace", O_GRACE, 1, 0 }, { "supervisor", O_SUP, 1, 0 }, { NULL, 0, 0, 0 },
+		{ "grace", O_GRACE, 1, 0 }, { "supervisor", O_SUP, 1, 0 },
+		{ "log-size", O_LOG_SIZE, 1, 0 }, { "log-files", O_LOG_FILES, 1, 0 },
+		{ NULL, 0, 0, 0 },
 	};
+	int64_t log_size = TQ_DIAG_LOG_SIZE;
+	int log_files = TQ_DIAG_LOG_FILES;
 	char home[PATH_MAX];
 	struct tq_worker_opts o = { .slot = 1, .lease_ms = TQ_DEFAULT_LEASE_MS,
 				    .grace_ms = TQ_DEFAULT_SHUTDOWN_GRACE_MS };
@@ -132,6 +168,8 @@ static int run_worker(struct cli_ctx *c, int argc, char **argv)
 			break;
 		case O_LEASE: rc = parse_ms(c, &a, &o.lease_ms); break;
 		case O_GRACE: rc = parse_ms(c, &a, &o.grace_ms); break;
+		case O_LOG_SIZE:
+		case O_LOG_FILES: rc = parse_log(c, &a, k, &log_size, &log_files); break;
 		default: return CLI_USAGE;
 		}
 	}
@@ -140,6 +178,9 @@ static int run_worker(struct cli_ctx *c, int argc, char **argv)
 	if (tq_home_resolve(c->home_flag, home, sizeof(home), &err) < 0)
 		return cli_fail(c, &err);
 	o.home = home;
+	/* A background supervisor's workers write to its serve.log: follow
+	 * it across rotations, and rotate it too (diag.h). */
+	tq_diag_log_follow(home, log_size, log_files);
 	return tq_worker_main(&o);
 }
 
@@ -505,14 +546,17 @@ static int run_shutdown(struct cli_ctx *c, int argc, char **argv)
 const struct cli_cmd cli_cmd_serve = {
 	.name = "serve",
 	.synopsis = "taskq serve [--workers N] [--foreground] [--grace DUR] [--lease DUR]\n"
-		    "                   [--retention DUR]",
+		    "                   [--retention DUR] [--log-size SIZE] [--log-files N]",
 	.summary = "Run the supervisor and its workers (submit starts one when needed).",
 	.help =
 	"Starts the supervisor for the state directory: it keeps N workers (default 2)\n"
 	"running, each claiming one task at a time, restarts a worker that dies, and\n"
 	"recovers the tasks of workers that died. One supervisor runs per state\n"
 	"directory; a second `serve` says so and exits 0. Without --foreground it runs\n"
-	"in the background and logs to HOME/serve.log.\n"
+	"in the background and logs to HOME/serve.log, which it and its workers rotate\n"
+	"by size (serve.log.1 is the newest old one). A line that repeats within 10 s\n"
+	"(a client looping connect, garbage, close) is logged once, then once more\n"
+	"with \"(repeated N times in the last 10 s)\".\n"
 	"\n"
 	"While it runs, submit hands it tasks through HOME/submit.sock. It serves up\n"
 	"to 64 connections at once, side by side; each must send its whole request\n"
@@ -532,6 +576,10 @@ const struct cli_cmd cli_cmd_serve = {
 	"                      (default 7d; 0 keeps them forever). Kept in the\n"
 	"                      database: later supervisors (an autostarted one too)\n"
 	"                      use it until another --retention\n"
+	"      --log-size SIZE rotate serve.log when a line would take it past SIZE\n"
+	"                      (64K-1T; default 10M)\n"
+	"      --log-files N   rotated files to keep, serve.log.1..N (1-9; default 3).\n"
+	"                      Both are kept in the database, as --retention is\n"
 	"\n"
 	"SIGTERM or SIGINT stop it gracefully; it exits 143 or 130.\n",
 	.run = run_serve,
@@ -557,7 +605,8 @@ const struct cli_cmd cli_cmd_drain = {
 
 const struct cli_cmd cli_cmd_worker = {
 	.name = "worker",
-	.synopsis = "taskq worker [--slot N] [--lease DUR] [--grace DUR] [--supervisor PID]",
+	.synopsis = "taskq worker [--slot N] [--lease DUR] [--grace DUR] [--supervisor PID]\n"
+		    "                   [--log-size SIZE] [--log-files N]",
 	.summary = NULL, /* internal: started by the supervisor */
 	.help = "Runs one worker in the foreground. The supervisor starts these.\n",
 	.run = run_worker,

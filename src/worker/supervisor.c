@@ -69,7 +69,6 @@
 #define RESTART_MAX_MS 60000
 #define HEALTHY_MS 60000             /* a worker up this long resets backoff */
 #define RECOVER_BATCH 64
-#define LOG_ROTATE_BYTES (10 * 1024 * 1024)
 #define TOKEN_KEEP_MS ((int64_t)24 * 3600 * 1000) /* submit tokens (queue.h) */
 #define RECORD_BUSY_MS 2000          /* writing an end from its record: one try */
 
@@ -113,9 +112,27 @@ static void slog(const char *fmt, ...)
 	va_end(ap);
 }
 
+static void sd_vlog(const char *who, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void sd_vlog(const char *who, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	tq_diag_loose(who, fmt, ap);
+	va_end(ap);
+}
+
+/* The submit socket's lines carry what clients sent (byte counts, pids):
+ * their repeats fold with the numbers aside (diag.h), so a client looping
+ * connect, garbage, close costs a line every 10 s, not a line a loop. */
 static void sd_log(const char *msg)
 {
-	slog("%s", msg);
+	char who[64];
+
+	snprintf(who, sizeof(who), "taskq supervisor (pid %d)", (int)getpid());
+	sd_vlog(who, "%s", msg);
 }
 
 int tq_self_exe(char *buf, size_t n, struct tq_err *err)
@@ -170,9 +187,12 @@ int tq_supervisor_running(const char *home, pid_t *pid)
  * identity, to carry it in its environment as its mark (proc.h). */
 static int spawn_worker(struct sup *s, int i, struct tq_err *err)
 {
-	char slot[16], lease[32], grace[32], sup[16], mark[64] = "";
+	char slot[16], lease[32], grace[32], sup[16], mark[64] = "", lsize[32], lfiles[16];
 	char *argv[] = { "taskq", "--home", (char *)s->o->home, "worker", "--slot", slot,
-			 "--lease", lease, "--grace", grace, "--supervisor", sup, NULL };
+			 "--lease", lease, "--grace", grace, "--supervisor", sup,
+			 NULL, NULL, NULL, NULL, NULL };
+	int64_t log_size;
+	int log_files;
 	size_t n = 0, k = 0;
 	char **envp;
 	int pfd[2], e = 0;
@@ -183,6 +203,15 @@ static int spawn_worker(struct sup *s, int i, struct tq_err *err)
 	snprintf(lease, sizeof(lease), "%lldms", (long long)s->o->lease_ms);
 	snprintf(grace, sizeof(grace), "%lldms", (long long)s->o->grace_ms);
 	snprintf(sup, sizeof(sup), "%d", (int)getpid());
+	/* our serve.log's bounds: the worker rotates it as we do (diag.h) */
+	if (tq_diag_log_active(&log_size, &log_files)) {
+		snprintf(lsize, sizeof(lsize), "%lld", (long long)log_size);
+		snprintf(lfiles, sizeof(lfiles), "%d", log_files);
+		argv[12] = "--log-size";
+		argv[13] = lsize;
+		argv[14] = "--log-files";
+		argv[15] = lfiles;
+	}
 	while (environ[n] != NULL)
 		n++;
 	if ((envp = reallocarray(NULL, n + 2, sizeof(*envp))) == NULL)
@@ -865,6 +894,7 @@ static void loop(struct sup *s)
 		if (tq_mono_ms() < next_tick)
 			continue;
 		next_tick = tq_mono_ms() + (s->o->drain ? DRAIN_TICK_MS : TICK_MS);
+		tq_diag_tick(0);
 		if (!s->stopping) {
 			recover(s, 0, "lease expired");
 			sweep_end_records(s);
@@ -894,6 +924,40 @@ static int setup_signals(struct sup *s)
 	return s->sigfd < 0 ? -1 : 0;
 }
 
+#define META_LOG_SIZE "serve_log_size"
+#define META_LOG_FILES "serve_log_files"
+
+/* One setting of the log: the flag's value (stored for later supervisors,
+ * an autostarted one too), else the stored one, else 0 (the default). */
+static int64_t log_setting(struct sup *s, const char *key, int64_t flag, int64_t lo,
+			   int64_t hi)
+{
+	char *v = NULL, buf[32];
+	int64_t n = 0;
+
+	if (flag > 0) {
+		snprintf(buf, sizeof(buf), "%lld", (long long)flag);
+		tq_queue_meta_set(s->q, key, buf, NULL);
+		return flag;
+	}
+	if (tq_queue_meta_get(s->q, key, &v, NULL) < 0 || v == NULL ||
+	    tq_parse_int(v, lo, hi, &n, NULL) < 0)
+		n = 0;
+	free(v);
+	return n;
+}
+
+/* The log's bounds: --log-size and --log-files, else what was stored. */
+static void log_limits(struct sup *s)
+{
+	int64_t size = log_setting(s, META_LOG_SIZE, s->o->log_size, TQ_DIAG_LOG_SIZE_MIN,
+				   TQ_DIAG_LOG_SIZE_MAX);
+	int64_t files = log_setting(s, META_LOG_FILES, s->o->log_files, 1,
+				    TQ_DIAG_LOG_FILES_MAX);
+
+	tq_diag_log_limits(size, (int)files);
+}
+
 static void write_meta(struct sup *s)
 {
 	char v[64];
@@ -906,27 +970,23 @@ static void write_meta(struct sup *s)
 	tq_queue_meta_set(s->q, "supervisor_workers", v, NULL);
 }
 
-/* Send the daemon's stdio to HOME/serve.log (rotated once past 10 MB). */
-static int open_log(const char *home)
+/*
+ * Send the daemon's stdio to HOME/serve.log, which it owns from now on:
+ * rotated by size before any line would pass it, by this process or by a
+ * worker (they follow it across rotations), and checked every tick
+ * (diag.h).
+ * (It was rotated only here, at start, past 10 MB: a running supervisor's
+ * log grew without bound, and a rotation moved the file under the workers
+ * a previous supervisor left, who wrote on into serve.log.1.)
+ */
+static int open_log(const struct tq_serve_opts *o)
 {
-	char path[PATH_MAX], old[PATH_MAX];
-	struct stat sb;
+	struct tq_err err = TQ_ERR_INIT;
 	int fd;
 
-	if ((size_t)snprintf(path, sizeof(path), "%s/serve.log", home) >= sizeof(path) ||
-	    (size_t)snprintf(old, sizeof(old), "%s/serve.log.1", home) >= sizeof(old))
+	if (tq_diag_log_open(o->home, o->log_size > 0 ? o->log_size : TQ_DIAG_LOG_SIZE,
+			     o->log_files > 0 ? o->log_files : TQ_DIAG_LOG_FILES, &err) < 0)
 		return -1;
-	if (stat(path, &sb) == 0 && sb.st_size > LOG_ROTATE_BYTES)
-		rename(path, old);
-	fd = tq_open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return -1;
-	/* stdio, so not O_CLOEXEC: workers inherit it as their stderr. */
-	if (dup2(fd, 1) < 0 || dup2(fd, 2) < 0) {
-		tq_close(fd);
-		return -1;
-	}
-	tq_close(fd);
 	fd = tq_open("/dev/null", O_RDONLY, 0);
 	if (fd >= 0 && fd != 0) {
 		dup2(fd, 0);
@@ -1046,12 +1106,17 @@ int tq_supervisor_main(const struct tq_serve_opts *o)
 		return 1;
 	if ((rc = lock(&s, path)) != 0 || s.pfh == NULL)
 		return rc;
-	if (!o->foreground && (daemonize(&ready) < 0 || open_log(o->home) < 0)) {
+	if (!o->foreground && (daemonize(&ready) < 0 || open_log(o) < 0)) {
 		fprintf(stderr, "taskq: serve: cannot start the daemon: %s\n", strerror(errno));
 		pidfile_remove(s.pfh);
 		return 1;
 	}
 	pidfile_write(s.pfh);
+	/* in the foreground, stderr may be serve.log all the same (a unit's
+	 * redirection): then written as the daemon writes it */
+	if (o->foreground)
+		tq_diag_log_follow(o->home, o->log_size, o->log_files);
+	tq_diag_fold_on();
 	/* Each submit through the socket allocates and frees the request and
 	 * SQLite's statement memory; with glibc's default trim threshold the
 	 * freed top of the heap went back to the kernel and was faulted in
@@ -1069,6 +1134,7 @@ int tq_supervisor_main(const struct tq_serve_opts *o)
 	snprintf(s.home_mark, sizeof(s.home_mark), TQ_TASK_HOME_VAR "=%s",
 		 tq_queue_home(s.q));
 	write_meta(&s);
+	log_limits(&s);
 	slog("started: %d workers, state directory %s", o->workers, o->home);
 	adopt(&s);
 	recover(&s, 0, "lease expired");
@@ -1087,6 +1153,7 @@ int tq_supervisor_main(const struct tq_serve_opts *o)
 	loop(&s);
 	rc = exit_status(&s);
 	tq_queue_meta_set(s.q, "supervisor_pid", NULL, NULL);
+	tq_diag_tick(1); /* the counts of lines folded until now */
 	slog("stopped");
 out:
 	tq_close(ready);

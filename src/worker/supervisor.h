@@ -35,6 +35,12 @@ struct tq_serve_opts {
 	 * (an autostarted supervisor keeps what the user set) and for
 	 * `taskq status`. */
 	int64_t retention_ms;
+	/* The background supervisor's HOME/serve.log: rotated at log_size
+	 * bytes, keeping serve.log.1..log_files. 0: the setting a previous
+	 * supervisor stored, else the default (diag.h); a value > 0 is
+	 * stored for the next ones. */
+	int64_t log_size;
+	int log_files;
 };
 
 /*
