@@ -1,7 +1,11 @@
 /*
  * fill.c - benchmark helper: queue N tasks of `true` in a state directory.
  *
- *   fill HOME N
+ *   fill HOME N [after]
+ *
+ * With "after", one more task of `true` follows, --after all N of them (the
+ * after benchmark: a task waiting for thousands of others must not make
+ * their drain quadratic).
  *
  * Inserts N tasks (argv {"true"}, cwd "/", a small PATH environment) with
  * tq_queue_submit_many, CHUNK tasks per transaction, as bench/claim.c does:
@@ -23,6 +27,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include <bsd/stdlib.h>
@@ -74,15 +79,17 @@ int main(int argc, char **argv)
 	struct tq_queue *q = NULL;
 	struct tq_err err = TQ_ERR_INIT;
 	struct tq_task_spec *specs;
-	int64_t *ids;
+	int64_t *ids, last = 0;
 	const char *e = NULL;
 	long n, chunk;
+	int after;
 	double t0 = now_s();
 
-	if (argc != 3) {
-		fprintf(stderr, "usage: fill HOME N\n");
+	if (argc != 3 && (argc != 4 || strcmp(argv[3], "after") != 0)) {
+		fprintf(stderr, "usage: fill HOME N [after]\n");
 		return 2;
 	}
+	after = argc == 4;
 	n = (long)strtonum(argv[2], 1, 10000000, &e);
 	if (e) {
 		fprintf(stderr, "fill: N \"%s\": %s\n", argv[2], e);
@@ -90,7 +97,8 @@ int main(int argc, char **argv)
 	}
 	chunk = n < CHUNK ? n : CHUNK;
 	specs = calloc((size_t)chunk, sizeof *specs);
-	ids = calloc((size_t)chunk, sizeof *ids);
+	/* with "after", every id is kept for the last task's dependencies */
+	ids = calloc((size_t)(after ? n : chunk), sizeof *ids);
 	if (!specs || !ids) {
 		perror("fill");
 		return 1;
@@ -112,8 +120,16 @@ int main(int argc, char **argv)
 	for (long done = 0; done < n; done += chunk) {
 		size_t k = (size_t)(n - done < chunk ? n - done : chunk);
 
-		if (tq_queue_submit_many(q, specs, k, ids, NULL, &err)) {
+		if (tq_queue_submit_many(q, specs, k, ids + (after ? done : 0), NULL, &err)) {
 			fprintf(stderr, "fill: %s\n", err.msg);
+			return 1;
+		}
+	}
+	if (after) {
+		specs[0].after = ids;
+		specs[0].nafter = (size_t)n;
+		if (tq_queue_submit(q, &specs[0], &last, NULL, &err)) {
+			fprintf(stderr, "fill: the task after all: %s\n", err.msg);
 			return 1;
 		}
 	}

@@ -93,16 +93,19 @@ int tq_queue_remove(struct tq_queue *q, int64_t id, struct tq_err *err)
 				(long long)id);
 		goto fail;
 	}
-	/* A task removed before it ran counts as canceled for its dependents. */
-	if (!tq_state_final(s) && (rc = tq_deps_resolve(q, id, TQ_CANCELED, now, err)) < 0)
-		goto fail;
 	st = tq_db_stmt(q, ST_REMOVE, "DELETE FROM tasks WHERE id = ?1", err);
 	if (st == NULL) {
 		rc = err ? err->code : TQ_EIO;
 		goto fail;
 	}
 	sqlite3_bind_int64(st, 1, id);
-	if ((rc = tq_db_exec_st(q, st, err, "remove task")) < 0 ||
+	if ((rc = tq_db_exec_st(q, st, err, "remove task")) < 0)
+		goto fail;
+	/* A task removed before it ran counts as canceled for its dependents:
+	 * resolved after the delete, whose trigger (deps_left_delete) has
+	 * taken it out of their counts (its deps rows, which name it by id
+	 * only, are still there to find them by). */
+	if ((!tq_state_final(s) && (rc = tq_deps_resolve(q, id, TQ_CANCELED, now, err)) < 0) ||
 	    (rc = tq_db_commit(q, err)) < 0)
 		goto fail;
 	return 0;

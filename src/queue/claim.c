@@ -16,8 +16,6 @@
 
 #include "../common/sys.h"
 
-#define FINAL_STATES "('succeeded','failed','timed_out','killed','canceled')"
-
 /*
  * A group may start a task when it is not paused and not held by its probe.
  *
@@ -634,28 +632,19 @@ static int cancel_task(struct tq_queue *q, int64_t id, const char *reason, int64
 	return tq_db_exec_st(q, st, err, "cancel task");
 }
 
-/* Blocked task d: are all its dependencies final? Then queue it. */
-static int maybe_unblock(struct tq_queue *q, int64_t d, int64_t now, struct tq_err *err)
+/*
+ * Blocked task d has no dependency left that has not ended (its deps_left,
+ * kept by the schema's triggers, reached 0): queue it, or schedule it when
+ * its run_after is still ahead. One row written; the dependencies are never
+ * counted here (they were, per finish, for every dependent: quadratic in a
+ * task --after thousands of others).
+ */
+static int unblock(struct tq_queue *q, int64_t d, int64_t now, struct tq_err *err)
 {
-	sqlite3_stmt *st = tq_db_stmt(q, ST_DEPS_OPEN,
-		"SELECT count(*) FROM deps x JOIN tasks t ON t.id = x.dep_id"
-		" WHERE x.task_id = ?1 AND t.state NOT IN " FINAL_STATES, err);
-	int64_t open = 0;
-	int rc;
-
-	if (st == NULL)
-		return err ? err->code : TQ_EIO;
-	sqlite3_bind_int64(st, 1, d);
-	if ((rc = sqlite3_step(st)) == SQLITE_ROW)
-		open = sqlite3_column_int64(st, 0);
-	tq_db_done(st);
-	if (rc != SQLITE_ROW)
-		return tq_db_error(q, rc, err, "read dependencies");
-	if (open > 0)
-		return 0;
-	st = tq_db_stmt(q, ST_UNBLOCK,
+	sqlite3_stmt *st = tq_db_stmt(q, ST_UNBLOCK,
 		"UPDATE tasks SET state = CASE WHEN run_after > ?2 THEN 'scheduled'"
 		" ELSE 'queued' END WHERE id = ?1 AND state = 'blocked'", err);
+
 	if (st == NULL)
 		return err ? err->code : TQ_EIO;
 	sqlite3_bind_int64(st, 1, d);
@@ -689,14 +678,18 @@ static int push(struct worklist *w, int64_t id, enum tq_state s)
 	return 0;
 }
 
-/* The dependents of one task that just ended in state s. */
+/* The blocked dependents of one task that just ended in state s (or was
+ * removed: as canceled), whose deps_left the triggers have already taken it
+ * out of: canceled when they needed it to succeed, else queued when it was
+ * the last one they waited for. */
 static int resolve_one(struct tq_queue *q, struct worklist *w, int64_t id,
 		       enum tq_state s, int64_t now, struct tq_err *err)
 {
 	sqlite3_stmt *st = tq_db_stmt(q, ST_DEPENDENTS,
-		"SELECT x.task_id, x.kind = 'any' FROM deps x JOIN tasks t ON t.id = x.task_id"
+		"SELECT x.task_id, x.kind = 'any', t.deps_left FROM deps x"
+		" JOIN tasks t ON t.id = x.task_id"
 		" WHERE x.dep_id = ?1 AND t.state = 'blocked'", err);
-	struct { int64_t id; int any; } *ds = NULL;
+	struct { int64_t id; int any; int64_t left; } *ds = NULL;
 	size_t n = 0, cap = 0;
 	char reason[128];
 	int rc;
@@ -718,6 +711,7 @@ static int resolve_one(struct tq_queue *q, struct worklist *w, int64_t id,
 		}
 		ds[n].id = sqlite3_column_int64(st, 0);
 		ds[n].any = sqlite3_column_int(st, 1);
+		ds[n].left = sqlite3_column_int64(st, 2);
 		n++;
 	}
 	tq_db_done(st);
@@ -733,8 +727,8 @@ static int resolve_one(struct tq_queue *q, struct worklist *w, int64_t id,
 			if ((rc = cancel_task(q, ds[i].id, reason, now, err)) == 0 &&
 			    push(w, ds[i].id, TQ_CANCELED) < 0)
 				rc = tq_err_set(err, TQ_ENOMEM, "out of memory");
-		} else {
-			rc = maybe_unblock(q, ds[i].id, now, err);
+		} else if (ds[i].left <= 0) {
+			rc = unblock(q, ds[i].id, now, err);
 		}
 	}
 	free(ds);

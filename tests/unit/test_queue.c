@@ -978,6 +978,237 @@ static void test_dependencies(void **state)
 	assert_non_null(strstr(err.msg, "9999"));
 }
 
+/* ------------------------------------------------------------------ */
+/* deps_left: every path that changes a dependency's count              */
+
+static int64_t left_of(struct tq_queue *q, int64_t id)
+{
+	char sql[96];
+
+	snprintf(sql, sizeof(sql), "SELECT deps_left FROM tasks WHERE id = %lld", (long long)id);
+	return sql_int(tq_queue_home(q), sql);
+}
+
+/* Every task's deps_left is what it stands for (schema.sql): its deps rows
+ * whose task exists and has not ended. */
+static void counts_true(struct tq_queue *q)
+{
+	assert_int_equal(sql_int(tq_queue_home(q),
+		"SELECT count(*) FROM tasks t WHERE t.deps_left != (SELECT count(*) FROM deps x"
+		" JOIN tasks d ON d.id = x.dep_id WHERE x.task_id = t.id"
+		" AND d.state IN ('queued','scheduled','blocked','running'))"), 0);
+}
+
+/* Claim task id (first in line for the claim by priority) and end it. */
+static void run_as(struct tq_queue *q, int64_t id, enum tq_outcome o)
+{
+	char sql[96];
+	int attempt = 0;
+
+	snprintf(sql, sizeof(sql), "UPDATE tasks SET priority = 1000000 WHERE id = %lld",
+		 (long long)id);
+	sql_int(tq_queue_home(q), sql);
+	assert_int_equal(claim_id(q, &attempt), id);
+	finish(q, id, attempt, o, TQ_NEXT_FINAL, 0);
+}
+
+/* Submit a task waiting for ids (n of them; any: --after-any). */
+static int64_t submit_after(struct tq_queue *q, const int64_t *ids, size_t n, int any)
+{
+	struct tq_task_spec s = spec_of(argv_true);
+
+	s.group = "dependent"; /* paused: never claimed, so they stay put */
+	s.after = ids;
+	s.nafter = n;
+	s.after_any = any;
+	return submit(q, &s);
+}
+
+/* Submit: open dependencies count, ended ones not, one named twice once; a
+ * session's previous task counts. Finish: one ending takes it out, the last
+ * one queues the dependent, whatever the outcome for --after-any. */
+static void test_deps_left_submit_finish(void **state)
+{
+	struct fx *f = *state;
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_task_spec s = spec_of(argv_true);
+	int64_t a = submit_simple(f->q, 0, NULL), b = submit_simple(f->q, 0, NULL);
+	int64_t c = submit_simple(f->q, 0, NULL), d, e, s1, s2;
+	int64_t ids[4];
+	struct tq_task t;
+
+	assert_int_equal(tq_queue_group_pause(f->q, "dependent", &err), 0);
+	run_as(f->q, c, TQ_OUT_SUCCEEDED);
+	ids[0] = a, ids[1] = b, ids[2] = c, ids[3] = a;
+	d = submit_after(f->q, ids, 4, 1);
+	assert_int_equal(state_of(f->q, d), TQ_BLOCKED);
+	assert_int_equal(left_of(f->q, d), 2);            /* a (once) and b */
+	assert_int_equal(tq_queue_get(f->q, d, 0, &t, &err), 0);
+	assert_int_equal(t.deps_left, 2);
+	tq_task_release(&t);
+	ids[0] = c;
+	e = submit_after(f->q, ids, 1, 0);                 /* c succeeded already */
+	assert_int_equal(state_of(f->q, e), TQ_QUEUED);
+	assert_int_equal(left_of(f->q, e), 0);
+	s.session = "k";
+	s1 = submit(f->q, &s);
+	s2 = submit(f->q, &s);
+	assert_int_equal(left_of(f->q, s1), 0);
+	assert_int_equal(left_of(f->q, s2), 1);
+	counts_true(f->q);
+
+	run_as(f->q, a, TQ_OUT_FAILED);                    /* --after-any: ended */
+	assert_int_equal(left_of(f->q, d), 1);
+	assert_int_equal(state_of(f->q, d), TQ_BLOCKED);
+	run_as(f->q, b, TQ_OUT_TIMED_OUT);
+	assert_int_equal(left_of(f->q, d), 0);
+	assert_int_equal(state_of(f->q, d), TQ_QUEUED);
+	run_as(f->q, s1, TQ_OUT_SUCCEEDED);
+	assert_int_equal(left_of(f->q, s2), 0);
+	assert_int_equal(state_of(f->q, s2), TQ_QUEUED);
+	counts_true(f->q);
+}
+
+/* Cancel: the canceled task's dependents lose it; one that needed it to
+ * succeed is canceled, and that cascades, taking it out of its own
+ * dependents' counts in turn. */
+static void test_deps_left_cancel(void **state)
+{
+	struct fx *f = *state;
+	struct tq_err err = TQ_ERR_INIT;
+	int64_t a = submit_simple(f->q, 0, NULL), o = submit_simple(f->q, 0, NULL);
+	int64_t b, c, d, ids[2];
+
+	assert_int_equal(tq_queue_group_pause(f->q, "dependent", &err), 0);
+	ids[0] = a;
+	b = submit_after(f->q, ids, 1, 0);                 /* needs a to succeed */
+	ids[0] = b;
+	ids[1] = o;
+	c = submit_after(f->q, ids, 2, 1);                 /* after b and o */
+	ids[0] = b;
+	d = submit_after(f->q, ids, 1, 0);                 /* needs b */
+	assert_int_equal(left_of(f->q, c), 2);
+	assert_int_equal(tq_queue_cancel(f->q, a, NULL, NULL, &err), 0);
+	assert_int_equal(state_of(f->q, b), TQ_CANCELED);
+	assert_int_equal(state_of(f->q, d), TQ_CANCELED);
+	assert_int_equal(left_of(f->q, c), 1);              /* b ended; o not */
+	assert_int_equal(state_of(f->q, c), TQ_BLOCKED);
+	assert_int_equal(tq_queue_cancel(f->q, o, NULL, NULL, &err), 0);
+	assert_int_equal(left_of(f->q, c), 0);
+	assert_int_equal(state_of(f->q, c), TQ_QUEUED);
+	counts_true(f->q);
+}
+
+/*
+ * Remove: a dependency removed before it ended counts as ended (canceled):
+ * an --after-any dependent that waited only for it runs (it stayed blocked
+ * for ever: its resolve ran before the delete and still counted it), one
+ * that needed it to succeed is canceled; removing a task that had ended
+ * changes no count; removing a dependent leaves the others alone.
+ */
+static void test_deps_left_remove(void **state)
+{
+	struct fx *f = *state;
+	struct tq_err err = TQ_ERR_INIT;
+	int64_t a = submit_simple(f->q, 0, NULL), b = submit_simple(f->q, 0, NULL);
+	int64_t m = submit_simple(f->q, 0, NULL), o = submit_simple(f->q, 0, NULL);
+	int64_t c, d, g, h, ids[2];
+
+	assert_int_equal(tq_queue_group_pause(f->q, "dependent", &err), 0);
+	ids[0] = a;
+	c = submit_after(f->q, ids, 1, 1);
+	ids[0] = b;
+	d = submit_after(f->q, ids, 1, 0);
+	run_as(f->q, m, TQ_OUT_SUCCEEDED);
+	ids[0] = m;
+	ids[1] = o;
+	g = submit_after(f->q, ids, 2, 1);
+	h = submit_after(f->q, ids, 2, 1);
+	assert_int_equal(left_of(f->q, g), 1);
+	assert_int_equal(tq_queue_remove(f->q, a, &err), 0);
+	assert_int_equal(left_of(f->q, c), 0);
+	assert_int_equal(state_of(f->q, c), TQ_QUEUED);
+	assert_int_equal(tq_queue_remove(f->q, b, &err), 0);
+	assert_int_equal(state_of(f->q, d), TQ_CANCELED);
+	assert_int_equal(tq_queue_remove(f->q, m, &err), 0); /* ended: no change */
+	assert_int_equal(left_of(f->q, g), 1);
+	assert_int_equal(state_of(f->q, g), TQ_BLOCKED);
+	assert_int_equal(tq_queue_remove(f->q, h, &err), 0);  /* a dependent */
+	assert_int_equal(left_of(f->q, g), 1);
+	counts_true(f->q);
+	assert_int_equal(tq_queue_remove(f->q, o, &err), 0);
+	assert_int_equal(state_of(f->q, g), TQ_QUEUED);
+	counts_true(f->q);
+}
+
+/* Retry (one task, or every failed one): a dependency that ended and runs
+ * again counts again for dependents still waiting, and ends again. */
+static void test_deps_left_retry(void **state)
+{
+	struct fx *f = *state;
+	struct tq_err err = TQ_ERR_INIT;
+	int64_t a = submit_simple(f->q, 0, NULL), b = submit_simple(f->q, 0, NULL);
+	int64_t o = submit_simple(f->q, 0, NULL), c, n = 0, ids[3];
+
+	assert_int_equal(tq_queue_group_pause(f->q, "dependent", &err), 0);
+	run_as(f->q, a, TQ_OUT_FAILED);
+	run_as(f->q, b, TQ_OUT_TIMED_OUT);
+	ids[0] = a, ids[1] = b, ids[2] = o;
+	c = submit_after(f->q, ids, 3, 1);
+	assert_int_equal(left_of(f->q, c), 1);
+	assert_int_equal(tq_queue_retry(f->q, a, &err), 0);
+	assert_int_equal(left_of(f->q, c), 2);
+	assert_int_equal(tq_queue_retry_failed(f->q, NULL, &n, &err), 0);
+	assert_int_equal(n, 1);                             /* b */
+	assert_int_equal(left_of(f->q, c), 3);
+	counts_true(f->q);
+	run_as(f->q, a, TQ_OUT_SUCCEEDED);
+	run_as(f->q, b, TQ_OUT_SUCCEEDED);
+	assert_int_equal(state_of(f->q, c), TQ_BLOCKED);
+	run_as(f->q, o, TQ_OUT_SUCCEEDED);
+	assert_int_equal(state_of(f->q, c), TQ_QUEUED);
+	counts_true(f->q);
+}
+
+/* What changes no count: a retry's backoff and a shutdown's requeue
+ * (running -> scheduled / queued); a lost attempt recovered as final
+ * (worker 0) does; clearing ended tasks does not. */
+static void test_deps_left_requeue_lost_clear(void **state)
+{
+	struct fx *f = *state;
+	struct tq_err err = TQ_ERR_INIT;
+	int64_t a = submit_simple(f->q, 0, NULL), m = submit_simple(f->q, 0, NULL);
+	int64_t c, removed = 0, ids[2];
+	struct tq_finish lost = { .outcome = TQ_OUT_LOST, .exit_code = -1,
+				  .next = TQ_NEXT_FINAL };
+	int attempt = 0;
+
+	assert_int_equal(tq_queue_group_pause(f->q, "dependent", &err), 0);
+	run_as(f->q, m, TQ_OUT_SUCCEEDED);
+	ids[0] = a, ids[1] = m;
+	c = submit_after(f->q, ids, 2, 1);
+	assert_int_equal(left_of(f->q, c), 1);
+	assert_int_equal(claim_id(f->q, &attempt), a);
+	finish(f->q, a, attempt, TQ_OUT_FAILED, TQ_NEXT_RETRY, tq_now_ms() + 60000);
+	assert_int_equal(state_of(f->q, a), TQ_SCHEDULED);
+	assert_int_equal(left_of(f->q, c), 1);
+	sql_int(tq_queue_home(f->q), "UPDATE tasks SET run_after = 0 WHERE state = 'scheduled'");
+	assert_int_equal(claim_id(f->q, &attempt), a);
+	finish(f->q, a, attempt, TQ_OUT_KILLED, TQ_NEXT_REQUEUE, 0);
+	assert_int_equal(state_of(f->q, a), TQ_QUEUED);
+	assert_int_equal(left_of(f->q, c), 1);
+	assert_int_equal(tq_queue_clear_finished(f->q, INT64_MAX, 100, &removed, &err), 0);
+	assert_int_equal(removed, 1);                       /* m */
+	assert_int_equal(left_of(f->q, c), 1);
+	assert_int_equal(claim_id(f->q, &attempt), a);
+	lost.task_id = a;
+	lost.attempt = attempt;
+	assert_int_equal(tq_queue_finish(f->q, &lost, NULL, &err), 0);
+	assert_int_equal(left_of(f->q, c), 0);
+	assert_int_equal(state_of(f->q, c), TQ_QUEUED);
+	counts_true(f->q);
+}
+
 static void test_sessions_in_order(void **state)
 {
 	struct fx *f = *state;
@@ -1473,6 +1704,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_migrate_2_to_3, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_migrate_3_to_4, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_umask_stall_stored, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_deps_left_submit_finish, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_deps_left_cancel, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_deps_left_remove, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_deps_left_retry, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_deps_left_requeue_lost_clear, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refuse_not_db, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refuse_corrupt, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refuse_modes, setup, teardown),
