@@ -487,14 +487,16 @@ static const char session_help[] =
 	"task reports its agent's own session id; the session's current one is\n"
 	"that of its last link that succeeded (a failed link does not advance\n"
 	"it), and is what {session_id} expands to in the next link's command\n"
-	"(claude --resume).\n"
+	"(claude --resume). Every link runs in the session's directory, its first\n"
+	"link's (an agent resumes a conversation only where it began): a link\n"
+	"submitted from elsewhere runs there, one with another --cwd is refused.\n"
 	"\n"
 	"  show KEY   the tasks of KEY in order (state, attempts, and the agent\n"
 	"             session each one reported), and the current agent session\n"
 	"\n"
 	"Options:\n"
 	"  --json     one object: session, agent_session (null when none yet),\n"
-	"             last_task_id, updated_at, tasks (id, state, name, attempt,\n"
+	"             last_task_id, updated_at, cwd, tasks (id, state, name, attempt,\n"
 	"             finished_at, agent_session)\n"
 	"\n"
 	"Exit status: 0; 2 for a key no task has.\n";
@@ -515,6 +517,7 @@ static int session_json(const struct tq_session_info *s)
 	cli_json_bytes(o, "agent_session", s->agent_session, &oom);
 	cli_json_int(o, "last_task_id", s->last_task_id, s->last_task_id > 0, &oom);
 	cli_json_int(o, "updated_at", s->updated_at, s->updated_at > 0, &oom);
+	cli_json_bytes(o, "cwd", s->cwd, &oom);
 	for (size_t i = 0; arr != NULL && i < s->ntasks; i++) {
 		const struct tq_session_task *t = &s->tasks[i];
 		cJSON *e = cJSON_CreateObject();
@@ -543,17 +546,20 @@ static int session_human(const struct tq_session_info *s)
 		"ID", "STATE", "NAME", "ATTEMPT", "FINISHED", "AGENT SESSION",
 	};
 	struct cli_table tb;
-	char *key, *cur = NULL, when[32];
+	char *key, *cur = NULL, *dir = NULL, when[32];
 	int rc = 0;
 
 	cli_output_init();
 	if ((key = cli_esc(s->key, CLI_ESC_QUOTE, NULL)) == NULL ||
 	    (s->agent_session != NULL &&
-	     (cur = cli_esc(s->agent_session, 0, NULL)) == NULL)) {
+	     (cur = cli_esc(s->agent_session, 0, NULL)) == NULL) ||
+	    (s->cwd != NULL && (dir = cli_esc(s->cwd, CLI_ESC_QUOTE, NULL)) == NULL)) {
 		free(key);
+		free(cur);
 		return TQ_ENOMEM;
 	}
 	printf("%-15s %s\n", "session:", key);
+	printf("%-15s %s\n", "directory:", dir != NULL ? dir : "-");
 	printf("%-15s %s\n", "agent session:", cur != NULL ? cur : "- (none yet)");
 	if (s->last_task_id > 0)
 		printf("%-15s %lld\n", "set by task:", (long long)s->last_task_id);
@@ -564,6 +570,7 @@ static int session_human(const struct tq_session_info *s)
 	printf("%-15s %zu\n", "tasks:", s->ntasks);
 	free(key);
 	free(cur);
+	free(dir);
 	if (s->ntasks == 0)
 		return 0;
 	cli_table_init(&tb, 6, heads, 1u << 0 | 1u << 3);

@@ -738,6 +738,7 @@ static int apply_cwd(struct line *l, struct tq_err *err)
 		return tq_err_set(err, TQ_EINVAL, "\"cwd\": \"%.200s\": not a directory", dir);
 	if ((l->spec.cwd = use == dir ? dir : arena_strdup(l->im, use)) == NULL)
 		return oom(err);
+	l->spec.cwd_explicit = 1; /* as --cwd: a --session's directory is not moved to */
 	return 0;
 }
 

@@ -389,8 +389,8 @@ static int advance_session(struct tq_queue *q, const struct tq_finish *f,
 	    r->agent_session == NULL || r->agent_session[0] == '\0')
 		return 0;
 	st = tq_db_stmt(q, ST_SESSION_ADVANCE,
-		"INSERT INTO sessions(key, agent_session, last_task_id, updated_at)"
-		" SELECT session, ?2, id, ?3 FROM tasks WHERE id = ?1 AND session IS NOT NULL"
+		"INSERT INTO sessions(key, agent_session, last_task_id, updated_at, cwd)"
+		" SELECT session, ?2, id, ?3, cwd FROM tasks WHERE id = ?1 AND session IS NOT NULL"
 		" ON CONFLICT(key) DO UPDATE SET agent_session = excluded.agent_session,"
 		" last_task_id = excluded.last_task_id, updated_at = excluded.updated_at"
 		" WHERE coalesce(sessions.last_task_id, 0) <= excluded.last_task_id", err);

@@ -820,6 +820,8 @@ struct tq_session_info {
 	char *agent_session;  /* the one to resume; NULL: none yet */
 	int64_t last_task_id; /* the task that set it; 0: none */
 	int64_t updated_at;   /* ms; 0: never */
+	char *cwd;            /* the directory its tasks run in (its first
+			       * task's); NULL: none yet */
 	struct tq_session_task *tasks; /* in submit order */
 	size_t ntasks;
 };

@@ -56,7 +56,7 @@ static int session_row(struct tq_queue *q, const char *key, struct tq_session_in
 		       int *found, struct tq_err *err)
 {
 	sqlite3_stmt *st = tq_db_stmt(q, ST_SESSION_ROW,
-		"SELECT agent_session, last_task_id, updated_at FROM sessions WHERE key = ?1",
+		"SELECT agent_session, last_task_id, updated_at, cwd FROM sessions WHERE key = ?1",
 		err);
 	int rc;
 
@@ -69,7 +69,8 @@ static int session_row(struct tq_queue *q, const char *key, struct tq_session_in
 		*found = 1;
 		s->last_task_id = col_i64(st, 1, 0);
 		s->updated_at = col_i64(st, 2, 0);
-		if (tq_col_strdup(st, 0, &s->agent_session) < 0) {
+		if (tq_col_strdup(st, 0, &s->agent_session) < 0 ||
+		    tq_col_strdup(st, 3, &s->cwd) < 0) {
 			tq_db_done(st);
 			return tq_err_set(err, TQ_ENOMEM, "out of memory");
 		}
@@ -160,6 +161,7 @@ void tq_session_info_release(struct tq_session_info *s)
 	free(s->tasks);
 	free(s->key);
 	free(s->agent_session);
+	free(s->cwd);
 	memset(s, 0, sizeof(*s));
 }
 

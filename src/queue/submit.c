@@ -9,9 +9,12 @@
  */
 #include "internal.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <bsd/string.h>
 
 #include "../common/sys.h"
 
@@ -21,6 +24,8 @@
 #define ST_TOKEN_ADD ST_SUBMIT_1
 #define ST_TOKEN_PRUNE ST_SUBMIT_2
 #define ST_WANTS_WORKER ST_SUBMIT_3
+#define ST_SESSION_DIR ST_SUBMIT_4
+#define ST_SESSION_SET_DIR ST_SUBMIT_5
 #define TOKEN_MAX 64
 
 /*
@@ -277,6 +282,62 @@ static int session_last(struct tq_queue *q, const char *session, int64_t *id,
 	return 0;
 }
 
+/*
+ * The directory a task of a --session runs in: the session's, kept in its
+ * row since its first task (an agent resumes a conversation only from the
+ * directory it began in: Claude keeps them under ~/.claude/projects/<cwd>,
+ * Gemini per project). A later task submitted from elsewhere is moved there;
+ * one whose --cwd names another directory is refused (TQ_EINVAL), as a
+ * contradiction the user must settle. The session's directory lasts while
+ * it has an agent session to resume or tasks in the queue; a session with
+ * neither takes its next task's directory (a key reused for new work after
+ * retention cleared the old).
+ *
+ * *cwd is s->cwd or the session's directory (owned by the statement's
+ * row, so copied into buf, of n bytes).
+ */
+static int session_dir(struct tq_queue *q, const struct tq_task_spec *s, char *buf,
+		       size_t n, const char **cwd, struct tq_err *err)
+{
+	sqlite3_stmt *st = tq_db_stmt(q, ST_SESSION_DIR,
+		"SELECT s.cwd FROM sessions s WHERE s.key = ?1 AND s.cwd IS NOT NULL"
+		" AND (s.agent_session IS NOT NULL OR EXISTS"
+		"      (SELECT 1 FROM tasks t WHERE t.session = ?1))", err);
+	const char *dir;
+	int rc;
+
+	*cwd = s->cwd;
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	tq_bind_text(st, 1, s->session);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW && (dir = (const char *)sqlite3_column_text(st, 0)) != NULL) {
+		if (strcmp(dir, s->cwd) != 0 && s->cwd_explicit)
+			rc = tq_err_set(err, TQ_EINVAL, "session %s runs in %s (its first "
+					"task's directory), not in --cwd %s: drop --cwd, or "
+					"use another session key", s->session, dir, s->cwd);
+		else if (strlcpy(buf, dir, n) >= n)
+			rc = tq_err_set(err, TQ_EINVAL, "session %s: its directory is "
+					"longer than %zu bytes", s->session, n - 1);
+		else
+			*cwd = buf;
+		tq_db_done(st);
+		return rc < 0 ? rc : 0;
+	}
+	tq_db_done(st);
+	if (rc != SQLITE_DONE)
+		return tq_db_error(q, rc, err, "read session");
+	/* its first task (or the first since it had none): the directory */
+	st = tq_db_stmt(q, ST_SESSION_SET_DIR,
+		"INSERT INTO sessions(key, cwd, updated_at) VALUES (?1, ?2, 0)"
+		" ON CONFLICT(key) DO UPDATE SET cwd = excluded.cwd", err);
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	tq_bind_text(st, 1, s->session);
+	tq_bind_text(st, 2, s->cwd);
+	return tq_db_exec_st(q, st, err, "store session directory");
+}
+
 static const char task_add_sql[] =
 	"INSERT INTO tasks(state, name, argv, shell, cwd, env_id, batch, grp, session,"
 	" unique_key, priority, run_after, created_at, timeout_ms, kill_grace_ms,"
@@ -288,6 +349,7 @@ static const char task_add_sql[] =
 
 struct insert_ctx {
 	const struct tq_task_spec *s;
+	const char *cwd;          /* s->cwd, or its session's */
 	enum tq_state state;
 	int64_t env_id;
 	int64_t now;
@@ -310,7 +372,7 @@ static int insert_task(struct tq_queue *q, const struct insert_ctx *c, int64_t *
 	tq_bind_text(st, 2, c->name);
 	sqlite3_bind_blob(st, 3, c->argv_blob, (int)c->argv_len, SQLITE_STATIC);
 	sqlite3_bind_int(st, 4, s->shell != 0);
-	tq_bind_text(st, 5, s->cwd);
+	tq_bind_text(st, 5, c->cwd);
 	sqlite3_bind_int64(st, 6, c->env_id);
 	tq_bind_text(st, 7, s->batch);
 	tq_bind_text(st, 8, c->group);
@@ -485,7 +547,8 @@ static int submit_one(struct tq_queue *q, const struct tq_task_spec *s, int64_t 
 		      struct batch_cache *bc, int64_t *id, int *existed, struct tq_err *err)
 {
 	char name[TQ_NAME_MAX], group[TQ_NAME_MAX], reason[128];
-	struct insert_ctx c = { .s = s, .now = now, .state = TQ_QUEUED };
+	struct insert_ctx c = { .s = s, .cwd = s->cwd, .now = now, .state = TQ_QUEUED };
+	char *sdir = NULL;
 	struct dep_verdict v = { 0, 0, TQ_QUEUED };
 	struct dep *deps = NULL;
 	char *argv_blob = NULL;
@@ -517,6 +580,13 @@ static int submit_one(struct tq_queue *q, const struct tq_task_spec *s, int64_t 
 		return tq_err_set(err, rc, rc == TQ_ENOMEM ? "out of memory" :
 				  "command line is longer than %d bytes", TQ_ARGV_MAX);
 	c.argv_blob = argv_blob;
+	if (s->session != NULL &&
+	    ((sdir = malloc(PATH_MAX)) == NULL ||
+	     (rc = session_dir(q, s, sdir, PATH_MAX, &c.cwd, err)) < 0)) {
+		if (sdir == NULL)
+			rc = tq_err_set(err, TQ_ENOMEM, "out of memory");
+		goto out;
+	}
 	if ((rc = collect_deps(q, s, &deps, &ndeps, err)) < 0)
 		goto out;
 	for (size_t i = 0; i < ndeps; i++)
@@ -547,6 +617,7 @@ static int submit_one(struct tq_queue *q, const struct tq_task_spec *s, int64_t 
 out:
 	free(deps);
 	free(argv_blob);
+	free(sdir);
 	return rc;
 }
 

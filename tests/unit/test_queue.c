@@ -1231,6 +1231,99 @@ static void test_sessions_in_order(void **state)
 	assert_int_equal(claim_id(f->q, NULL), c);
 }
 
+/* A session keeps its first task's directory: later tasks submitted from
+ * elsewhere run there, one whose --cwd names another is refused; a session
+ * with neither tasks nor an agent session to resume takes its next task's;
+ * one whose agent session is stored keeps it after its tasks are gone. */
+static void test_session_directory(void **state)
+{
+	struct fx *f = *state;
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_task_spec s = spec_of(argv_true), many[2];
+	struct tq_result r = { .has_result = 1, .agent_session = "conv-1" };
+	struct tq_session_info si = { 0 };
+	struct tq_task t;
+	const char *home = tq_queue_home(f->q);
+	int64_t a, b, id, ids[2];
+	int attempt = 0;
+
+	s.session = "k";
+	s.cwd = "/a";
+	a = submit(f->q, &s);
+	s.cwd = "/b";                                   /* submitted from /b */
+	b = submit(f->q, &s);
+	assert_int_equal(tq_queue_get(f->q, b, 0, &t, &err), 0);
+	assert_string_equal(t.cwd, "/a");
+	tq_task_release(&t);
+	s.cwd_explicit = 1;                             /* --cwd /b */
+	assert_int_equal(tq_queue_submit(f->q, &s, &id, NULL, &err), TQ_EINVAL);
+	assert_string_equal(err.msg, "session k runs in /a (its first task's directory), "
+			    "not in --cwd /b: drop --cwd, or use another session key");
+	s.cwd = "/a";                                   /* --cwd /a: the same */
+	id = submit(f->q, &s);
+	assert_int_equal(sql_int(home, "SELECT count(*) FROM tasks WHERE session = 'k'"
+				 " AND cwd = '/a'"), 3);
+	assert_int_equal(tq_queue_session_show(f->q, "k", &si, &err), 0);
+	assert_string_equal(si.cwd, "/a");
+	assert_int_equal(si.updated_at, 0);
+	assert_null(si.agent_session);
+	tq_session_info_release(&si);
+
+	/* its agent session keeps the directory after its tasks are gone */
+	assert_int_equal(claim_id(f->q, &attempt), a);
+	{
+		struct tq_finish fin = { .task_id = a, .attempt = attempt, .worker_id = 1,
+					 .outcome = TQ_OUT_SUCCEEDED, .exit_code = 0,
+					 .next = TQ_NEXT_FINAL, .result = &r };
+
+		assert_int_equal(tq_queue_finish(f->q, &fin, NULL, &err), 0);
+	}
+	assert_int_equal(tq_queue_cancel(f->q, b, NULL, NULL, &err), 0);
+	assert_int_equal(tq_queue_cancel(f->q, id, NULL, NULL, &err), 0);
+	assert_int_equal(tq_queue_remove(f->q, a, &err), 0);
+	assert_int_equal(tq_queue_remove(f->q, b, &err), 0);
+	assert_int_equal(tq_queue_remove(f->q, id, &err), 0);
+	s.cwd = "/c";
+	s.cwd_explicit = 0;
+	id = submit(f->q, &s);
+	assert_int_equal(tq_queue_get(f->q, id, 0, &t, &err), 0);
+	assert_string_equal(t.cwd, "/a");
+	tq_task_release(&t);
+
+	/* a plain session with no task left starts again where its next is */
+	s.session = "plain";
+	s.cwd = "/p";
+	a = submit(f->q, &s);
+	assert_int_equal(tq_queue_cancel(f->q, a, NULL, NULL, &err), 0);
+	s.cwd = "/q";
+	b = submit(f->q, &s);                           /* a is still stored */
+	assert_int_equal(sql_int(home, "SELECT count(*) FROM tasks WHERE id = (SELECT max(id)"
+				 " FROM tasks) AND cwd = '/p'"), 1);
+	assert_int_equal(tq_queue_cancel(f->q, b, NULL, NULL, &err), 0);
+	assert_int_equal(tq_queue_remove(f->q, a, &err), 0);
+	assert_int_equal(tq_queue_remove(f->q, b, &err), 0);
+	s.cwd_explicit = 1;                             /* nothing to contradict */
+	id = submit(f->q, &s);
+	assert_int_equal(sql_int(home, "SELECT count(*) FROM tasks WHERE id = (SELECT max(id)"
+				 " FROM tasks) AND cwd = '/q'"), 1);
+	assert_int_equal(sql_int(home, "SELECT count(*) FROM sessions WHERE key = 'plain'"
+				 " AND cwd = '/q'"), 1);
+
+	/* several in one transaction (submit --file): the first sets it */
+	many[0] = spec_of(argv_true);
+	many[0].session = "batch";
+	many[0].cwd = "/x";
+	many[1] = many[0];
+	many[1].cwd = "/y";
+	assert_int_equal(tq_queue_submit_many(f->q, many, 2, ids, NULL, &err), 0);
+	assert_int_equal(sql_int(home, "SELECT count(*) FROM tasks WHERE session = 'batch'"
+				 " AND cwd = '/x'"), 2);
+	many[1].cwd_explicit = 1;
+	assert_int_equal(tq_queue_submit_many(f->q, many, 2, ids, NULL, &err), TQ_EINVAL);
+	assert_non_null(strstr(err.msg, "task 1: session batch runs in /x"));
+	assert_int_equal(sql_int(home, "SELECT count(*) FROM tasks WHERE session = 'batch'"), 2);
+}
+
 static void test_unique(void **state)
 {
 	struct fx *f = *state;
@@ -1704,6 +1797,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_migrate_2_to_3, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_migrate_3_to_4, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_umask_stall_stored, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_session_directory, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_deps_left_submit_finish, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_deps_left_cancel, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_deps_left_remove, setup, teardown),
