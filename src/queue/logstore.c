@@ -789,6 +789,8 @@ struct tq_log {
 	struct part part[2];       /* stdout, stderr */
 	int relinked;              /* times the log was started again */
 	size_t hold;               /* complete records kept back up to this */
+	int64_t hold_ms;           /* ... and for at most this long */
+	int64_t held_since;        /* when the first record kept back was taken */
 };
 
 static int broken_error(const struct tq_log *l, struct tq_err *err)
@@ -1008,7 +1010,7 @@ int tq_log_write(struct tq_log *l, enum tq_stream stream, const void *buf, size_
 		 int64_t now_ms, struct tq_err *err)
 {
 	size_t take = n;
-	int over = 0, rc;
+	int over = 0, rc, was_held;
 
 	if (stream != TQ_STREAM_STDOUT && stream != TQ_STREAM_STDERR)
 		return tq_err_set(err, TQ_EINVAL, "log write %s: bad stream", l->name);
@@ -1024,6 +1026,7 @@ int tq_log_write(struct tq_log *l, enum tq_stream stream, const void *buf, size_
 		over = 1;
 	}
 	l->taken += (int64_t)take;
+	was_held = l->blen > 0;
 	rc = feed(l, stream, buf, take, now_ms, err);
 	if (rc == 0 && over) {
 		/* The last bytes before the cap go out as pieces, both streams. */
@@ -1033,14 +1036,17 @@ int tq_log_write(struct tq_log *l, enum tq_stream stream, const void *buf, size_
 	}
 	if (rc == 0 && (over || l->blen >= l->hold))
 		rc = flush_batch(l, err);
+	else if (rc == 0 && !was_held)
+		l->held_since = now_ms;
 	if (rc == 0 && over)
 		rc = cap_error(l, err);
 	return rc;
 }
 
-void tq_log_hold(struct tq_log *l, size_t bytes)
+void tq_log_hold(struct tq_log *l, size_t bytes, int64_t ms)
 {
 	l->hold = bytes;
+	l->hold_ms = ms;
 }
 
 size_t tq_log_held(const struct tq_log *l)
@@ -1057,8 +1063,8 @@ int tq_log_flush(struct tq_log *l, struct tq_err *err)
 
 int tq_log_tick(struct tq_log *l, int64_t now_ms, int64_t *next_ms, struct tq_err *err)
 {
-	int64_t next = -1;
-	int rc = 0;
+	int64_t next = -1, due;
+	int rc = 0, pieces = 0;
 
 	if (l->part[0].len > 0 || l->part[1].len > 0)
 		relink_if_deleted(l);
@@ -1066,16 +1072,22 @@ int tq_log_tick(struct tq_log *l, int64_t now_ms, int64_t *next_ms, struct tq_er
 		rc = broken_error(l, err);
 	for (int s = TQ_STREAM_STDOUT; rc == 0 && s <= TQ_STREAM_STDERR; s++) {
 		struct part *pt = &l->part[s - 1];
-		int64_t due = pt->since + TQ_LOG_PARTIAL_MS;
+		due = pt->since + TQ_LOG_PARTIAL_MS;
 		if (pt->len == 0)
 			continue;
-		if (now_ms >= due)
+		if (now_ms >= due) {
 			rc = flush_part(l, (enum tq_stream)s, err);
-		else if (next < 0 || due - now_ms < next)
+			pieces = 1;
+		} else if (next < 0 || due - now_ms < next) {
 			next = due - now_ms;
+		}
 	}
-	if (rc == 0 && l->blen >= l->hold)
+	/* held records go out when their time is up (or with due pieces) */
+	due = l->held_since + l->hold_ms;
+	if (rc == 0 && (pieces || l->blen >= l->hold || now_ms >= due))
 		rc = flush_batch(l, err);
+	else if (rc == 0 && l->blen > 0 && (next < 0 || due - now_ms < next))
+		next = due - now_ms;
 	if (next_ms)
 		*next_ms = next;
 	return rc;

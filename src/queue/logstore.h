@@ -93,16 +93,18 @@ int tq_log_write(struct tq_log *l, enum tq_stream stream, const void *buf, size_
 		 int64_t now_ms, struct tq_err *err);
 
 /*
- * Let tq_log_write keep up to bytes of complete records in memory instead of
- * writing each call's records before it returns (0, the default: write them
- * at once; at most the 256 KiB a write(2) takes). A task that floods its
- * output is then stored in a few large writes rather than one per read of
- * its pipes. Records still go out in the order they were taken. The caller
- * calls tq_log_flush before it waits for more output, so whatever taskq has
- * read is in the file whenever the task pauses; a held record is lost if the
- * process dies first, as the bytes in the task's pipe would be.
+ * Let tq_log_write keep up to bytes of complete records in memory, for at
+ * most ms after the first of them was taken, instead of writing each call's
+ * records before it returns (bytes 0, the default: write them at once; at
+ * most the 256 KiB a write(2) takes). A task that floods its output is then
+ * stored in a few large writes rather than one per read of its pipes.
+ * Records still go out in the order they were taken. tq_log_tick writes
+ * them when their time is up and counts it in *next_ms, so a caller that
+ * ticks as it is told has every record in the file ms after it was read; a
+ * held record is lost if the process dies first, as the bytes in the task's
+ * pipe would be.
  */
-void tq_log_hold(struct tq_log *l, size_t bytes);
+void tq_log_hold(struct tq_log *l, size_t bytes, int64_t ms);
 
 /* Bytes of records held back, waiting for tq_log_flush. */
 size_t tq_log_held(const struct tq_log *l);
@@ -111,9 +113,9 @@ size_t tq_log_held(const struct tq_log *l);
 int tq_log_flush(struct tq_log *l, struct tq_err *err);
 
 /* Write partial lines that have waited TQ_LOG_PARTIAL_MS since their first
- * byte arrived (call on a timer) as pieces; the ms from now_ms until the
- * next one is due go to *next_ms (-1: none waiting). Errors as
- * tq_log_write. */
+ * byte arrived (call on a timer) as pieces, and records held back for their
+ * time (tq_log_hold); the ms from now_ms until the next one is due go to
+ * *next_ms (-1: none waiting). Errors as tq_log_write. */
 int tq_log_tick(struct tq_log *l, int64_t now_ms, int64_t *next_ms, struct tq_err *err);
 
 /* A stream ended: write its partial line, if any, as a piece. */

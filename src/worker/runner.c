@@ -67,9 +67,13 @@
 
 #define READ_CHUNK (64 * 1024)  /* one read: a pipe, unless the task grew it */
 /* Complete lines held back from the log while output keeps coming (see
- * tq_log_hold): 64 KiB, what one default pipe held, so a worker that dies
- * loses no more of its task's output than it did when the pipes held it. */
+ * tq_log_hold), so a flood is written 64 KiB at a time and not a write(2)
+ * per pipeful read: at most 64 KiB, what one default pipe held (a worker
+ * that dies loses no more of its task's output than when the pipes held
+ * it), and for at most 20 ms (`log --follow` and poll see a line that late
+ * at worst; the poll timeout's log tick writes them). */
 #define LOG_HOLD (64 * 1024)
+#define LOG_HOLD_MS 20
 #define DRAIN_AFTER_EXIT_MS 2000  /* wait for pipes to hit EOF after the sweep */
 #define STDIN_CHUNKS 16
 /* Recording the end: how long one try may wait for the lock (short, so the
@@ -557,34 +561,13 @@ static void on_timers(struct run *r, int64_t now)
 		renew(r, now);
 }
 
-/*
- * poll(2) for the loop. Lines held back from the log are written first when
- * nothing is ready, so the log holds every line read whenever the task
- * pauses (and `log --follow` shows it); while output keeps coming they wait
- * for LOG_HOLD bytes, one write(2) for many pipefuls.
- */
-static int wait_events(struct run *r, struct pollfd *p, nfds_t n, int64_t now)
-{
-	struct tq_err err = TQ_ERR_INIT;
-	int timeout = poll_timeout(r, now), rc;
-
-	if (timeout == 0 || r->phase != PHASE_LIVE || r->log == NULL || r->log_failed ||
-	    tq_log_held(r->log) == 0)
-		return poll(p, n, timeout);
-	if ((rc = poll(p, n, 0)) != 0)
-		return rc;
-	if ((rc = tq_log_flush(r->log, &err)) < 0)
-		on_log_error(r, rc, &err);
-	return poll(p, n, timeout);
-}
-
 /* The loop: while the task lives, until its main process has exited and
  * both outputs are closed; while its end is being recorded, until it is
  * written (or left to recovery at a shutdown). */
 static void loop(struct run *r)
 {
 	if (r->log != NULL)
-		tq_log_hold(r->log, LOG_HOLD);
+		tq_log_hold(r->log, LOG_HOLD, LOG_HOLD_MS);
 	for (;;) {
 		struct pollfd p[4] = {
 			{ r->w->sigfd, POLLIN, 0 },
@@ -604,7 +587,7 @@ static void loop(struct run *r)
 				      "closing it", (long long)r->t->id, DRAIN_AFTER_EXIT_MS);
 			break;
 		}
-		if (wait_events(r, p, 4, now) < 0 && errno != EINTR) {
+		if (poll(p, 4, poll_timeout(r, now)) < 0 && errno != EINTR) {
 			tq_worker_log(r->w, "poll: %s", strerror(errno));
 			tq_sleep_ms(10);
 		}

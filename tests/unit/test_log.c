@@ -933,9 +933,10 @@ static void test_partial_tick(void **state)
 	lines_free(&ls);
 }
 
-/* tq_log_hold: complete lines wait in memory (readers do not see them) until
- * tq_log_flush, or until the hold is full; they go out in the order taken,
- * both streams; the cap, end_stream and close write them. */
+/* tq_log_hold: complete lines wait in memory (readers do not see them)
+ * until their time is up at a tick (which says when), tq_log_flush, or the
+ * hold is full; they go out in the order taken, both streams; close writes
+ * them. */
 static void test_hold(void **state)
 {
 	struct fx *f = *state;
@@ -945,35 +946,44 @@ static void test_hold(void **state)
 	int64_t n = -1, next = 0;
 	char big[600];
 
-	tq_log_hold(l, 512);
-	wr(l, TQ_STREAM_STDOUT, "o1\n", 0);
-	wr(l, TQ_STREAM_STDERR, "e1\n", 0);
-	wr(l, TQ_STREAM_STDOUT, "o2\n", 0);
+	tq_log_hold(l, 512, 100);
+	wr(l, TQ_STREAM_STDOUT, "o1\n", 1000);
+	wr(l, TQ_STREAM_STDERR, "e1\n", 1030);
+	wr(l, TQ_STREAM_STDOUT, "o2\n", 1060);
 	assert_int_equal(tq_log_held(l), 12); /* tag, 2 bytes, newline */
-	assert_int_equal(tq_log_tick(l, 5000, &next, &err), 0); /* holds too */
+	assert_int_equal(tq_log_tick(l, 1050, &next, &err), 0);
+	assert_int_equal(next, 50); /* 100 ms after the first was taken */
 	st(f, 14, TQ_STREAM_ALL, &n, NULL);
 	assert_int_equal(n, 0);
-	assert_int_equal(tq_log_flush(l, &err), 0);
+	assert_int_equal(tq_log_tick(l, 1100, &next, &err), 0);
+	assert_int_equal(next, -1);
 	assert_int_equal(tq_log_held(l), 0);
 	assert_int_equal(rd(f, 14, TQ_STREAM_ALL, 1, -1, 0, &ls), 3);
 	assert_string_equal(ls.v[0].text, "o1");
 	assert_int_equal(ls.v[1].stream, TQ_STREAM_STDERR);
 	assert_string_equal(ls.v[2].text, "o2");
 	lines_free(&ls);
+	/* the time starts again with the next record; flush writes at once */
+	wr(l, TQ_STREAM_STDERR, "e2\n", 5000);
+	assert_int_equal(tq_log_tick(l, 5099, &next, &err), 0);
+	assert_int_equal(next, 1);
+	assert_int_equal(tq_log_flush(l, &err), 0);
+	st(f, 14, TQ_STREAM_ALL, &n, NULL);
+	assert_int_equal(n, 4);
 	/* a full hold goes out by itself */
 	memset(big, 'x', sizeof(big) - 1);
 	big[sizeof(big) - 2] = '\n';
 	big[sizeof(big) - 1] = '\0';
-	wr(l, TQ_STREAM_STDERR, "e2\n", 0);
-	wr(l, TQ_STREAM_STDOUT, big, 0);
+	wr(l, TQ_STREAM_STDERR, "e3\n", 6000);
+	wr(l, TQ_STREAM_STDOUT, big, 6000);
 	assert_int_equal(tq_log_held(l), 0);
 	st(f, 14, TQ_STREAM_ALL, &n, NULL);
-	assert_int_equal(n, 5);
+	assert_int_equal(n, 6);
 	/* close writes what is held */
-	wr(l, TQ_STREAM_STDOUT, "o3\n", 0);
+	wr(l, TQ_STREAM_STDOUT, "o3\n", 7000);
 	wclose(l);
-	assert_int_equal(rd(f, 14, TQ_STREAM_ALL, 4, -1, 0, &ls), 6);
-	assert_string_equal(ls.v[0].text, "e2");
+	assert_int_equal(rd(f, 14, TQ_STREAM_ALL, 5, -1, 0, &ls), 7);
+	assert_string_equal(ls.v[0].text, "e3");
 	assert_string_equal(ls.v[2].text, "o3");
 	lines_free(&ls);
 }
