@@ -409,6 +409,8 @@ struct ws_spec {
 	const char *owner;         /* the owner file's JSON */
 	const char *prompt;        /* NULL: an empty prompt.md */
 	const cJSON *sources;      /* checked; NULL: none */
+	int bare;                  /* only the owner file (a run's private
+				    * directory, not a place to work in) */
 };
 
 /* Where workspaces go: HOME/work, or $TMPDIR when that cannot be made. */
@@ -455,6 +457,8 @@ static int ws_fill(const struct ws_spec *s, int wfd, struct tq_err *err)
 
 	snprintf(gemini, sizeof(gemini), "{\"mcpServers\":{},\"general\":{\"maxAttempts\":%d}}\n",
 		 TQ_WORKSPACE_GEMINI_ATTEMPTS);
+	if (s->bare)
+		return write_str(wfd, TQ_WORKSPACE_OWNER, s->owner, err);
 	if ((rc = write_str(wfd, TQ_WORKSPACE_OWNER, s->owner, err)) < 0 ||
 	    (rc = write_str(wfd, "prompt.md", s->prompt ? s->prompt : "", err)) < 0 ||
 	    (rc = write_str(wfd, ".mcp.json", mcp_empty, err)) < 0 ||
@@ -597,6 +601,358 @@ static void pick_parser(const struct tq_task *t, char *buf, size_t n)
 	tq_profiles_free(ps);
 }
 
+/* ------------------------------------------------------------------ */
+/* The agents' own retries (issue 17.3)                               */
+
+/* Read a whole small file (at most max bytes) into a malloc'd string;
+ * NULL when it cannot be read. */
+static char *slurp(const char *path, size_t max)
+{
+	int fd = tq_open(path, O_RDONLY, 0);
+	char *buf = NULL;
+	ssize_t n;
+
+	if (fd < 0)
+		return NULL;
+	if ((buf = malloc(max + 1)) != NULL && (n = tq_read_full(fd, buf, max)) >= 0 &&
+	    (size_t)n < max) {
+		buf[n] = '\0';
+	} else {
+		free(buf);
+		buf = NULL;
+	}
+	tq_close(fd);
+	return buf;
+}
+
+/*
+ * The string value of a top-level key of a TOML file (before its first
+ * table header): `key = "value"` or `key = 'value'`, comments and blank
+ * lines skipped. Enough for codex's config.toml, whose model_provider and
+ * model are plain strings; anything else is "not found" (NULL). malloc'd.
+ */
+static char *toml_top_string(const char *text, const char *key)
+{
+	size_t klen = strlen(key);
+	const char *p = text;
+
+	while (p != NULL && *p != '\0') {
+		const char *line = p, *nl = strchr(p, '\n'), *v;
+		size_t n;
+
+		p = nl != NULL ? nl + 1 : NULL;
+		line += strspn(line, " \t");
+		if (*line == '[')
+			return NULL; /* the first table: no more top-level keys */
+		if (strncmp(line, key, klen) != 0)
+			continue;
+		v = line + klen;
+		v += strspn(v, " \t");
+		if (*v++ != '=')
+			continue;
+		v += strspn(v, " \t");
+		if (*v != '"' && *v != '\'')
+			return NULL;
+		n = strcspn(v + 1, *v == '"' ? "\"\\\n" : "'\n");
+		if (v[1 + n] != *v)
+			return NULL; /* escapes or a multi-line string: not ours to read */
+		return strndup(v + 1, n);
+	}
+	return NULL;
+}
+
+/* The user's codex home as the task sees it: $CODEX_HOME, else ~/.codex. */
+static int codex_home(const struct tq_env *env, char *buf, size_t n)
+{
+	const char *ch = tq_env_get(env, "CODEX_HOME"), *home = tq_env_get(env, "HOME");
+	int k;
+
+	if (ch != NULL && ch[0] == '/')
+		k = snprintf(buf, n, "%s", ch);
+	else if (home != NULL && home[0] == '/')
+		k = snprintf(buf, n, "%s/.codex", home);
+	else
+		return -1;
+	return k > 0 && (size_t)k < n ? 0 : -1;
+}
+
+/* Providers codex 0.169 will not let a config redefine ("Built-in providers
+ * cannot be overridden"): their retries cannot be capped. */
+static int codex_builtin_provider(const char *p)
+{
+	static const char *const builtin[] = { "openai", "oss", "ollama", "lmstudio", NULL };
+
+	for (size_t i = 0; builtin[i] != NULL; i++)
+		if (strcmp(p, builtin[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/* argv with extra inserted after its first element, into ar->argv. */
+static int argv_insert(struct tq_agent_run *ar, char *const *argv, size_t argc,
+		       char *const *extra, size_t nextra, struct tq_err *err)
+{
+	char **v = calloc(argc + nextra + 1, sizeof(*v));
+	size_t k = 0;
+
+	if (v == NULL)
+		return tq_err_set(err, TQ_ENOMEM, "out of memory");
+	for (size_t i = 0; i < argc + nextra; i++) {
+		const char *s = i == 0 ? argv[0] : i <= nextra ? extra[i - 1] : argv[i - nextra];
+
+		if ((v[k++] = strdup(s)) == NULL) {
+			tq_profile_argv_free(v);
+			return tq_err_set(err, TQ_ENOMEM, "out of memory");
+		}
+	}
+	tq_profile_argv_free(ar->argv);
+	ar->argv = v;
+	ar->argc = k;
+	return 0;
+}
+
+/*
+ * codex: its provider's request_max_retries and stream_max_retries to 0
+ * (30 requests for a 503 by default), by `-c` after the program name (a
+ * global option, before the subcommand; a later -c of the user's wins).
+ * The provider is the config's model_provider; the built-in "openai" (the
+ * default) cannot be capped. Also remembers the config's model (17.9).
+ */
+static int cap_codex(const struct tq_task *t, const struct tq_env *env,
+		     struct tq_agent_run *ar, struct tq_err *err)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 16], a[192], b[192], *text, *prov;
+	char *const *argv = ar->argv != NULL ? ar->argv : t->argv;
+	size_t argc = ar->argv != NULL ? ar->argc : t->argc;
+	char *extra[4];
+	int rc = 0;
+
+	if (codex_home(env, dir, sizeof(dir)) < 0 ||
+	    snprintf(path, sizeof(path), "%s/config.toml", dir) >= (int)sizeof(path) ||
+	    (text = slurp(path, TQ_AGENT_CONFIG_MAX)) == NULL)
+		return 0; /* no config: the built-in openai provider */
+	free(ar->conf_model);
+	ar->conf_model = toml_top_string(text, "model");
+	prov = toml_top_string(text, "model_provider");
+	free(text);
+	if (prov == NULL || codex_builtin_provider(prov) ||
+	    strspn(prov, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
+	    strlen(prov) || strlen(prov) > 100) {
+		free(prov);
+		return 0;
+	}
+	snprintf(a, sizeof(a), "model_providers.%s.request_max_retries=%d", prov,
+		 TQ_AGENT_CODEX_RETRIES);
+	snprintf(b, sizeof(b), "model_providers.%s.stream_max_retries=%d", prov,
+		 TQ_AGENT_CODEX_RETRIES);
+	extra[0] = "-c";
+	extra[1] = a;
+	extra[2] = "-c";
+	extra[3] = b;
+	rc = argv_insert(ar, argv, argc, extra, 4, err);
+	free(prov);
+	return rc;
+}
+
+/* Strip // and / * * / comments outside strings (gemini's settings files
+ * may hold them: it reads them with strip-json-comments), in place. */
+static void strip_json_comments(char *s)
+{
+	char *w = s;
+	int in_str = 0, esc = 0;
+
+	while (*s != '\0') {
+		if (in_str) {
+			if (esc)
+				esc = 0;
+			else if (*s == '\\')
+				esc = 1;
+			else if (*s == '"')
+				in_str = 0;
+			*w++ = *s++;
+		} else if (s[0] == '/' && s[1] == '/') {
+			s += strcspn(s, "\n");
+		} else if (s[0] == '/' && s[1] == '*') {
+			char *e = strstr(s + 2, "*/");
+			s = e != NULL ? e + 2 : s + strlen(s);
+		} else {
+			in_str = *s == '"';
+			*w++ = *s++;
+		}
+	}
+	*w = '\0';
+}
+
+/* The user's gemini settings with general.maxAttempts set, as JSON text
+ * (malloc'd), or NULL when they cannot be read as JSON (then no cap: a
+ * settings file taskq cannot merge is not replaced). */
+static char *gemini_settings(const char *user_dir)
+{
+	char path[PATH_MAX + 32], *text, *out = NULL;
+	cJSON *j, *gen;
+
+	if (snprintf(path, sizeof(path), "%s/settings.json", user_dir) >= (int)sizeof(path))
+		return NULL;
+	text = slurp(path, TQ_AGENT_CONFIG_MAX);
+	if (text == NULL && errno != ENOENT)
+		return NULL;
+	if (text != NULL)
+		strip_json_comments(text);
+	j = text != NULL ? cJSON_Parse(text) : cJSON_CreateObject();
+	free(text);
+	if (!cJSON_IsObject(j))
+		goto out;
+	gen = cJSON_GetObjectItemCaseSensitive(j, "general");
+	if (gen == NULL)
+		gen = cJSON_AddObjectToObject(j, "general");
+	if (!cJSON_IsObject(gen))
+		goto out;
+	cJSON_DeleteItemFromObjectCaseSensitive(gen, "maxAttempts");
+	if (cJSON_AddNumberToObject(gen, "maxAttempts", TQ_AGENT_GEMINI_ATTEMPTS) != NULL)
+		out = cJSON_PrintUnformatted(j);
+out:
+	cJSON_Delete(j);
+	return out;
+}
+
+/* What gemini may create at the top of ~/.gemini on a first run: linked
+ * even before they exist, so its writes (which follow a symlink) land in
+ * the user's own directory, not in the overlay removed after the run. */
+static const char *const gemini_files[] = { "projects.json", "installation_id", "user_id",
+					    "state.json", "google_accounts.json", NULL };
+
+/*
+ * gemini: general.maxAttempts 1 (10 by default: 9 requests in 184 s for a
+ * 429). Its system settings file would do, but gemini 0.61 reads one only
+ * when root owns it and every directory above it; so the user's own
+ * ~/.gemini is overlaid instead: GEMINI_CLI_HOME names a private directory
+ * (dir, removed after the run) whose .gemini holds the user's settings.json
+ * with maxAttempts set and a symlink to every other entry of the user's
+ * ~/.gemini (sessions, credentials, history stay the user's); ~/.agents
+ * likewise. The user's files are not touched, except that ~/.gemini and
+ * its tmp/ (where sessions live) are made when missing.
+ */
+static int cap_gemini(const struct tq_env *env, int dfd, const char *dir,
+		      struct tq_env *out_env, struct tq_err *err)
+{
+	const char *home = tq_env_get(env, "GEMINI_CLI_HOME");
+	char user[PATH_MAX], agents[PATH_MAX], link[PATH_MAX + 512], *settings = NULL, *kv = NULL;
+	struct dirent *e;
+	DIR *d = NULL;
+	int rc = 0, gfd = -1;
+
+	if (home == NULL || home[0] != '/')
+		home = tq_env_get(env, "HOME");
+	if (home == NULL || home[0] != '/' ||
+	    snprintf(user, sizeof(user), "%s/.gemini", home) >= (int)sizeof(user) ||
+	    snprintf(agents, sizeof(agents), "%s/.agents", home) >= (int)sizeof(agents))
+		return 0;
+	if ((settings = gemini_settings(user)) == NULL)
+		return 0;
+	/* sessions must outlive the overlay: ~/.gemini/tmp */
+	snprintf(link, sizeof(link), "%s/tmp", user);
+	if (tq_mkdir_p(link, 0700) < 0) {
+		rc = tq_err_sys(err, "gemini retries: mkdir %s", link);
+		goto out;
+	}
+	if (mkdirat(dfd, ".gemini", 0700) < 0 ||
+	    (gfd = tq_openat(dfd, ".gemini", O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0)) < 0) {
+		rc = tq_err_sys(err, "gemini retries: mkdir %s/.gemini", dir);
+		goto out;
+	}
+	if ((rc = write_str(gfd, "settings.json", settings, err)) < 0)
+		goto out;
+	if ((d = opendir(user)) == NULL) {
+		rc = tq_err_sys(err, "gemini retries: read %s", user);
+		goto out;
+	}
+	while ((e = readdir(d)) != NULL) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
+		    strcmp(e->d_name, "settings.json") == 0)
+			continue;
+		snprintf(link, sizeof(link), "%s/%s", user, e->d_name);
+		if (symlinkat(link, gfd, e->d_name) < 0) {
+			rc = tq_err_sys(err, "gemini retries: link %s", link);
+			goto out;
+		}
+	}
+	for (size_t i = 0; gemini_files[i] != NULL; i++) {
+		snprintf(link, sizeof(link), "%s/%s", user, gemini_files[i]);
+		if (symlinkat(link, gfd, gemini_files[i]) < 0 && errno != EEXIST) {
+			rc = tq_err_sys(err, "gemini retries: link %s", link);
+			goto out;
+		}
+	}
+	if (access(agents, F_OK) == 0 && symlinkat(agents, dfd, ".agents") < 0) {
+		rc = tq_err_sys(err, "gemini retries: link %s", agents);
+		goto out;
+	}
+	if (asprintf(&kv, "GEMINI_CLI_HOME=%s", dir) < 0) {
+		kv = NULL;
+		rc = tq_err_set(err, TQ_ENOMEM, "out of memory");
+		goto out;
+	}
+	rc = tq_env_set(out_env, kv, err);
+out:
+	if (d != NULL)
+		closedir(d);
+	tq_close(gfd);
+	free(settings);
+	free(kv);
+	return rc;
+}
+
+/* The private directory of a run (its overlays), made on first need: a
+ * workspace with only its owner file, so that the sweep removes one a
+ * crash left behind. */
+static int aux_dir(struct tq_queue *q, const struct tq_task *t, struct tq_agent_run *ar,
+		   int *dfd, struct tq_err *err)
+{
+	struct ws_spec ws = { .q = q, .home = tq_queue_home(q), .bare = 1 };
+	char *owner = owner_json(ws.home, t->id, t->attempt, 0, 0);
+	int rc;
+
+	if (owner == NULL)
+		return tq_err_set(err, TQ_ENOMEM, "out of memory");
+	ws.owner = owner;
+	rc = ws_create(&ws, ar->aux, sizeof(ar->aux), &ar->aux_dev, &ar->aux_ino, err);
+	free(owner);
+	if (rc < 0)
+		return rc;
+	if ((*dfd = tq_open(ar->aux, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0)) < 0)
+		return tq_err_sys(err, "open %s", ar->aux);
+	return 0;
+}
+
+/*
+ * Cap the agent CLI's own retries (taskq's retries and group pauses are in
+ * charge) for every run of a CLI taskq recognises (parser): claude
+ * CLAUDE_CODE_MAX_RETRIES=0 for a plain command unless its environment
+ * sets it (an ask task has it from its profile); gemini and codex as
+ * above; opencode has no setting (5 retries of its own).
+ */
+static int cap_retries(struct tq_queue *q, const struct tq_task *t, const char *parser,
+		       struct tq_env *env, struct tq_agent_run *ar, struct tq_err *err)
+{
+	int rc = 0, dfd = -1;
+
+	if (strcmp(parser, "claude") == 0) {
+		/* an ask task has it from its profile's env, unless the user
+		 * --unset it: that choice stands */
+		if (t->agent == NULL && tq_env_get(env, "CLAUDE_CODE_MAX_RETRIES") == NULL)
+			rc = tq_env_set(env, "CLAUDE_CODE_MAX_RETRIES=0", err);
+	} else if (strcmp(parser, "codex") == 0) {
+		rc = cap_codex(t, env, ar, err);
+	} else if (strcmp(parser, "gemini") == 0) {
+		if ((rc = aux_dir(q, t, ar, &dfd, err)) == 0)
+			rc = cap_gemini(env, dfd, ar->aux, env, err);
+		tq_close(dfd);
+	}
+	if (rc < 0)
+		tq_err_prefix(err, "capping the agent's own retries");
+	return rc;
+}
+
 /* The stored agent session id goes into argv (--resume ID): only one of
  * the agent's own form (a store written by an older taskq, or by hand, may
  * hold anything, "--dangerously-skip-permissions" included). */
@@ -623,8 +979,13 @@ int tq_agent_prepare(struct tq_queue *q, const struct tq_task *t, struct tq_env 
 	int rc = 0;
 
 	ar->cwd = t->cwd;
-	if (t->agent == NULL)
-		return 0;
+	if (t->agent == NULL) {
+		/* a plain command that runs an agent CLI (`taskq submit --
+		 * gemini ...`), recognised by its program's name */
+		const char *prog = base_name(t->argv[0]);
+
+		return known_parser(prog) ? cap_retries(q, t, prog, env, ar, err) : 0;
+	}
 	pick_parser(t, ar->parser, sizeof(ar->parser));
 	if (t->session != NULL && (rc = tq_queue_session_get(q, t->session, &sid, err)) < 0)
 		goto out;
@@ -665,6 +1026,8 @@ int tq_agent_prepare(struct tq_queue *q, const struct tq_task *t, struct tq_env 
 	rc = tq_profile_expand(t->argv, t->argc, &v, &ar->argv, &ar->argc, err);
 	if (rc < 0)
 		tq_err_prefix(err, "command template");
+	else if (ar->parser[0] != '\0')
+		rc = cap_retries(q, t, ar->parser, env, ar, err);
 out:
 	free(sid);
 	free(owner);
@@ -688,7 +1051,7 @@ const char *tq_agent_model(const struct tq_task *t, const struct tq_agent_run *a
 		if (strncmp(v[i], "--model=", 8) == 0 && v[i][8] != '\0')
 			return v[i] + 8;
 	}
-	return NULL;
+	return ar != NULL ? ar->conf_model : NULL;
 }
 
 void tq_agent_cleanup(struct tq_agent_run *ar)
@@ -699,6 +1062,11 @@ void tq_agent_cleanup(struct tq_agent_run *ar)
 	if (ar->workspace[0] != '\0')
 		workspace_remove(ar->workspace, ar->ws_dev, ar->ws_ino);
 	ar->workspace[0] = '\0';
+	if (ar->aux[0] != '\0')
+		workspace_remove(ar->aux, ar->aux_dev, ar->aux_ino);
+	ar->aux[0] = '\0';
+	free(ar->conf_model);
+	ar->conf_model = NULL;
 }
 
 /* ------------------------------------------------------------------ */

@@ -43,6 +43,13 @@
 /* gemini's general.maxAttempts in a workspace (its default is 10): no
  * retries of its own, taskq's are in charge (profiles.json). */
 #define TQ_WORKSPACE_GEMINI_ATTEMPTS 1
+/* What every recognised agent run gets, isolated or not (issue 17.3):
+ * gemini's general.maxAttempts, codex's provider request_max_retries and
+ * stream_max_retries (claude: CLAUDE_CODE_MAX_RETRIES=0). */
+#define TQ_AGENT_GEMINI_ATTEMPTS 1
+#define TQ_AGENT_CODEX_RETRIES 0
+/* Bytes of a CLI's config file read to cap its retries. */
+#define TQ_AGENT_CONFIG_MAX (1024 * 1024)
 
 struct tq_agent_run {
 	char **argv;               /* the expanded command (owned), or NULL:
@@ -54,6 +61,12 @@ struct tq_agent_run {
 	dev_t ws_dev;              /* the workspace's identity: cleanup removes */
 	ino_t ws_ino;              /* that directory only, never a newer one of
 				    * the same name (the next task of a session) */
+	char aux[PATH_MAX];        /* the run's private directory (gemini's
+				    * overlaid home), "" when none */
+	dev_t aux_dev;
+	ino_t aux_ino;
+	char *conf_model;          /* the model the CLI's own config names
+				    * (codex: config.toml's model), or NULL */
 };
 
 #define TQ_AGENT_RUN_INIT { .argv = NULL }
@@ -63,8 +76,13 @@ struct tq_agent_run {
  * resolve {session_id} from the task's session (the agent session of the
  * previous succeeded task with that key, tq_queue_session_get), create the
  * workspace when t->isolate (sources as symlinks, prompt.md, empty MCP
- * configs), expand the template, and adjust env (PWD is the workspace). Not
- * an agent task: only ar->cwd = t->cwd. On error (a source gone, the
+ * configs), expand the template, and adjust env (PWD is the workspace).
+ * For an agent task, and for a plain command whose program is claude,
+ * gemini, codex or opencode, cap the CLI's own retries (issue 17.3):
+ * gemini through GEMINI_CLI_HOME, an overlay of the user's ~/.gemini in a
+ * private directory (ar->aux); codex by -c options added to argv; claude
+ * CLAUDE_CODE_MAX_RETRIES=0 (plain commands). Otherwise only ar->cwd =
+ * t->cwd. On error (a source gone, the
  * workspace not creatable) returns < 0 with err: the runner records
  * spawn_failed. Whatever it returns, tq_agent_cleanup(ar) undoes it.
  */

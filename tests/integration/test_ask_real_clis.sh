@@ -6,6 +6,13 @@
 #   - 17.7: `ask --wait` prints the answer, as `taskq result` does, for
 #     claude and codex (--json: the result object), the id on stderr, and
 #     exits with the task's status (a 401: claude's 1);
+#   - 17.3: each CLI's own retries are capped on every run, isolated or not,
+#     through `taskq ask` and a plain `taskq submit -- CLI ...`, without
+#     touching the user's files (compared byte for byte): one request for a
+#     429 from gemini (10 attempts by default: ~3 min), one for a 503 from
+#     codex with a custom provider (30 by default), one for a 429 from a
+#     plain `claude -p` (11 by default); a gemini --session chain still
+#     resumes through the overlaid ~/.gemini;
 # Each claude or codex run takes 0.5-3 s here.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_agents.sh"
@@ -13,9 +20,11 @@
 
 agent_bin claude
 agent_bin codex
+agent_bin gemini
 mock_start ok
 codex_setup
-PATH="$(agent_path claude codex):$PATH"
+gemini_setup
+PATH="$(agent_path claude codex gemini):$PATH"
 export PATH
 mkdir -p "$TQ_TMP/work"
 cd "$TQ_TMP/work" || exit 1
@@ -44,6 +53,66 @@ run "$TASKQ_BIN" ask --wait=90s --retries 0 "say hello"
 assert_eq 1 "$TQ_RC" "exit status ($(err))"
 assert_eq "Invalid API key · Fix external API key" "$(out)"
 assert_contains "$(err)" "failed: "
+mock_mode ok
+
+# att ID COLUMN...: columns of task ID's last attempt, joined by '|'.
+att() {
+	local id=$1 cols
+	shift
+	cols=$(printf "coalesce(%s,'')," "$@")
+	tq_sql "select ${cols%,} from attempts where task_id = $id order by attempt desc limit 1"
+}
+cp "$HOME/.gemini/settings.json" "$TQ_TMP/gemini-settings.orig"
+cp "$CODEX_CONFIG" "$TQ_TMP/codex-config.orig"
+
+check "17.3: gemini (ask, not isolated): one request for a 429, classified, the user's settings untouched"
+mock_mode 429
+n0=$(mock_requests gemini)
+id=$("$TASKQ_BIN" ask --agent gemini --model gemini-2.5-flash --retries 0 "hit the limit")
+wait_state "$id" failed 90
+assert_eq "$((n0 + 1))" "$(mock_requests gemini)" "gemini requests"
+assert_eq "rate_limit" "$(att "$id" category)" "category"
+cmp -s "$HOME/.gemini/settings.json" "$TQ_TMP/gemini-settings.orig" || fail "~/.gemini/settings.json changed"
+tq resume gemini >/dev/null 2>&1 || true
+
+check "17.3: gemini (plain submit): one request for a 429"
+n0=$(mock_requests gemini)
+id=$(submit_id --retries 0 -- gemini -m gemini-2.5-flash --output-format stream-json --prompt=hi)
+wait_state "$id" failed 90
+assert_eq "$((n0 + 1))" "$(mock_requests gemini)" "gemini requests"
+tq resume gemini >/dev/null 2>&1 || true
+
+check "17.3: gemini --session still resumes through the overlaid home"
+mock_mode ok
+s1=$("$TASKQ_BIN" ask --agent gemini --model gemini-2.5-flash --session g --retries 0 "remember kiwi")
+s2=$("$TASKQ_BIN" ask --agent gemini --model gemini-2.5-flash --session g --retries 0 "which word")
+wait_state "$s1" succeeded 90
+wait_state "$s2" succeeded 90
+assert_eq "$(att "$s1" agent_session)" "$(att "$s2" agent_session)" "the second resumed the first"
+mock_request_has -1 "remember kiwi" || fail "the resumed request lacks the first turn"
+[ -z "$(ls "$TASKQ_HOME/work")" ] || fail "private directories left: $(ls "$TASKQ_HOME/work")"
+
+check "17.3: codex (ask and plain submit): one request for a 503, the user's config untouched"
+mock_mode 503
+n0=$(mock_requests openai)
+id=$("$TASKQ_BIN" ask --agent codex --retries 0 "overloaded")
+wait_state "$id" failed 90
+assert_eq "$((n0 + 1))" "$(mock_requests openai)" "codex requests (ask)"
+assert_eq "overload" "$(att "$id" category)" "category"
+n0=$(mock_requests openai)
+id=$(submit_id --retries 0 -- codex exec --json --skip-git-repo-check -- overloaded)
+wait_state "$id" failed 90
+assert_eq "$((n0 + 1))" "$(mock_requests openai)" "codex requests (submit)"
+assert_eq "gpt-mock" "$(att "$id" model)" "the model of the user's config (17.9)"
+cmp -s "$CODEX_CONFIG" "$TQ_TMP/codex-config.orig" || fail "config.toml changed"
+tq resume codex >/dev/null 2>&1 || true
+
+check "17.3: claude (plain submit, no CLAUDE_CODE_MAX_RETRIES): one request for a 429"
+mock_mode 429
+n0=$(mock_requests anthropic)
+id=$(submit_id --retries 0 -- claude -p hi --output-format stream-json --verbose)
+wait_state "$id" failed 90
+assert_eq "$((n0 + 1))" "$(mock_requests anthropic)" "claude requests"
 mock_mode ok
 
 cd "$TQ_TMP" || exit 1
