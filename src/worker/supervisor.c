@@ -70,7 +70,7 @@
 #define HEALTHY_MS 60000             /* a worker up this long resets backoff */
 #define RECOVER_BATCH 64
 #define TOKEN_KEEP_MS ((int64_t)24 * 3600 * 1000) /* submit tokens (queue.h) */
-#define RECORD_BUSY_MS 2000          /* writing an end from its record: one try */
+#define RECORD_BUSY_MS 1000          /* writing an end from its record: one try */
 
 extern char **environ;
 
@@ -472,7 +472,7 @@ static void recover(struct sup *s, int64_t worker_id, const char *why)
 	struct tq_err err = TQ_ERR_INIT;
 	pid_t keep[TQ_MAX_WORKERS];
 	size_t n = 0, killed = 0;
-	int rc;
+	int rc, refused = 0;
 
 	rc = worker_id ? tq_queue_running_by(s->q, worker_id, RECOVER_BATCH, &ex, &n, &err)
 		       : tq_queue_expired(s->q, tq_now_ms(), RECOVER_BATCH, &ex, &n, &err);
@@ -481,11 +481,19 @@ static void recover(struct sup *s, int64_t worker_id, const char *why)
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
-		/* first: a task that ended and whose end is kept is never lost,
-		 * and needs no wait for its worker, alive or not */
-		if (end_from_record(s, ex[i].task_id, ex[i].attempt) != 0)
-			continue;
+		/* A live worker whose lease ran out is late, not dead; if its
+		 * task has ended it is retrying the end itself. */
 		if (worker_id == 0 && worker_alive(s, ex[i].worker_id))
+			continue;
+		/* A task that ended and whose end is kept is never lost. Once
+		 * the store refused one end in this pass, the others wait for
+		 * the next tick: each try may wait RECORD_BUSY_MS, and the loop
+		 * serves submits. */
+		if (refused || (rc = end_from_record(s, ex[i].task_id, ex[i].attempt)) < 0) {
+			refused = 1;
+			continue;
+		}
+		if (rc > 0)
 			continue;
 		char reason[256];
 		struct tq_finish f = { .task_id = ex[i].task_id, .attempt = ex[i].attempt,
