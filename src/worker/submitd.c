@@ -33,6 +33,7 @@
 #include "submitd.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -68,6 +69,9 @@ struct tq_submitd {
 	struct sockaddr_un addr;
 	int fd;
 	int bound;                  /* we created addr.sun_path: unlink it */
+	int dirfd;                  /* its directory, as it was when we bound */
+	dev_t dev;                  /* what we created, to unlink only that */
+	ino_t ino;
 	int64_t paused_until;       /* mono ms; 0: accepting */
 	struct tq_queue *q;
 	struct conn conns[TQ_SUBMITD_CONN_MAX];
@@ -136,6 +140,11 @@ static int listen_on(struct tq_submitd *sd, struct tq_err *err)
 	if (rc < 0)
 		return tq_err_sys(err, "bind %s", path);
 	sd->bound = 1;
+	if (lstat(path, &sb) == 0) {
+		sd->dev = sb.st_dev;
+		sd->ino = sb.st_ino;
+	}
+	sd->dirfd = tq_open(sd->home, O_RDONLY | O_DIRECTORY, 0);
 	if (listen(sd->fd, LISTEN_BACKLOG) < 0)
 		return tq_err_sys(err, "listen %s", path);
 	return 0;
@@ -152,6 +161,7 @@ int tq_submitd_open(struct tq_submitd **sdp, const char *home, struct tq_err *er
 	sd->fd = -1;
 	for (int i = 0; i < TQ_SUBMITD_CONN_MAX; i++)
 		sd->conns[i].fd = -1;
+	sd->dirfd = -1;
 	sd->addr.sun_family = AF_UNIX;
 	r = snprintf(sd->addr.sun_path, sizeof(sd->addr.sun_path), "%s/%s", home,
 		     TQ_WIRE_SOCKET);
@@ -419,6 +429,20 @@ void tq_submitd_serve(struct tq_submitd *sd, const struct pollfd *p, size_t n,
 	note_bound(sd, log);
 }
 
+/* Remove the socket file if it is still the one we bound, from the
+ * directory we bound it in: after our state directory was removed and made
+ * again, its path names the socket of the supervisor that started there,
+ * which must survive our exit; after it was renamed aside, ours is there. */
+static void unlink_ours(const struct tq_submitd *sd)
+{
+	struct stat sb;
+
+	if (sd->dirfd >= 0 &&
+	    fstatat(sd->dirfd, TQ_WIRE_SOCKET, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    sb.st_dev == sd->dev && sb.st_ino == sd->ino)
+		unlinkat(sd->dirfd, TQ_WIRE_SOCKET, 0);
+}
+
 void tq_submitd_close(struct tq_submitd *sd)
 {
 	if (sd == NULL)
@@ -427,7 +451,8 @@ void tq_submitd_close(struct tq_submitd *sd)
 	 * directly; one already in the backlog is reset by the close, and
 	 * falls back too. */
 	if (sd->bound)
-		unlink(sd->addr.sun_path);
+		unlink_ours(sd);
+	tq_close(sd->dirfd);
 	tq_close(sd->fd);
 	for (int i = 0; i < TQ_SUBMITD_CONN_MAX; i++)
 		if (sd->conns[i].fd >= 0)

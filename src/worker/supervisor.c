@@ -59,6 +59,7 @@
 #include "endrec.h"
 #include "policy.h"
 #include "proc.h"
+#include "statedir.h"
 #include "submitd.h"
 #include "worker.h"
 
@@ -97,6 +98,9 @@ struct sup {
 	int64_t stop_grace;          /* -1: the workers' default */
 	int64_t *ran_by;             /* drain: every worker id seen */
 	size_t nran_by, capran_by;
+	struct tq_statedir home;     /* held open: gone or replaced? */
+	struct tq_file_id pid_id;    /* our serve.pid, to remove only it */
+	int home_lost;               /* stopped because home went */
 };
 
 static void slog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -723,6 +727,27 @@ static void begin_stop(struct sup *s, const struct signalfd_siginfo *si)
 	signal_workers(s, SIGTERM);
 }
 
+/*
+ * The state directory was removed or replaced (rm -rf, then a submit made a
+ * new one and started its own supervisor): nothing we run can be reached
+ * any more, and our files are not ours to touch. Stop the workers and their
+ * tasks now (their outcome goes to a database nobody can open).
+ */
+static void check_home(struct sup *s)
+{
+	struct tq_err err = TQ_ERR_INIT;
+
+	if (tq_statedir_check(&s->home, &err) == 0)
+		return;
+	slog("%s: stopping the workers and their tasks, and exiting", err.msg);
+	s->home_lost = 1;
+	s->stopping = 1;
+	s->stop_grace = 0;
+	tq_submitd_close(s->sd);
+	s->sd = NULL;
+	signal_workers(s, SIGTERM);
+}
+
 /* ------------------------------------------------------------------ */
 /* The loop                                                           */
 
@@ -903,6 +928,8 @@ static void loop(struct sup *s)
 			continue;
 		next_tick = tq_mono_ms() + (s->o->drain ? DRAIN_TICK_MS : TICK_MS);
 		tq_diag_tick(0);
+		if (!s->stopping)
+			check_home(s);
 		if (!s->stopping) {
 			recover(s, 0, "lease expired");
 			sweep_end_records(s);
@@ -1051,6 +1078,8 @@ static int exit_status(struct sup *s)
 	int64_t ran = 0, failed = 0, pending = 0;
 	struct tq_err err = TQ_ERR_INIT;
 
+	if (s->home_lost)
+		return 1;
 	if (!s->o->drain)
 		return s->stop_signal ? 128 + s->stop_signal : 0;
 	learn_worker_ids(s);
@@ -1064,6 +1093,18 @@ static int exit_status(struct sup *s)
 	slog("drain ran %lld task%s, %lld did not succeed", (long long)ran,
 	     ran == 1 ? "" : "s", (long long)failed);
 	return failed == 0 && pending == 0 ? 0 : 1;
+}
+
+/* Remove serve.pid only if it is still the one we made, in the directory we
+ * hold: a supervisor started since in a new state directory of the same
+ * path has its own, which must survive our exit. Then release the lock. */
+static void remove_pidfile(struct sup *s)
+{
+	if (tq_statedir_remove_own(&s->home, "serve.pid", &s->pid_id) == 1)
+		slog("serve.pid is another supervisor's now: left alone");
+	pidfile_close(s->pfh);
+	s->pfh = NULL;
+	tq_statedir_close(&s->home);
 }
 
 static int lock(struct sup *s, const char *path)
@@ -1093,7 +1134,7 @@ static int lock(struct sup *s, const char *path)
 
 int tq_supervisor_main(const struct tq_serve_opts *o)
 {
-	struct sup s = { .o = o, .sigfd = -1, .stop_grace = -1 };
+	struct sup s = { .o = o, .sigfd = -1, .stop_grace = -1, .home = TQ_STATEDIR_INIT };
 	struct tq_err err = TQ_ERR_INIT;
 	char path[PATH_MAX];
 	int ready = -1, rc;
@@ -1112,11 +1153,20 @@ int tq_supervisor_main(const struct tq_serve_opts *o)
 	s.q = NULL;
 	if (pidfile_path(o->home, path, sizeof(path)) < 0)
 		return 1;
-	if ((rc = lock(&s, path)) != 0 || s.pfh == NULL)
+	/* Held open from before the lock: the directory whose serve.pid we
+	 * lock is the one we watch (check_home) and remove files from. */
+	if (tq_statedir_open(&s.home, o->home, &err) < 0) {
+		fprintf(stderr, "taskq: serve: %s\n", err.msg);
+		return 1;
+	}
+	if ((rc = lock(&s, path)) != 0 || s.pfh == NULL) {
+		tq_statedir_close(&s.home);
 		return rc;
+	}
+	tq_statedir_note_fd(pidfile_fileno(s.pfh), &s.pid_id);
 	if (!o->foreground && (daemonize(&ready) < 0 || open_log(o) < 0)) {
 		fprintf(stderr, "taskq: serve: cannot start the daemon: %s\n", strerror(errno));
-		pidfile_remove(s.pfh);
+		remove_pidfile(&s);
 		return 1;
 	}
 	pidfile_write(s.pfh);
@@ -1166,7 +1216,7 @@ int tq_supervisor_main(const struct tq_serve_opts *o)
 out:
 	tq_close(ready);
 	release(&s);
-	pidfile_remove(s.pfh);
+	remove_pidfile(&s);
 	return rc;
 }
 
