@@ -47,7 +47,8 @@
 /* What a workspace holds besides the sources: a source may not take these
  * names. */
 static const char *const reserved[] = { "prompt.md", ".mcp.json", ".gemini", ".cursor",
-					"opencode.json", TQ_WORKSPACE_OWNER, NULL };
+					"opencode.json", TQ_WORKSPACE_OWNER,
+					TQ_WORKSPACE_CODEX_HOME, NULL };
 
 static const char mcp_empty[] = "{\"mcpServers\":{}}\n";
 static const char opencode_empty[] =
@@ -902,6 +903,210 @@ out:
 	return rc;
 }
 
+/* The key a TOML table header names first ("[mcp_servers.x]" and
+ * "[ \"mcp_servers\" . x ]" both give mcp_servers), into buf; 0 if line
+ * is no header. */
+static int toml_header_key(const char *line, char *buf, size_t n)
+{
+	const char *p = line + strspn(line, " \t");
+	size_t len;
+
+	if (*p != '[')
+		return 0;
+	p += p[1] == '[' ? 2 : 1;
+	p += strspn(p, " \t");
+	if (*p == '"' || *p == '\'') {
+		len = strcspn(p + 1, *p == '"' ? "\"" : "'");
+		p++;
+	} else {
+		len = strspn(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-");
+	}
+	if (len >= n)
+		len = n - 1;
+	memcpy(buf, p, len);
+	buf[len] = '\0';
+	return 1;
+}
+
+/* A key/value line whose key starts with the key mcp_servers
+ * ("mcp_servers = {...}", "mcp_servers.x.command = ..."). */
+static int toml_mcp_key(const char *line)
+{
+	const char *p = line + strspn(line, " \t");
+
+	if (*p == '"' || *p == '\'')
+		p++;
+	if (strncmp(p, "mcp_servers", 11) != 0)
+		return 0;
+	p += 11;
+	if (*p == '"' || *p == '\'')
+		p++;
+	p += strspn(p, " \t");
+	return *p == '.' || *p == '=';
+}
+
+/* Bracket depth change of a line's value outside strings, and whether it
+ * opens or closes a multi-line string (an odd number of """ or '''). */
+static int toml_depth(const char *line, int *ml_toggle)
+{
+	int depth = 0, in = 0;
+	char q = 0;
+
+	*ml_toggle = 0;
+	for (const char *p = line; *p != '\0' && *p != '\n'; p++) {
+		if ((strncmp(p, "\"\"\"", 3) == 0 || strncmp(p, "'''", 3) == 0)) {
+			*ml_toggle ^= 1;
+			p += 2;
+			continue;
+		}
+		if (in) {
+			if (*p == '\\' && q == '"' && p[1] != '\0')
+				p++;
+			else if (*p == q)
+				in = 0;
+		} else if (*p == '"' || *p == '\'') {
+			in = 1;
+			q = *p;
+		} else if (*p == '#') {
+			break;
+		} else if (*p == '[' || *p == '{') {
+			depth++;
+		} else if (*p == ']' || *p == '}') {
+			depth--;
+		}
+	}
+	return depth;
+}
+
+/*
+ * A codex config.toml without its MCP servers: every [mcp_servers...] table
+ * (and [[...]] array of tables) and every mcp_servers key of the root
+ * table, with the lines their values continue on, left out; the rest kept
+ * byte for byte. malloc'd; NULL when out of memory.
+ */
+static char *toml_without_mcp(const char *text)
+{
+	size_t n = strlen(text), w = 0;
+	char *out = malloc(n + 1), key[64];
+	const char *p = text;
+	int skip_table = 0, root = 1, ml = 0, skip_value = 0, depth = 0;
+
+	if (out == NULL)
+		return NULL;
+	while (*p != '\0') {
+		const char *nl = strchr(p, '\n');
+		size_t len = nl != NULL ? (size_t)(nl - p) + 1 : strlen(p);
+		int drop, tog, d;
+
+		if (ml || skip_value) {
+			/* inside a value that began on an earlier line */
+			drop = skip_value || skip_table;
+			d = toml_depth(p, &tog);
+			if (tog)
+				ml = !ml;
+			if (skip_value && !ml && (depth += d) <= 0)
+				skip_value = 0;
+		} else if (toml_header_key(p, key, sizeof(key))) {
+			skip_table = strcmp(key, "mcp_servers") == 0;
+			root = 0;
+			drop = skip_table;
+		} else {
+			drop = skip_table || (root && toml_mcp_key(p));
+			d = toml_depth(p, &tog);
+			if (tog)
+				ml = 1;
+			if (drop && (d > 0 || tog)) {
+				skip_value = 1;
+				depth = d;
+			}
+		}
+		if (!drop) {
+			memcpy(out + w, p, len);
+			w += len;
+		}
+		p += len;
+	}
+	out[w] = '\0';
+	return out;
+}
+
+/*
+ * codex --isolate: the user's MCP servers hidden (codex 0.169 ignores
+ * `-c mcp_servers={}`: a server of ~/.codex/config.toml starts all the
+ * same). CODEX_HOME names a private copy of the user's codex home in the
+ * workspace dir (TQ_WORKSPACE_CODEX_HOME: in the workspace, whose path is
+ * the same for every task of a --session, because codex records a
+ * session's file by its path under CODEX_HOME and looks for it there to
+ * resume):
+ * config.toml without its MCP servers (its provider, model, projects and
+ * the rest kept), and every other entry (auth.json, sessions, the state
+ * databases, skills) a symlink to the user's, so that login, sessions and
+ * --resume stay the user's (codex writes auth.json through the link, and
+ * its lock beside the real file). Nothing to do when the user's config
+ * names no MCP server.
+ */
+static int isolate_codex(const struct tq_env *env, int dfd, const char *dir,
+			 struct tq_env *out_env, struct tq_err *err)
+{
+	char user[PATH_MAX], path[PATH_MAX + 512], *text = NULL, *kept = NULL, *kv = NULL;
+	struct dirent *e;
+	DIR *d = NULL;
+	int rc = 0, cfd = -1;
+
+	if (codex_home(env, user, sizeof(user)) < 0 ||
+	    snprintf(path, sizeof(path), "%s/config.toml", user) >= (int)sizeof(path) ||
+	    (text = slurp(path, TQ_AGENT_CONFIG_MAX)) == NULL || strstr(text, "mcp_servers") == NULL)
+		goto out;
+	if ((kept = toml_without_mcp(text)) == NULL) {
+		rc = tq_err_set(err, TQ_ENOMEM, "out of memory");
+		goto out;
+	}
+	/* sessions must outlive the copy: ~/.codex/sessions */
+	snprintf(path, sizeof(path), "%s/sessions", user);
+	if (tq_mkdir_p(path, 0700) < 0) {
+		rc = tq_err_sys(err, "codex home: mkdir %s", path);
+		goto out;
+	}
+	if (mkdirat(dfd, TQ_WORKSPACE_CODEX_HOME, 0700) < 0 ||
+	    (cfd = tq_openat(dfd, TQ_WORKSPACE_CODEX_HOME, O_RDONLY | O_DIRECTORY | O_NOFOLLOW,
+			     0)) < 0) {
+		rc = tq_err_sys(err, "codex home: mkdir %s/" TQ_WORKSPACE_CODEX_HOME, dir);
+		goto out;
+	}
+	if ((rc = write_str(cfd, "config.toml", kept, err)) < 0)
+		goto out;
+	if ((d = opendir(user)) == NULL) {
+		rc = tq_err_sys(err, "codex home: read %s", user);
+		goto out;
+	}
+	while ((e = readdir(d)) != NULL) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
+		    strcmp(e->d_name, "config.toml") == 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", user, e->d_name);
+		if (symlinkat(path, cfd, e->d_name) < 0) {
+			rc = tq_err_sys(err, "codex home: link %s", path);
+			goto out;
+		}
+	}
+	if (asprintf(&kv, "CODEX_HOME=%s/" TQ_WORKSPACE_CODEX_HOME, dir) < 0) {
+		kv = NULL;
+		rc = tq_err_set(err, TQ_ENOMEM, "out of memory");
+		goto out;
+	}
+	rc = tq_env_set(out_env, kv, err);
+out:
+	if (d != NULL)
+		closedir(d);
+	tq_close(cfd);
+	free(text);
+	free(kept);
+	free(kv);
+	if (rc < 0)
+		tq_err_prefix(err, "hiding your MCP servers from codex");
+	return rc;
+}
+
 /* The private directory of a run (its overlays), made on first need: a
  * workspace with only its owner file, so that the sweep removes one a
  * crash left behind. */
@@ -943,6 +1148,13 @@ static int cap_retries(struct tq_queue *q, const struct tq_task *t, const char *
 			rc = tq_env_set(env, "CLAUDE_CODE_MAX_RETRIES=0", err);
 	} else if (strcmp(parser, "codex") == 0) {
 		rc = cap_codex(t, env, ar, err);
+		if (rc == 0 && ar->workspace[0] != '\0') {
+			if ((dfd = tq_open(ar->workspace, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0)) < 0)
+				return tq_err_sys(err, "open %s", ar->workspace);
+			rc = isolate_codex(env, dfd, ar->workspace, env, err);
+		}
+		tq_close(dfd);
+		return rc; /* each says what failed */
 	} else if (strcmp(parser, "gemini") == 0) {
 		if ((rc = aux_dir(q, t, ar, &dfd, err)) == 0)
 			rc = cap_gemini(env, dfd, ar->aux, env, err);

@@ -14,6 +14,8 @@
  *   .mcp.json, .cursor/mcp.json   {"mcpServers":{}}
  *   .gemini/settings.json  {"mcpServers":{},"general":{"maxAttempts":1}}
  *   opencode.json          {"$schema":...,"mcp":{}}
+ *   .taskq-codex-home/     codex, when the user's config.toml names MCP
+ *                          servers: its CODEX_HOME (agent.c)
  *   NAME -> PATH           one symlink per source
  * The empty MCP configs keep the agent from the user's MCP servers where the
  * CLI honours a project file (with the profile's flags: see profiles.json);
@@ -35,6 +37,9 @@
 /* The workspace directory's name prefix and owner file. */
 #define TQ_WORKSPACE_PREFIX "taskq-"
 #define TQ_WORKSPACE_OWNER ".taskq-task"
+/* codex's CODEX_HOME in an isolated workspace: the user's, without its MCP
+ * servers (issue 17.1) */
+#define TQ_WORKSPACE_CODEX_HOME ".taskq-codex-home"
 /* A workspace with no owner file (a crash between mkdir and writing it) is
  * removed by the sweep once it is this old. */
 #define TQ_WORKSPACE_ORPHAN_MS (60 * 60 * 1000)

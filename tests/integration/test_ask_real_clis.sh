@@ -13,6 +13,10 @@
 #     codex with a custom provider (30 by default), one for a 429 from a
 #     plain `claude -p` (11 by default); a gemini --session chain still
 #     resumes through the overlaid ~/.gemini;
+#   - 17.1: `ask --agent codex --isolate` does not start an MCP server of the
+#     user's ~/.codex/config.toml (a stdio server that records that it
+#     started), while the provider of that config still answers and a
+#     --session resumes; without --isolate the server starts (the control).
 # Each claude or codex run takes 0.5-3 s here.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_agents.sh"
@@ -106,6 +110,71 @@ assert_eq "$((n0 + 1))" "$(mock_requests openai)" "codex requests (submit)"
 assert_eq "gpt-mock" "$(att "$id" model)" "the model of the user's config (17.9)"
 cmp -s "$CODEX_CONFIG" "$TQ_TMP/codex-config.orig" || fail "config.toml changed"
 tq resume codex >/dev/null 2>&1 || true
+
+# A stdio MCP server that records each start (cwd, args), then answers
+# initialize and tools/list.
+{
+	echo "#!$(command -v "$TQ_PYTHON")"
+	cat <<'PY'
+import json, os, sys
+with open(os.environ["MCP_REC"], "a") as f:
+    f.write("started cwd=%s args=%s\n" % (os.getcwd(), sys.argv[1:]))
+for line in sys.stdin:
+    try:
+        m = json.loads(line)
+    except ValueError:
+        continue
+    if "id" not in m:
+        continue
+    if m.get("method") == "initialize":
+        r = {"protocolVersion": m.get("params", {}).get("protocolVersion", "2024-11-05"),
+             "capabilities": {"tools": {}}, "serverInfo": {"name": "rec", "version": "1"}}
+    elif m.get("method") == "tools/list":
+        r = {"tools": []}
+    else:
+        r = {}
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}) + "\n")
+    sys.stdout.flush()
+PY
+} >"$TQ_TMP/mcp_rec.py"
+chmod +x "$TQ_TMP/mcp_rec.py"
+MCP_REC="$TQ_TMP/mcp.rec"
+cat >>"$CODEX_CONFIG" <<TOML
+
+[mcp_servers.rec]
+command = "$TQ_TMP/mcp_rec.py"
+args = ["user-mcp"]
+
+[mcp_servers.rec.env]
+MCP_REC = "$MCP_REC"
+
+[projects."$TQ_TMP/work"]
+trust_level = "trusted"
+TOML
+cp "$CODEX_CONFIG" "$TQ_TMP/codex-config.orig"
+
+check "17.1: codex without --isolate starts the user's MCP server (the control)"
+mock_mode ok
+rm -f "$MCP_REC"
+id=$("$TASKQ_BIN" ask --agent codex --retries 0 "hello")
+wait_state "$id" succeeded 90
+grep -q "started .*user-mcp" "$MCP_REC" 2>/dev/null || fail "the MCP server did not start without --isolate"
+
+check "17.1: codex --isolate: the user's MCP server does not start; the provider answers; a session resumes"
+rm -f "$MCP_REC"
+n0=$(mock_requests openai)
+s1=$("$TASKQ_BIN" ask --agent codex --isolate --session iso --retries 0 "remember kiwi")
+s2=$("$TASKQ_BIN" ask --agent codex --isolate --session iso --retries 0 "which word")
+wait_for "[ \"\$(state_of $s2)\" = succeeded ] || [ \"\$(state_of $s2)\" = failed ]" 90 || true
+[ "$(state_of "$s1")|$(state_of "$s2")" = "succeeded|succeeded" ] ||
+	fail "codex --isolate: $(tq log "$s1" | tail -3; tq log "$s2" | head -30)"
+[ ! -e "$MCP_REC" ] || fail "the user's MCP server started under --isolate: $(cat "$MCP_REC")"
+assert_eq "$((n0 + 2))" "$(mock_requests openai)" "requests to the user's provider"
+assert_eq "Hello from the mock." "$(att "$s1" result)"
+assert_eq "$(att "$s1" agent_session)" "$(att "$s2" agent_session)" "the second resumed the first"
+mock_request_has -1 "remember kiwi" || fail "the resumed request lacks the first turn"
+cmp -s "$CODEX_CONFIG" "$TQ_TMP/codex-config.orig" || fail "config.toml changed"
+[ -z "$(ls "$TASKQ_HOME/work")" ] || fail "private directories left: $(ls "$TASKQ_HOME/work")"
 
 check "17.3: claude (plain submit, no CLAUDE_CODE_MAX_RETRIES): one request for a 429"
 mock_mode 429
