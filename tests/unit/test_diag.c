@@ -167,8 +167,10 @@ static void test_rotate_concurrent(void **state)
 	assert_true(WIFEXITED(st));
 	assert_int_equal(WEXITSTATUS(st), 0);
 	check_files(home, (off_t)1 << 40, WRITERS, &files);
-	/* ~470 KB through 64 KB files: rotated, and none dropped yet */
-	assert_true(files >= 5);
+	/* ~470 KB through 64 KB files: rotated (~7 times, fewer if a
+	 * rotating writer was descheduled while the others wrote), and
+	 * none dropped yet */
+	assert_true(files >= 2);
 	th_rmtree(home);
 }
 
