@@ -22,8 +22,10 @@
  * Writing is the usual dance for a file that must survive a power loss:
  * a temporary name (".TASK.ATTEMPT.tmp", skipped by readers), write,
  * fsync, rename over the final name, fsync the directory. Every file is
- * opened O_NOFOLLOW | O_CLOEXEC, relative to the directory's descriptor, so
- * a symlink planted in ends/ is never followed.
+ * opened O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, relative to the directory's
+ * descriptor, so a symlink planted in ends/ is never followed and a FIFO
+ * never blocks; whatever is found under a record's name that is not a
+ * regular file is refused as damaged (set aside, never trusted).
  */
 #include "endrec.h"
 
@@ -68,6 +70,10 @@ static int open_dir(const char *home, int create, struct tq_err *err)
 	if (create && mkdir(path, 0700) < 0 && errno != EEXIST)
 		return tq_err_sys(err, "mkdir %s", path);
 	fd = tq_open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+	/* a symlink or a file in its place holds no record we could trust */
+	if (fd < 0 && !create && (errno == ELOOP || errno == ENOTDIR))
+		return tq_err_set(err, TQ_ECORRUPT, "%s is not a directory of taskq's: its "
+				  "end records are not trusted", path);
 	if (fd < 0)
 		return tq_err_sys(err, "open %s", path);
 	return fd;
@@ -197,13 +203,20 @@ static void encode(struct out *o, const struct tq_finish *f)
 		putf(o, "sum %016" PRIx64 "\n", fnv1a(o->buf, o->len));
 }
 
-/* Write buf to dfd/tmp, fsync it, rename it to name, fsync the directory. */
+/* Write buf to dfd/tmp, fsync it, rename it to name, fsync the directory.
+ * Whatever holds the temporary name (one of ours a crash left, a FIFO, a
+ * symlink someone planted) is unlinked first and the file made anew
+ * (O_EXCL): opening a FIFO for writing would wait for a reader for ever,
+ * and O_NONBLOCK keeps even a FIFO made between the two calls from doing
+ * so. */
 static int publish(int dfd, const char *tmp, const char *name, const struct out *o,
 		   const char *home, struct tq_err *err)
 {
-	int fd = tq_openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
-	int rc = 0;
+	int fd, rc = 0;
 
+	unlinkat(dfd, tmp, 0);
+	fd = tq_openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK,
+		       0600);
 	if (fd < 0)
 		return tq_err_sys(err, "create %s/" TQ_ENDREC_DIR "/%s", home, tmp);
 	if (tq_write_all(fd, o->buf, o->len) < 0)
@@ -516,21 +529,37 @@ static int check_frame(struct in *in, const char *buf, size_t len)
 	return 0;
 }
 
+/* Not a record: a symlink, a FIFO, a directory, a device, too big. Such a
+ * file is refused as damaged (TQ_ECORRUPT: set aside by recovery, which
+ * then goes on), never read through: O_NONBLOCK, as opening a FIFO for
+ * reading would wait for a writer for ever (kill, remove, wait and the
+ * supervisor's recovery all read records), and O_NOFOLLOW (ELOOP). */
+static int not_a_record(const char *path, struct tq_err *err)
+{
+	return tq_err_set(err, TQ_ECORRUPT, "end record %s is not a regular file of at "
+			  "most %d bytes: not trusted", path, TQ_ENDREC_MAX);
+}
+
 static int read_file(int dfd, const char *name, const char *path, char **buf,
 		     size_t *len, struct tq_err *err)
 {
 	struct stat sb;
-	int fd = tq_openat(dfd, name, O_RDONLY | O_NOFOLLOW, 0);
+	int fd = tq_openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
 	ssize_t got;
 
 	*buf = NULL;
+	if (fd < 0 && (errno == ELOOP || errno == ENXIO || errno == ENODEV))
+		return not_a_record(path, err);
 	if (fd < 0)
 		return errno == ENOENT ? tq_err_set(err, TQ_ENOTFOUND, "no end record %s", path)
 				       : tq_err_sys(err, "open %s", path);
-	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || sb.st_size > TQ_ENDREC_MAX) {
+	if (fstat(fd, &sb) < 0) {
 		tq_close(fd);
-		return tq_err_set(err, TQ_ECORRUPT, "end record %s is not a regular file of "
-				  "at most %d bytes: not trusted", path, TQ_ENDREC_MAX);
+		return tq_err_sys(err, "stat %s", path);
+	}
+	if (!S_ISREG(sb.st_mode) || sb.st_size > TQ_ENDREC_MAX) {
+		tq_close(fd);
+		return not_a_record(path, err);
 	}
 	if ((*buf = malloc((size_t)sb.st_size + 1)) == NULL) {
 		tq_close(fd);

@@ -388,8 +388,10 @@ static void lost_policy(struct sup *s, const struct tq_expired *e, struct tq_fin
  * removed only once that is committed. Returns 1 when the attempt is dealt
  * with (written now, or already recorded), 0 when there is no record to
  * go by (none, or a damaged one, which is set aside and never trusted),
- * -1 when it must wait (the store refused again, or the record could not
- * be read): then the attempt is not touched, and the next tick tries again.
+ * -1 when it must wait because the store refused the end (then the other
+ * records wait for the next tick too), -2 when this record could not be
+ * read (out of descriptors, an I/O error): the attempt is not touched, the
+ * next tick tries again, and the other tasks are recovered meanwhile.
  */
 static int end_from_record(struct sup *s, int64_t task, int attempt)
 {
@@ -409,7 +411,7 @@ static int end_from_record(struct sup *s, int64_t task, int attempt)
 	}
 	if (rc < 0) {
 		slog("task %lld attempt %d: end record: %s", (long long)task, attempt, err.msg);
-		return -1;
+		return -2;
 	}
 	tq_queue_set_busy_timeout(s->q, RECORD_BUSY_MS);
 	rc = tq_queue_finish(s->q, &rec.f, &state, &err);
@@ -456,7 +458,10 @@ static void sweep_end_records(struct sup *s)
 			tq_task_release(&t);
 		if (open || (rc < 0 && rc != TQ_ENOTFOUND))
 			continue;
-		if (tq_endrec_remove(home, ids[i].task, ids[i].attempt, &err) < 0)
+		/* what cannot be unlinked (a directory under a record's name)
+		 * is set aside, so that it is not tried again every tick */
+		if (tq_endrec_remove(home, ids[i].task, ids[i].attempt, &err) < 0 &&
+		    tq_endrec_set_aside(home, ids[i].task, ids[i].attempt, NULL) < 0)
 			slog("task %lld: %s", (long long)ids[i].task, err.msg);
 		else
 			slog("task %lld attempt %d: removed its end record (%s)",
@@ -493,8 +498,10 @@ static void recover(struct sup *s, int64_t worker_id, const char *why)
 		 * the store refused one end in this pass, the others wait for
 		 * the next tick: each try may wait RECORD_BUSY_MS, and the loop
 		 * serves submits. */
-		if (refused || (rc = end_from_record(s, ex[i].task_id, ex[i].attempt)) < 0) {
-			refused = 1;
+		if (refused)
+			continue;
+		if ((rc = end_from_record(s, ex[i].task_id, ex[i].attempt)) < 0) {
+			refused = rc == -1;
 			continue;
 		}
 		if (rc > 0)

@@ -8,6 +8,7 @@
  * version is refused with TQ_ECORRUPT and a message, never trusted.
  */
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -282,9 +283,100 @@ static void test_symlinks_refused(void **state)
 	assert_int_not_equal(tq_endrec_write(f->home, &fin, &err), 0);
 }
 
+static void on_alarm(int sig)
+{
+	(void)sig;
+	/* async-signal-safe: say why, then fail the whole program */
+	static const char m[] = "an end record operation blocked on a FIFO\n";
+	if (write(2, m, sizeof(m) - 1) < 0)
+		_exit(3);
+	_exit(3);
+}
+
+/*
+ * What a person or another program may leave in ends/ under a record's
+ * name: a FIFO (opening it for reading would wait for a writer for ever:
+ * kill, remove, wait and the supervisor's recovery all read records), a
+ * directory, a symlink, a file past the bound. Each is refused at once as
+ * not trusted (TQ_ECORRUPT, so recovery sets it aside and goes on), never
+ * read through; and a FIFO or a symlink planted at the temporary name never
+ * keeps a record from being written.
+ */
+static void test_foreign_files_refused_at_once(void **state)
+{
+	struct fx *f = *state;
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_endrec r;
+	struct tq_finish fin = sample();
+	char dir[700], tmp[800], target[700];
+	int fd;
+
+	signal(SIGALRM, on_alarm);
+	alarm(20);
+	snprintf(dir, sizeof(dir), "%s/" TQ_ENDREC_DIR, f->home);
+	assert_int_equal(mkdir(dir, 0700), 0);
+
+	assert_int_equal(mkfifo(f->path, 0600), 0);
+	assert_int_equal(tq_endrec_read(f->home, 42, 3, &r, &err), TQ_ECORRUPT);
+	assert_non_null(strstr(err.msg, "not trusted"));
+	tq_endrec_release(&r);
+	assert_int_equal(tq_endrec_set_aside(f->home, 42, 3, &err), 0);
+
+	assert_int_equal(mkdir(f->path, 0700), 0);
+	assert_int_equal(tq_endrec_read(f->home, 42, 3, &r, &err), TQ_ECORRUPT);
+	tq_endrec_release(&r);
+	assert_int_equal(rmdir(f->path), 0);
+
+	/* a symlink to a good record elsewhere: refused as not trusted, not
+	 * an I/O error that recovery would wait on for ever */
+	write_sample(f);
+	snprintf(target, sizeof(target), "%s/elsewhere", f->home);
+	assert_int_equal(rename(f->path, target), 0);
+	assert_int_equal(symlink(target, f->path), 0);
+	assert_int_equal(tq_endrec_read(f->home, 42, 3, &r, &err), TQ_ECORRUPT);
+	assert_non_null(strstr(err.msg, "not trusted"));
+	tq_endrec_release(&r);
+	assert_int_equal(unlink(f->path), 0);
+
+	/* past the bound: refused without reading it */
+	assert_true((fd = tq_open(f->path, O_WRONLY | O_CREAT, 0600)) >= 0);
+	assert_int_equal(ftruncate(fd, (off_t)TQ_ENDREC_MAX + 1), 0);
+	tq_close(fd);
+	assert_int_equal(tq_endrec_read(f->home, 42, 3, &r, &err), TQ_ECORRUPT);
+	tq_endrec_release(&r);
+	assert_int_equal(unlink(f->path), 0);
+
+	/* a FIFO, then a symlink, at the temporary name: the record is written
+	 * all the same, and the link's target is untouched */
+	snprintf(tmp, sizeof(tmp), "%s/.42.3.tmp", dir);
+	assert_int_equal(mkfifo(tmp, 0600), 0);
+	if (tq_endrec_write(f->home, &fin, &err) != 0)
+		fail_msg("write over a FIFO at the temporary name: %s", err.msg);
+	assert_int_equal(tq_endrec_read(f->home, 42, 3, &r, &err), 0);
+	tq_endrec_release(&r);
+	assert_int_equal(unlink(f->path), 0);
+	spill(target, "keep", 4);
+	assert_int_equal(symlink(target, tmp), 0);
+	if (tq_endrec_write(f->home, &fin, &err) != 0)
+		fail_msg("write over a symlink at the temporary name: %s", err.msg);
+	assert_int_equal(tq_endrec_read(f->home, 42, 3, &r, &err), 0);
+	tq_endrec_release(&r);
+	{
+		size_t len;
+		char *kept = slurp(target, &len);
+		assert_int_equal(len, 4);
+		assert_memory_equal(kept, "keep", 4);
+		free(kept);
+	}
+	alarm(0);
+	signal(SIGALRM, SIG_DFL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_foreign_files_refused_at_once, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_list, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_damage_refused, setup, teardown),
