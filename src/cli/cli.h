@@ -9,10 +9,12 @@
 #ifndef TQ_CLI_H
 #define TQ_CLI_H
 
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include "common/err.h"
+#include "queue/logstore.h"
 #include "queue/queue.h"
 
 /* Exit codes (documented in `taskq help` and the README). */
@@ -244,6 +246,79 @@ int cli_lines_put(struct cli_lines *p, const struct tq_log_line *l);
 /* tq_log_line_cb for tq_log_read with arg a struct cli_lines: prints each
  * line, stops at the first error. */
 int cli_lines_cb(const struct tq_log_line *l, void *arg);
+
+/* ------------------------------------------------------------------ */
+/* Following a task (follow.c)                                        */
+
+/*
+ * Wait for a task to end, printing its new lines as they arrive: the wait
+ * of log --follow and submit --wait (ask --wait). Usage:
+ *
+ *     struct cli_follow f;
+ *     cli_follow_init(&f, q, id);
+ *     f.lines = &p;            (optional: where lines go; NULL prints none)
+ *     f.next = N;              (optional: the first line to print, from 1)
+ *     f.wait_ms = ms;          (optional: give up after ms; 0: never)
+ *     how = cli_follow_run(&f, &err);
+ *     ... f.task is the task as last read; cli_follow_say_end(c, &f.task)
+ *     cli_follow_release(&f);
+ *
+ * While it runs SIGINT, SIGTERM and SIGHUP are blocked and read from a
+ * signalfd: they end the wait (CLI_FOLLOW_SIGNAL, f.signal), never the
+ * task; cli_follow_release unblocks them.
+ */
+enum cli_follow_how {
+	CLI_FOLLOW_ENDED = 1,   /* the task reached a final state (or stdout
+				 * failed: ferror(stdout) says so) */
+	CLI_FOLLOW_TIMEOUT,     /* wait_ms passed first */
+	CLI_FOLLOW_SIGNAL,      /* a signal came first (f.signal) */
+};
+
+struct cli_follow {
+	struct tq_queue *q;       /* borrowed */
+	int64_t id;
+	enum tq_stream stream;    /* which lines, and the numbering of next */
+	struct cli_lines *lines;  /* borrowed; NULL: print no lines */
+	int64_t next;             /* the first line not printed yet (1-based) */
+	int64_t wait_ms;          /* 0: until the task ends */
+	struct tq_task task;      /* as last read (owned) */
+	int how;                  /* what cli_follow_run returned last */
+	int signal;               /* CLI_FOLLOW_SIGNAL: the signal */
+	/* private */
+	int watch_fd, sig_fd;
+	int since_look;           /* lines printed since the last look for a signal */
+	char watch_name[32];
+	sigset_t old_mask;
+};
+
+void cli_follow_init(struct cli_follow *f, struct tq_queue *q, int64_t id);
+/* Catch the signals from now on (cli_follow_run does, if not done yet):
+ * for a caller that prints something first (log's first page). */
+void cli_follow_catch(struct cli_follow *f);
+/* A cli_follow_how (also in f->how), or a TQ_E* code with err set (the task
+ * was removed: TQ_ENOTFOUND). A signal that stops the printing of a backlog
+ * wins over the task's end: f->task may then be final. */
+int cli_follow_run(struct cli_follow *f, struct tq_err *err);
+void cli_follow_release(struct cli_follow *f);
+/* tq_log_line_cb with arg the struct cli_follow: prints to f->lines, and
+ * stops at a caught signal (f->signal), looking every few hundred lines:
+ * for a first page printed before cli_follow_run (log --follow). */
+int cli_follow_lines_cb(const struct tq_log_line *l, void *arg);
+
+/* One line on stderr for a task whose end its output and exit status do not
+ * explain: "taskq: CMD: task 5 could not start: exec \"x\": No such file or
+ * directory" (also timed out, was killed, was lost, was canceled, stalled,
+ * reached its output cap); nothing for succeeded, failed, or died by a
+ * signal (nor for output_lost: cli_note_output_missing), nor for a task
+ * that has not ended. */
+void cli_follow_say_end(const struct cli_ctx *c, const struct tq_task *t);
+
+/* One line on stderr, after the output printed, when some of task t's
+ * output could not be stored (output_lost, or an attempt's reason saying
+ * so): "taskq: CMD: task 5: output missing: attempt 1: ...". Not an error.
+ * (cmd_log.c) */
+void cli_note_output_missing(const struct cli_ctx *c, struct tq_queue *q,
+			     const struct tq_task *t);
 
 /* {"n":N,"stream":"stdout"|"stderr","text":...} plus "text_base64" (exact
  * bytes) when the line is not valid UTF-8 or holds a NUL (then "text" has

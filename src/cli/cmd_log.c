@@ -19,12 +19,8 @@
 #include "cli.h"
 #include "output.h"
 
-#include <errno.h>
-#include <limits.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/inotify.h>
 #include <unistd.h>
 
 #include "common/parse.h"
@@ -35,8 +31,6 @@
 #define CLI_POLL_MAX_LINES 1000           /* lines one poll returns at most */
 #define CLI_POLL_MAX_BYTES (1024 * 1024)  /* bytes of text one poll returns */
 #define CLI_POLL_RETRIES 16               /* lost compare-and-sets in a row */
-#define FOLLOW_WATCH_MS 250  /* --follow: state check while inotify watches */
-#define FOLLOW_POLL_MS 100   /* --follow: interval without inotify */
 
 /* ------------------------------------------------------------------ */
 /* Printing lines (shared with submit --wait; see cli.h)              */
@@ -353,7 +347,11 @@ static const char log_help[] =
 	"  --stream S      only stdout or only stderr\n"
 	"  -f, --follow    then print new lines as they arrive until the task ends,\n"
 	"                  and exit with the task's exit status (below); with\n"
-	"                  --offset or --limit, not both\n"
+	"                  --offset or --limit, not both. An end the output does\n"
+	"                  not explain gets one line on stderr (\"task N could not\n"
+	"                  start: ...\", timed out, was killed, ...). Ctrl-C (or\n"
+	"                  SIGTERM, SIGHUP) stops following, not the task: exit\n"
+	"                  128+N (130)\n"
 	"  --raw           the exact bytes, also on a terminal\n"
 	"  --json          one JSON object per line: {\"n\":N,\"stream\":\"stdout\",\n"
 	"                  \"text\":\"...\"}, plus \"newline\":false for a line that had\n"
@@ -499,118 +497,35 @@ static void page_hint(const struct log_req *r, const struct cli_lines *p, int64_
 			(long long)total, s);
 }
 
-/* --follow: wake when the task's log changes (inotify on the logs
- * directory: the log may not exist yet) or when the state check is due. A
- * directory watch sees every task's log, so events are filtered by name;
- * without inotify (no watches left), a plain interval. */
-struct watch {
-	int fd;
-	char name[32]; /* "ID.log" */
-};
-
-static void watch_init(struct watch *w, struct tq_queue *q, int64_t id)
-{
-	char path[PATH_MAX], *slash;
-
-	w->fd = -1;
-	snprintf(w->name, sizeof(w->name), "%lld.log", (long long)id);
-	if (tq_queue_log_path(q, id, path, sizeof(path)) < 0 ||
-	    (slash = strrchr(path, '/')) == NULL)
-		return;
-	*slash = '\0';
-	if ((w->fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK)) < 0)
-		return;
-	if (inotify_add_watch(w->fd, path, IN_MODIFY | IN_CREATE | IN_CLOSE_WRITE) < 0) {
-		tq_close(w->fd);
-		w->fd = -1;
-	}
-}
-
-/* Whether the events waiting name our log (or were too many to tell). */
-static int watch_drain(struct watch *w)
-{
-	_Alignas(struct inotify_event) char buf[4096];
-	ssize_t n;
-	int hit = 0;
-
-	while ((n = tq_read(w->fd, buf, sizeof(buf))) > 0) {
-		for (char *p = buf; p < buf + n;) {
-			struct inotify_event *ev = (struct inotify_event *)(void *)p;
-			if ((ev->mask & IN_Q_OVERFLOW) ||
-			    (ev->len > 0 && strcmp(ev->name, w->name) == 0))
-				hit = 1;
-			p += sizeof(*ev) + ev->len;
-		}
-	}
-	return hit;
-}
-
-/* Block until our log changes or the next state check is due. */
-static void watch_wait(struct watch *w)
-{
-	int64_t deadline = tq_mono_ms() + (w->fd >= 0 ? FOLLOW_WATCH_MS : FOLLOW_POLL_MS);
-	struct pollfd pfd = { .fd = w->fd, .events = POLLIN };
-	int64_t left;
-
-	while ((left = deadline - tq_mono_ms()) > 0) {
-		/* fd -1 is ignored by poll: then this is a plain timed wait */
-		if (poll(&pfd, 1, (int)left) < 0 && errno != EINTR)
-			return;
-		if (w->fd >= 0 && (pfd.revents & POLLIN) && watch_drain(w))
-			return;
-	}
-}
-
-/*
- * After the first page: print lines from `next` on as they arrive, until
- * the task (read before each log read) has ended. Returns its exit status,
- * or a CLI error code.
- */
-static int follow(const struct cli_ctx *c, struct tq_queue *q, const struct log_req *r,
-		  struct cli_lines *p, struct tq_task *t, int64_t next)
+/* After the first page: print lines from `next` on as they arrive, until
+ * the task has ended. Returns its exit status (128+N when signal N ended the
+ * wait), or a CLI error code. Releases f. */
+static int follow(const struct cli_ctx *c, struct cli_follow *f, struct tq_queue *q,
+		  const struct log_req *r, struct cli_lines *p, int64_t next)
 {
 	struct tq_err err = TQ_ERR_INIT;
-	struct tq_log_range range = { .stream = r->stream, .limit = -1 };
-	struct watch w;
-	int64_t total = 0;
-	int rc = CLI_OK;
+	int how, rc = CLI_OK;
 
-	watch_init(&w, q, r->id);
-	for (;;) {
-		if (fflush(stdout) != 0 || ferror(stdout))
-			break; /* main's cli_finish_stdout says why */
-		if (tq_state_final(t->state)) {
-			rc = cli_task_status(t);
-			break;
-		}
-		watch_wait(&w);
-		tq_task_release(t);
-		if (tq_queue_get(q, r->id, 0, t, &err) < 0) {
-			rc = err.code == TQ_ENOTFOUND
-			     ? cli_runtime(c, "task %lld was removed", (long long)r->id)
-			     : cli_fail(c, &err);
-			break;
-		}
-		range.offset = next;
-		if (tq_log_read(q, r->id, &range, cli_lines_cb, p, &total, &err) < 0) {
-			rc = cli_fail(c, &err);
-			break;
-		}
-		if (p->rc < 0) {
-			rc = cli_runtime(c, "out of memory");
-			break;
-		}
-		if (total + 1 > next)
-			next = total + 1; /* every line up to total was printed */
+	f->stream = r->stream;
+	f->lines = p;
+	f->next = next;
+	how = f->signal != 0 ? CLI_FOLLOW_SIGNAL : cli_follow_run(f, &err);
+	if (how < 0)
+		rc = err.code == TQ_ENOTFOUND
+		     ? cli_runtime(c, "task %lld was removed", (long long)r->id)
+		     : cli_fail(c, &err);
+	else if (how == CLI_FOLLOW_SIGNAL)
+		rc = 128 + f->signal; /* the reader stopped; the task goes on */
+	else if (!ferror(stdout)) { /* else main's cli_finish_stdout says why */
+		cli_note_output_missing(c, q, &f->task);
+		cli_follow_say_end(c, &f->task);
+		rc = cli_task_status(&f->task);
 	}
-	tq_close(w.fd);
 	return rc;
 }
 
-/* One line on stderr after what was printed, when some output of the task
- * could not be stored: what is shown is all there is. Not an error. */
-static void note_output_missing(const struct cli_ctx *c, struct tq_queue *q,
-				const struct tq_task *t)
+void cli_note_output_missing(const struct cli_ctx *c, struct tq_queue *q,
+			     const struct tq_task *t)
 {
 	char note[TQ_ERR_MAX];
 	int which = 0;
@@ -631,6 +546,7 @@ static int show_log(const struct cli_ctx *c, const struct log_req *r)
 				      .offset = r->offset >= 0 ? r->offset + 1 : 0,
 				      .limit = r->limit, .tail = CLI_LOG_TAIL };
 	struct tq_queue *q = NULL;
+	struct cli_follow f;
 	struct cli_lines p;
 	struct tq_task t;
 	int64_t total = 0;
@@ -642,20 +558,25 @@ static int show_log(const struct cli_ctx *c, const struct log_req *r)
 		return rc;
 	cli_lines_init(&p, stdout, stdout, r->raw);
 	p.json = r->json;
-	if (tq_log_read(q, r->id, &range, cli_lines_cb, &p, &total, &err) < 0)
+	cli_follow_init(&f, q, r->id);
+	f.lines = &p;
+	if (r->follow) /* a Ctrl-C during the first page ends the wait too */
+		cli_follow_catch(&f);
+	if (tq_log_read(q, r->id, &range, r->follow ? cli_follow_lines_cb : cli_lines_cb,
+			r->follow ? (void *)&f : (void *)&p, &total, &err) < 0)
 		rc = cli_fail(c, &err);
 	else if (p.rc < 0)
 		rc = cli_runtime(c, "out of memory");
 	else if (!r->follow && log_missing(q, &t, total))
 		rc = cli_runtime(c, "task %lld: its log file logs/%lld.log is missing (deleted?);"
 				 " its output is lost", (long long)r->id, (long long)r->id);
-	else
-		note_output_missing(c, q, &t);
+	else if (!r->follow) /* --follow says it once the task has ended */
+		cli_note_output_missing(c, q, &t);
 	if (rc == CLI_OK)
 		page_hint(r, &p, total);
 	if (rc == CLI_OK && r->follow)
-		rc = follow(c, q, r, &p, &t,
-			    range.offset > total ? range.offset : total + 1);
+		rc = follow(c, &f, q, r, &p, range.offset > total ? range.offset : total + 1);
+	cli_follow_release(&f);
 	cli_lines_release(&p);
 	tq_task_release(&t);
 	tq_queue_close(q);

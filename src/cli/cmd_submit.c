@@ -170,17 +170,26 @@ static const char submit_help[] =
 	"workers' doorbell (unless the task waits in a paused group), and starts\n"
 	"a supervisor in the background (taskq serve) if none runs.\n"
 	"\n"
-	"--wait: if the task ends within DUR, its output is printed as it ran,\n"
-	"stdout lines to stdout and stderr lines to stderr (exact bytes; escaped\n"
-	"as by taskq log on a terminal), and submit exits with the task's exit\n"
-	"status (0, its exit code, 128+N for a signal, 124 timed out, 127 not\n"
-	"started; see taskq help log). Otherwise it prints the id on stdout, the\n"
-	"last 20 lines so far and \"task N is still running\" on stderr, and exits\n"
-	"0: the task goes on in the background (taskq poll N, taskq log N -f).\n"
+	"--wait: first one line on stderr names the task (\"taskq: submit: task N:\n"
+	"waiting up to 10.0s for it to end (Ctrl-C leaves it running)\"). If the\n"
+	"task ends within DUR, its output is printed as it ran, stdout lines to\n"
+	"stdout and stderr lines to stderr (exact bytes; escaped as by taskq log\n"
+	"on a terminal), and submit exits with the task's exit status (0, its exit\n"
+	"code, 128+N for a signal, 124 timed out, 127 not started; see taskq help\n"
+	"log); an end its output does not explain gets one line on stderr (\"task\n"
+	"N could not start: exec ...\", timed out, was killed, ...). The output is\n"
+	"printed as it arrives on a terminal and with --wait=0; into a file or a\n"
+	"pipe with a limit, only at the end (stdout must hold the output or the\n"
+	"id). Otherwise it prints the id on stdout, the last 20 lines so far\n"
+	"(unless shown as they arrived) and \"task N is still running\" on stderr,\n"
+	"and exits 0: the task goes on in the background (taskq poll N, taskq log\n"
+	"N -f). Ctrl-C (SIGINT; also SIGTERM, SIGHUP) ends the wait, not the task:\n"
+	"\"task N still running; taskq log N --follow\" on stderr, exit 128+N (130).\n"
 	"With --json, one object instead: {\"id\":N,\"done\":true,\"state\":...,\n"
 	"\"outcome\":...,\"exit_code\":...,\"signal\":...,\"exit_status\":...,\n"
 	"\"reason\":...,\"lines\":[...],\"total\":N} (lines as in log --json: all\n"
-	"of them when done, else the last 20). Only the inline form takes a value:\n"
+	"of them when done, else the last 20; also after Ctrl-C, with done false).\n"
+	"Only the inline form takes a value:\n"
 	"--wait=30s; a bare --wait means 10s.\n";
 #pragma GCC diagnostic pop
 
@@ -674,35 +683,6 @@ static void after_store(const struct cli_ctx *c, struct cli_submit *s, const cha
 
 #define WAIT_DEFAULT_MS (10 * 1000) /* a bare --wait */
 #define WAIT_TAIL 20                /* lines shown of a task still running */
-#define WAIT_PAUSE_MAX_MS 100       /* longest pause between looks */
-
-/*
- * Wait until task id ends, or wait_ms pass (0: no limit). 1 when it ended,
- * 0 when time ran out (t holds the task either way), or an error. The
- * database tells no other process when it changes, so this looks at it
- * with a growing pause: a quick task ends within milliseconds of its
- * start, a long one costs ten reads a second.
- */
-static int wait_end(struct tq_queue *q, int64_t id, int64_t wait_ms, struct tq_task *t,
-		    struct tq_err *err)
-{
-	int64_t deadline = tq_mono_ms() + wait_ms, pause = 2, left;
-	int rc;
-
-	for (;;) {
-		if ((rc = tq_queue_get(q, id, 0, t, err)) < 0)
-			return rc;
-		if (tq_state_final(t->state))
-			return 1;
-		left = deadline - tq_mono_ms();
-		if (wait_ms > 0 && left <= 0)
-			return 0;
-		tq_task_release(t);
-		tq_sleep_ms(wait_ms > 0 && left < pause ? left : pause);
-		pause = pause * 2 < WAIT_PAUSE_MAX_MS ? pause * 2 : WAIT_PAUSE_MAX_MS;
-	}
-}
-
 struct json_lines {
 	cJSON *arr;
 	int oom;
@@ -749,63 +729,134 @@ static int waited_json(const struct cli_ctx *c, struct tq_queue *q, const struct
 		rc = cli_runtime(c, "out of memory");
 	cJSON_Delete(o);
 	cJSON_Delete(j.arr);
-	if (rc == CLI_OK && done)
-		rc = cli_task_status(t);
 	return rc;
 }
 
-/* After the wait: the output and the task's exit status if it ended; else
- * the id, the last lines and where to look next. */
-static int show_waited(const struct cli_ctx *c, struct tq_queue *q, const struct tq_task *t,
-		       int done, int json)
+/* On stderr at once, so that a long wait, or one cut short, never leaves
+ * the user without the id. */
+static void say_waiting(const struct cli_ctx *c, const struct cli_submit *s, int64_t id)
 {
-	struct tq_log_range r = { .stream = TQ_STREAM_ALL, .offset = done ? 1 : 0,
-				  .limit = -1, .tail = WAIT_TAIL };
+	char d[32];
+
+	if (s->wait_ms > 0) {
+		tq_format_duration(s->wait_ms, d, sizeof(d));
+		cli_note(c, "task %lld: waiting up to %s for it to end (Ctrl-C leaves it "
+			 "running)", (long long)id, d);
+	} else {
+		cli_note(c, "task %lld: waiting for it to end (Ctrl-C leaves it running)",
+			 (long long)id);
+	}
+}
+
+int cli_submit_wait(const struct cli_ctx *c, struct cli_submit *s, struct tq_queue *q,
+		    int64_t id, struct cli_follow *f, struct cli_lines *p)
+{
+	struct tq_err err = TQ_ERR_INIT;
+
+	cli_follow_init(f, q, id);
+	f->wait_ms = s->wait_ms;
+	f->lines = p;
+	if (!s->wait_result) /* ask --wait says its id its own way */
+		say_waiting(c, s, id);
+	if (cli_follow_run(f, &err) < 0)
+		return err.code == TQ_ENOTFOUND
+		       ? cli_runtime(c, "task %lld was removed", (long long)id)
+		       : cli_fail(c, &err);
+	return CLI_OK;
+}
+
+/* The lines of range r to stdout (stderr lines to stderr) as they ran;
+ * sets *open when the last one had no newline. */
+static int print_range(const struct cli_ctx *c, struct tq_queue *q, int64_t id,
+		       const struct tq_log_range *r, FILE *out, int *open)
+{
 	struct tq_err err = TQ_ERR_INIT;
 	struct cli_lines p;
 	int rc = CLI_OK;
 
-	if (json)
-		return waited_json(c, q, t, done, &r);
-	if (!done) {
-		printf("%lld\n", (long long)t->id);
-		fflush(stdout);
-	}
-	/* as it ran: stdout lines to stdout, stderr lines to stderr */
-	cli_lines_init(&p, done ? stdout : stderr, stderr, 0);
-	if (tq_log_read(q, t->id, &r, cli_lines_cb, &p, NULL, &err) < 0)
+	cli_lines_init(&p, out, stderr, 0);
+	if (tq_log_read(q, id, r, cli_lines_cb, &p, NULL, &err) < 0)
 		rc = cli_fail(c, &err);
 	else if (p.rc < 0)
 		rc = cli_runtime(c, "out of memory");
+	*open = p.open;
 	cli_lines_release(&p);
+	return rc;
+}
+
+int cli_submit_show_end(const struct cli_ctx *c, struct cli_submit *s, struct tq_queue *q,
+			struct cli_follow *f)
+{
+	const struct tq_task *t = &f->task;
+	int done = f->how == CLI_FOLLOW_ENDED, streamed = f->lines != NULL;
+	struct tq_log_range r = { .stream = TQ_STREAM_ALL, .offset = done ? 1 : 0,
+				  .limit = -1, .tail = WAIT_TAIL };
+	int rc = CLI_OK, open = streamed && f->lines->open;
+	long long id = (long long)t->id;
+
+	if (s->json && !s->wait_result) /* ask's --json is its result's */
+		rc = waited_json(c, q, t, done, &r);
+	else if (done && !streamed)
+		rc = print_range(c, q, t->id, &r, stdout, &open);
 	if (rc != CLI_OK)
 		return rc;
-	if (done)
+	if (done) {
+		cli_note_output_missing(c, q, t);
+		cli_follow_say_end(c, t);
 		return cli_task_status(t);
+	}
+	if (f->how == CLI_FOLLOW_SIGNAL) {
+		fflush(stdout);
+		if (tq_state_final(t->state)) /* it ended while its output was printed */
+			fprintf(stderr, "%stask %lld %s; taskq log %lld\n", open ? "\n" : "", id,
+				tq_state_name(t->state), id);
+		else
+			fprintf(stderr, "%stask %lld still %s; taskq log %lld --follow\n",
+				open ? "\n" : "", id, tq_state_name(t->state), id);
+		return 128 + f->signal;
+	}
+	/* the wait ran out: the id, the last lines (unless shown as they came),
+	 * where to look next */
+	if (!s->json) {
+		printf("%lld\n", id);
+		fflush(stdout);
+		if (!streamed && (rc = print_range(c, q, t->id, &r, stderr, &open)) != CLI_OK)
+			return rc;
+	}
 	fprintf(stderr, "%stask %lld is still %s; taskq poll %lld / taskq log %lld --follow\n",
-		p.open ? "\n" : "", (long long)t->id, tq_state_name(t->state),
-		(long long)t->id, (long long)t->id);
+		open ? "\n" : "", id, tq_state_name(t->state), id, id);
 	return CLI_OK;
 }
 
+/*
+ * --wait: the output as it arrives (stdout lines to stdout, stderr lines to
+ * stderr) where stdout can take it before the end is known: with no limit
+ * (--wait=0), or on a terminal. A finite wait into a file or a pipe keeps
+ * the documented contract instead: the whole output if the task ended in
+ * time, else the id alone on stdout.
+ */
 static int wait_and_show(const struct cli_ctx *c, struct cli_submit *s, struct tq_queue *q,
 			 int64_t id)
 {
-	struct tq_err err = TQ_ERR_INIT;
-	struct tq_task t = { 0 };
-	int rc, done;
+	int stream = !s->json && !s->wait_result &&
+		     (s->wait_ms == 0 || isatty(STDOUT_FILENO));
+	struct cli_follow f;
+	struct cli_lines p;
+	int rc;
 
 	if (s->wait_result) { /* taskq ask --wait: the id at once, on stderr */
 		fprintf(stderr, "%lld\n", (long long)id);
 		fflush(stderr);
 	}
-	if ((done = wait_end(q, id, s->wait_ms, &t, &err)) < 0)
-		rc = cli_fail(c, &err);
-	else if (s->wait_result)
-		rc = cli_ask_waited(c, q, &t, done, s->json);
-	else
-		rc = show_waited(c, q, &t, done, s->json);
-	tq_task_release(&t);
+	cli_lines_init(&p, stdout, stderr, 0);
+	rc = cli_submit_wait(c, s, q, id, &f, stream ? &p : NULL);
+	/* ask --wait: its answer (cli_ask_waited); a signal ends both alike */
+	if (rc == CLI_OK && s->wait_result && f.how != CLI_FOLLOW_SIGNAL)
+		rc = cli_ask_waited(c, q, &f.task, f.how == CLI_FOLLOW_ENDED, s->json);
+	else if (rc == CLI_OK)
+		rc = cli_submit_show_end(c, s, q, &f);
+	cli_follow_release(&f);
+	cli_lines_release(&p);
 	return rc;
 }
 

@@ -96,6 +96,34 @@ int cli_submit_take_command(const struct cli_ctx *c, struct cli_submit *s,
 int cli_submit_take_wait(const struct cli_ctx *c, struct cli_submit *s,
 			 struct cli_args *a, int *rc);
 
+/*
+ * --wait's two halves, which cli_submit_store runs after the insert (a
+ * caller that stores by other means may run them itself):
+ *
+ * (ask --wait, s->wait_result, runs the first and prints its answer with
+ * cli_ask_waited in place of the second, but for a signal.)
+ *
+ * cli_submit_wait says on stderr at once which task it waits for (unless
+ * s->wait_result: ask says it its own way), then
+ * follows task id (cli.h, cli_follow) until it ends, s->wait_ms passes, or
+ * SIGINT/SIGTERM/SIGHUP comes, printing its output to p as it arrives (p
+ * NULL: none). CLI_OK with f filled (release it), or an exit code after
+ * printing the error.
+ *
+ * cli_submit_show_end prints the end and returns the exit code: ended: the
+ * output if it was not streamed (stdout lines to stdout, stderr lines to
+ * stderr), a line for an end the output does not explain (could not
+ * start, timed out, ...), the task's exit status; the wait ran out: the id
+ * on stdout, the last 20 lines on stderr unless streamed, "task N is still
+ * running; taskq poll N / taskq log N --follow", 0; a signal: "task N still
+ * running; taskq log N --follow", 128+N. --json (not with wait_result):
+ * its one object instead of the lines and the id.
+ */
+int cli_submit_wait(const struct cli_ctx *c, struct cli_submit *s, struct tq_queue *q,
+		    int64_t id, struct cli_follow *f, struct cli_lines *p);
+int cli_submit_show_end(const struct cli_ctx *c, struct cli_submit *s, struct tq_queue *q,
+			struct cli_follow *f);
+
 /* Resolve --cwd, build the environment (scrub, --unset, --env), read
  * --stdin-file; fills the spec's pointers (cwd, env, labels, after). */
 int cli_submit_prepare(const struct cli_ctx *c, struct cli_submit *s);

@@ -2,8 +2,12 @@
 # taskq submit --wait[=DUR]: a task that ends in time prints its output as
 # it ran (stdout to stdout, stderr to stderr, exact bytes) and submit exits
 # with the task's exit status; one that does not prints its id, its last
-# lines and that it goes on, and exits 0. With a supervisor started by
-# autostart, and with --no-start and none running.
+# lines and that it goes on, and exits 0. Into a file, stdout is only that;
+# stderr starts with the line naming the task waited for. With a supervisor
+# started by autostart, and with --no-start and none running.
+
+# stderr without submit's first line ("taskq: submit: task N: waiting ...")
+err_rest() { err | sed '1{/^taskq: submit: task [0-9]*: waiting /d}'; }
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_serve.sh"
 
@@ -18,7 +22,8 @@ check "no supervisor and --no-start: it times out; the id, 'still queued', exit 
 assert_exit 0 env TASKQ_AUTOSTART=1 "$TASKQ_BIN" submit --no-start --wait=300ms -- echo later
 queued=$(out)
 [[ $queued =~ ^[0-9]+$ ]] || fail "stdout is not an id: [$queued]"
-assert_eq "task $queued is still queued; taskq poll $queued / taskq log $queued --follow" "$(err)"
+assert_eq "taskq: submit: task $queued: waiting up to 300ms for it to end (Ctrl-C leaves it running)
+task $queued is still queued; taskq poll $queued / taskq log $queued --follow" "$(err)"
 assert_eq queued "$(state_of "$queued")"
 tq cancel "$queued" >/dev/null
 
@@ -26,7 +31,7 @@ check "autostart: a quick task's output, split by stream, and its exit code"
 export TASKQ_AUTOSTART=1
 assert_exit 3 tq submit --wait -- sh -c 'echo out; echo err >&2; echo out2; exit 3'
 assert_eq "$(printf 'out\nout2')" "$(out)"
-assert_eq "err" "$(err)"
+assert_eq "err" "$(err_rest)"
 sup=$(tq status --json | pyjson 'd["supervisor_pid"]')
 [[ $sup =~ ^[0-9]+$ ]] || fail "no supervisor was started: $(tq status)"
 tq_track "$sup"
@@ -57,7 +62,7 @@ slow=$(out)
 [ "$elapsed" -ge 500 ] || fail "returned after $elapsed ms, before --wait=500ms"
 [ "$elapsed" -lt 5000 ] || fail "returned after $elapsed ms"
 assert_eq "$(seq 11 30)
-task $slow is still running; taskq poll $slow / taskq log $slow --follow" "$(err)"
+task $slow is still running; taskq poll $slow / taskq log $slow --follow" "$(err_rest)"
 assert_eq running "$(state_of "$slow")"
 assert_exit 0 tq kill "$slow"
 
