@@ -12,11 +12,14 @@
  *     is not empty and is not one of the last TQ_STALL_RECENT lines that
  *     ended on the same stream. A line said again (Codex's reconnect line,
  *     a spinner's frames, a heartbeat) is output but not progress;
- *   - each TQ_STALL_LONG_LINE bytes of a line that has not ended yet (a
- *     slow writer of one long line is working; a repeated message is short).
- * Bytes of an unended line count only when the line ends: a writer may
- * split one line over several writes, and the pieces of a repeated line
- * must not look new.
+ *   - bytes of a line that has not ended yet (dots printed one a minute,
+ *     binary output without a newline, a line longer than any buffer): the
+ *     clock runs from the last such bytes, provisionally. A writer may
+ *     split one line over several writes, and the pieces of a repeated
+ *     line must not look new: when the line ends and is a repeat, what its
+ *     pieces gave is taken back (the deadline is that of the last progress
+ *     again). So output that keeps coming is never a stall, whatever its
+ *     shape, and a repeated line is never progress, however it is written.
  *
  * Pure bookkeeping: no clock of its own (the caller passes monotonic ms),
  * no I/O, no allocation. The caller stops the task when tq_stall_due says
@@ -29,7 +32,6 @@
 #include <stdint.h>
 
 #define TQ_STALL_RECENT 16          /* lines remembered per stream */
-#define TQ_STALL_LONG_LINE 4096     /* bytes of an unended line that count */
 #define TQ_STALL_SHOWN 160          /* bytes of the last line kept for the reason */
 #define TQ_STALL_NEVER INT64_MAX
 
@@ -39,11 +41,20 @@ struct tq_stall_stream {
 	uint64_t hash;                    /* FNV-1a of the unended line so far */
 	size_t len;                       /* its length */
 	char cur[TQ_STALL_SHOWN];         /* its first bytes */
+	int64_t grew_at;                  /* monotonic ms its last bytes came; 0:
+					   * it has none (it ended, or is empty) */
 };
 
 struct tq_stall {
 	int64_t timeout_ms;               /* 0: off */
-	int64_t deadline;                 /* monotonic ms, or TQ_STALL_NEVER */
+	int64_t deadline;                 /* monotonic ms, or TQ_STALL_NEVER: the
+					   * later of progress and the provisional
+					   * clock of an unended line */
+	int64_t progress_deadline;        /* the last progress's alone */
+	int64_t bytes;                    /* output seen (0: none at all) */
+	int tail_unended;                 /* the last output seen is an unended
+					   * line (of stream tail_stream) */
+	int tail_stream;
 	int64_t lines;                    /* lines that ended (progress or not) */
 	int64_t repeats;                  /* repeated lines since the last progress */
 	struct tq_stall_stream s[2];      /* 0: stdout, 1: stderr */
@@ -63,7 +74,8 @@ int tq_stall_due(const struct tq_stall *st, int64_t now);
 
 /*
  * The reason for people, into buf (n >= 1; truncated): "no output for 5m",
- * "no new output for 5m (42 repeated lines); the last: Reconnecting...".
+ * "no new output for 5m (42 repeated lines); the last: Reconnecting...",
+ * "no new output for 5m; the last line, unended: Downloading....".
  * Control bytes of the line are shown as '?'. Returns buf.
  */
 char *tq_stall_describe(const struct tq_stall *st, char *buf, size_t n);

@@ -1,8 +1,8 @@
 /*
  * test_stall.c - the progress clock of --stall-timeout: what resets it (a
- * new line on either stream, a long unended line) and what does not (a
- * repeated line, a spinner's frames, an empty line, a line still being
- * written), and the reason it gives.
+ * new line on either stream, bytes of a line not ended yet) and what does
+ * not (a repeated line, however it is split over writes, a spinner's
+ * frames, an empty line), and the reason it gives.
  */
 #include "harness.h"
 
@@ -93,15 +93,17 @@ static void test_line_split_over_writes(void **state)
 	tq_stall_init(&st, T, 0);
 	feed(&st, 1, "Reconnecting... 1/5\n", 10);
 	assert_int_equal(st.deadline, 10 + T);
-	/* the same line again in three pieces: no piece looks new */
+	/* the same line again in three pieces: the pieces hold the clock only
+	 * until the line ends as a repeat, then what they gave is taken back */
 	feed(&st, 1, "Reconn", 400);
 	feed(&st, 1, "ecting... 1/", 450);
-	assert_int_equal(st.deadline, 10 + T);
+	assert_int_equal(st.deadline, 450 + T);
 	feed(&st, 1, "5\n", 500);
 	assert_int_equal(st.deadline, 10 + T);
+	assert_true(tq_stall_due(&st, 10 + T));
 	/* a different line in pieces counts when it ends */
 	feed(&st, 1, "Reconnecting... ", 600);
-	assert_int_equal(st.deadline, 10 + T);
+	assert_int_equal(st.deadline, 600 + T);
 	feed(&st, 1, "2/5\n", 700);
 	assert_int_equal(st.deadline, 700 + T);
 }
@@ -145,18 +147,62 @@ static void test_lines_cycle_beyond_memory(void **state)
 	}
 }
 
-static void test_long_unended_line(void **state)
+/* Output that keeps coming without ending a line is not a stall: a dot a
+ * little less often than the stall timeout (the clock ran out after 4096
+ * bytes of an unended line only: a dot a minute was "stalled: no output
+ * for 5m" after five minutes), binary output without a newline, one long
+ * line. Then silence is due, and the reason quotes the unended line. */
+static void test_unended_output_is_not_a_stall(void **state)
 {
-	char chunk[TQ_STALL_LONG_LINE / 2];
 	struct tq_stall st;
+	char why[512], bin[3] = { '\x01', '\xff', '\x7f' };
+	int64_t now = 0;
 
 	(void)state;
-	memset(chunk, '.', sizeof(chunk));
 	tq_stall_init(&st, T, 0);
-	tq_stall_feed(&st, 0, chunk, sizeof(chunk), 300);
-	assert_int_equal(st.deadline, T);
-	tq_stall_feed(&st, 0, chunk, sizeof(chunk), 600);
-	assert_int_equal(st.deadline, 600 + T);
+	for (int i = 0; i < 100; i++) {
+		now += T - 1;
+		assert_false(tq_stall_due(&st, now));
+		feed(&st, 0, ".", now);
+	}
+	assert_int_equal(st.deadline, now + T);
+	assert_false(tq_stall_due(&st, now + T - 1));
+	assert_true(tq_stall_due(&st, now + T));
+	tq_stall_describe(&st, why, sizeof(why));
+	assert_int_equal(strncmp(why, "no new output for 1.0s; the last line, unended: .", 49),
+			 0);
+	assert_int_equal(strspn(why + 48, "."), 100);
+	assert_int_equal(strlen(why), 48 + 100);
+	/* binary output on stderr without a line end, a piece each T - 1 */
+	tq_stall_init(&st, T, 0);
+	now = 0;
+	for (int i = 0; i < 50; i++) {
+		now += T - 1;
+		assert_false(tq_stall_due(&st, now));
+		tq_stall_feed(&st, 1, bin, sizeof(bin), now);
+	}
+	assert_true(tq_stall_due(&st, now + T));
+	/* a line that ends after all that is progress */
+	feed(&st, 1, "\n", now + 5);
+	assert_int_equal(st.deadline, now + 5 + T);
+}
+
+/* Text before any line ended, then nothing: the reason says what came. */
+static void test_describe_unended_first_output(void **state)
+{
+	struct tq_stall st;
+	char why[256];
+
+	(void)state;
+	tq_stall_init(&st, T, 0);
+	feed(&st, 0, "Thinking", 10);
+	assert_true(tq_stall_due(&st, 10 + T));
+	assert_string_equal(tq_stall_describe(&st, why, sizeof(why)),
+			    "no new output for 1.0s; the last line, unended: Thinking");
+	/* blank lines alone are no output */
+	tq_stall_init(&st, T, 0);
+	feed(&st, 0, "\n\r\n", 10);
+	assert_string_equal(tq_stall_describe(&st, why, sizeof(why)), "no output for 1.0s");
 }
 
 static void test_describe_shows_control_bytes_safely(void **state)
@@ -181,7 +227,8 @@ int main(void)
 		cmocka_unit_test(test_line_split_over_writes),
 		cmocka_unit_test(test_spinner_and_empty_lines),
 		cmocka_unit_test(test_lines_cycle_beyond_memory),
-		cmocka_unit_test(test_long_unended_line),
+		cmocka_unit_test(test_unended_output_is_not_a_stall),
+		cmocka_unit_test(test_describe_unended_first_output),
 		cmocka_unit_test(test_describe_shows_control_bytes_safely),
 	};
 
