@@ -66,6 +66,10 @@ CREATE TABLE tasks (
     stdin_mode    TEXT    NOT NULL DEFAULT 'null' CHECK (stdin_mode IN ('null','file','pipe')),
     pty           INTEGER NOT NULL DEFAULT 0,
     on_exit       TEXT,                      -- --on-exit CMD (run with /bin/sh -c)
+    on_exit_due   INTEGER NOT NULL DEFAULT 0, -- 1: a final end was written and its
+                                             -- on_exit hook has not started (no worker
+                                             -- wrote that end); a worker takes it (0)
+                                             -- before it runs it: exactly one run
     kill_signal   INTEGER,                   -- taskq kill: the signal asked for
     kill_requested_at INTEGER,               -- ms; the worker escalates to KILL after the grace
 
@@ -110,6 +114,7 @@ CREATE INDEX tasks_name      ON tasks(name, id);
 CREATE INDEX tasks_session   ON tasks(session, id)            WHERE session IS NOT NULL;
 CREATE INDEX tasks_finished  ON tasks(finished_at)            WHERE finished_at IS NOT NULL;
 CREATE INDEX tasks_env       ON tasks(env_id);                -- envs_collect
+CREATE INDEX tasks_on_exit ON tasks(id)                 WHERE on_exit_due != 0;
 CREATE UNIQUE INDEX tasks_unique ON tasks(unique_key)
     WHERE unique_key IS NOT NULL AND state IN ('queued','scheduled','blocked','running');
 
@@ -312,4 +317,4 @@ SELECT id, state, name, grp, batch, priority, attempt,
 FROM tasks;
 
 PRAGMA application_id = 1953721201;  -- 'tskq'
-PRAGMA user_version = 4;
+PRAGMA user_version = 5;

@@ -409,7 +409,8 @@ static int end_task(struct tq_queue *q, const struct tq_finish *f, enum tq_state
 		"UPDATE tasks SET state = ?2, finished_at = ?3, exit_code = ?4, signal = ?5,"
 		" outcome = ?6, category = ?7, reason = ?8, worker_id = NULL,"
 		" lease_until = NULL, run_after = coalesce(?9, run_after),"
-		" kill_signal = NULL, kill_requested_at = NULL"
+		" kill_signal = NULL, kill_requested_at = NULL,"
+		" on_exit_due = CASE WHEN ?10 != 0 AND on_exit IS NOT NULL THEN 1 ELSE 0 END"
 		" WHERE id = ?1", err);
 
 	if (st == NULL)
@@ -423,7 +424,72 @@ static int end_task(struct tq_queue *q, const struct tq_finish *f, enum tq_state
 	tq_bind_text(st, 7, f->category != TQ_CAT_NONE ? tq_category_name(f->category) : NULL);
 	tq_bind_text(st, 8, f->reason);
 	tq_bind_opt_i64(st, 9, f->next != TQ_NEXT_FINAL ? f->retry_at : 0, 0);
+	/* a final end owes its hook, unless its writer runs it at once */
+	sqlite3_bind_int(st, 10, tq_state_final(state) && !f->on_exit_started);
 	return tq_db_exec_st(q, st, err, "record task");
+}
+
+int tq_queue_on_exit_due(struct tq_queue *q, int *any, struct tq_err *err)
+{
+	sqlite3_stmt *st = tq_db_stmt(q, ST_ON_EXIT_DUE,
+		"SELECT EXISTS (SELECT 1 FROM tasks INDEXED BY tasks_on_exit"
+		" WHERE on_exit_due != 0)", err);
+	int rc;
+
+	*any = 0;
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*any = sqlite3_column_int(st, 0);
+	tq_db_done(st);
+	return rc == SQLITE_ROW ? 0 : tq_db_error(q, rc, err, "read owed on-exit hooks");
+}
+
+int tq_queue_on_exit_take(struct tq_queue *q, int64_t task_id, struct tq_task *t,
+			  struct tq_err *err)
+{
+	sqlite3_stmt *st;
+	int64_t id = 0;
+	int rc;
+
+	memset(t, 0, sizeof(*t));
+	if ((rc = tq_db_begin(q, err)) < 0)
+		return rc;
+	/* one statement finds and takes it: two takers never both get it */
+	st = tq_db_stmt(q, ST_ON_EXIT_TAKE,
+		"UPDATE tasks SET on_exit_due = 0 WHERE id = (SELECT id FROM tasks"
+		" INDEXED BY tasks_on_exit WHERE on_exit_due != 0 AND (?1 = 0 OR id = ?1)"
+		" AND state IN ('succeeded','failed','timed_out','killed','canceled')"
+		" ORDER BY id LIMIT 1) RETURNING id", err);
+	if (st == NULL) {
+		rc = err ? err->code : TQ_EIO;
+		goto fail;
+	}
+	sqlite3_bind_int64(st, 1, task_id);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		id = sqlite3_column_int64(st, 0);
+		rc = sqlite3_step(st);
+	}
+	tq_db_done(st);
+	if (rc != SQLITE_DONE) {
+		rc = tq_db_error(q, rc, err, "take an on-exit hook");
+		goto fail;
+	}
+	if (id == 0) {
+		tq_db_rollback(q);
+		return tq_err_set(err, TQ_ENOTFOUND, "no on-exit hook is owed");
+	}
+	if ((rc = tq_task_load(q, id, TQ_GET_ENV, t, err)) < 0 ||
+	    (rc = tq_db_commit(q, err)) < 0) {
+		tq_task_release(t);
+		goto fail;
+	}
+	return 0;
+fail:
+	tq_db_rollback(q);
+	return rc;
 }
 
 static int pause_group(struct tq_queue *q, const struct tq_finish *f,

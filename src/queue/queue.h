@@ -606,6 +606,11 @@ struct tq_finish {
 	int64_t ended_at;           /* when its process ended (ms since the
 				     * epoch): an end written late, from an
 				     * end record, keeps its true time; 0: now */
+	int on_exit_started;        /* 1: the writer runs the task's --on-exit
+				     * hook itself, at once (a worker writing
+				     * its own end); 0: a final end leaves the
+				     * hook owed, for a worker to take
+				     * (tq_queue_on_exit_take) */
 };
 
 /*
@@ -619,6 +624,23 @@ struct tq_finish {
  */
 int tq_queue_finish(struct tq_queue *q, const struct tq_finish *f,
 		    enum tq_state *state, struct tq_err *err);
+
+/*
+ * --on-exit hooks owed by final ends that no worker wrote itself (an end
+ * from an end record, a lost attempt: tq_finish.on_exit_started 0). Each is
+ * run exactly once: tq_queue_on_exit_take marks it taken in the statement
+ * that finds it, before the caller starts it, so two workers never both
+ * run it and a hook that had started is never run again, also after a
+ * crash (one that dies between the take and the start loses it).
+ *
+ * tq_queue_on_exit_due: *any 1 when some hook is owed (a read, cheap).
+ * tq_queue_on_exit_take: take one owed hook -- of task_id, or of any task
+ * when task_id is 0 -- and load its task into t (TQ_GET_ENV; release it);
+ * TQ_ENOTFOUND when none is owed (taken by someone else, or never owed).
+ */
+int tq_queue_on_exit_due(struct tq_queue *q, int *any, struct tq_err *err);
+int tq_queue_on_exit_take(struct tq_queue *q, int64_t task_id, struct tq_task *t,
+			  struct tq_err *err);
 
 /* A running task whose lease has expired, for recovery. */
 struct tq_expired {

@@ -1,8 +1,10 @@
 /*
- * onexit.h - `submit --on-exit CMD`: run by the worker after the task is
- * recorded, with TASKQ_ID, TASKQ_STATE, TASKQ_EXIT_CODE and TASKQ_LOG in
- * its environment, bounded by a timeout; its failure is logged (the
- * worker's log), never changes the task.
+ * onexit.h - `submit --on-exit CMD`: run by a worker once after the task's
+ * final end is recorded -- the worker that wrote it, or, for an end written
+ * by recovery, the worker that takes the hook it left owed (queue.h,
+ * tq_queue_on_exit_take) -- with TASKQ_ID, TASKQ_STATE, TASKQ_EXIT_CODE and
+ * TASKQ_LOG in its environment, bounded by a timeout; its failure is logged
+ * (the worker's log), never changes the task.
  */
 #ifndef TQ_ONEXIT_H
 #define TQ_ONEXIT_H

@@ -815,7 +815,6 @@ static void written_elsewhere(struct run *r)
 	struct tq_attempt *a = NULL;
 	struct tq_err err = TQ_ERR_INIT;
 	enum tq_outcome got = TQ_OUT_NONE;
-	struct tq_task t;
 	size_t n = 0;
 
 	r->phase = PHASE_DONE;
@@ -836,11 +835,9 @@ static void written_elsewhere(struct run *r)
 	tq_worker_log(r->w, "task %lld attempt %d: %s, written by recovery from its end "
 		      "record", (long long)r->t->id, r->t->attempt,
 		      tq_outcome_name(r->fin.outcome));
-	if (tq_queue_get(r->w->q, r->t->id, 0, &t, NULL) == 0) {
-		if (t.attempt == r->t->attempt && tq_state_final(t.state))
-			tq_on_exit_run(r->w, r->t, t.state, r->fin.exit_code);
-		tq_task_release(&t);
-	}
+	/* recovery's end left the hook owed: run it here unless another
+	 * worker took it first (once, whoever runs it) */
+	tq_worker_owed_hook(r->w, r->t->id);
 }
 
 /* Keep the end in a record, durably, before going on without the store. */
@@ -870,6 +867,9 @@ static void try_end(struct run *r)
 	int rc;
 
 	r->tries++;
+	/* our own end: written() runs the hook at once (the record, which
+	 * recovery may write from, never says so: its end leaves it owed) */
+	r->fin.on_exit_started = r->t->on_exit != NULL;
 	rc = tq_queue_finish(r->w->q, &r->fin, &state, &err);
 	if (rc == 0) {
 		written(r, state);

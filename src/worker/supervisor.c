@@ -56,6 +56,7 @@
 #include "../common/sys.h"
 #include "../queue/queue.h"
 #include "agent.h"
+#include "doorbell.h"
 #include "endrec.h"
 #include "policy.h"
 #include "proc.h"
@@ -422,10 +423,14 @@ static int end_from_record(struct sup *s, int64_t task, int attempt)
 		tq_endrec_release(&rec);
 		return -1;
 	}
-	if (rc == 0)
+	if (rc == 0) {
 		slog("task %lld attempt %d: %s (exit code %d), written from its end record",
 		     (long long)task, attempt, tq_outcome_name(rec.f.outcome),
 		     rec.f.exit_code);
+		/* a worker runs the task's on-exit hook, which this end left
+		 * owed (tq_finish.on_exit_started), or its retry: wake one */
+		tq_doorbell_ring(home);
+	}
 	tq_endrec_release(&rec);
 	if (tq_endrec_remove(home, task, attempt, &err) < 0)
 		slog("task %lld: %s", (long long)task, err.msg);
@@ -535,11 +540,14 @@ static void recover(struct sup *s, int64_t worker_id, const char *why)
 			     killed, killed == 1 ? "" : "es");
 		snprintf(reason, sizeof(reason), "%s", why);
 		lost_policy(s, &ex[i], &f);
-		if (tq_queue_finish(s->q, &f, NULL, &err) < 0)
+		if (tq_queue_finish(s->q, &f, NULL, &err) < 0) {
 			slog("task %lld: %s", (long long)ex[i].task_id, err.msg);
-		else
+		} else {
 			slog("task %lld attempt %d: lost (%s)", (long long)ex[i].task_id,
 			     ex[i].attempt, why);
+			/* its on-exit hook (owed by a final end) or its retry */
+			tq_doorbell_ring(tq_queue_home(s->q));
+		}
 	}
 	free(ex);
 	if (n == 0 && worker_id == 0)
@@ -822,6 +830,9 @@ static int drain_done(struct sup *s)
 	if (tq_queue_counts(s->q, counts, NULL) < 0 || counts[TQ_RUNNING] > 0)
 		return 0;
 	if (tq_queue_runnable(s->q, tq_now_ms(), &runnable, NULL) < 0 || runnable)
+		return 0;
+	/* an on-exit hook owed by an end recovery wrote: a worker runs it */
+	if (tq_queue_on_exit_due(s->q, &runnable, NULL) < 0 || runnable)
 		return 0;
 	if (tq_queue_worker_results(s->q, s->ran_by, s->nran_by, &ran, &failed, &pending,
 				    NULL) < 0)

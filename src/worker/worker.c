@@ -29,11 +29,13 @@
 #include "../common/diag.h"
 #include "../common/sys.h"
 #include "doorbell.h"
+#include "onexit.h"
 #include "proc.h"
 
 #define IDLE_BEAT_MS 10000     /* heartbeat while idle */
 #define BUSY_RETRY_MS 200      /* the store was locked: try again soon */
 #define ERROR_RETRY_MS 2000    /* any other store error */
+#define HOOK_CHECK_MS 1000     /* a busy worker looks for owed hooks this often */
 
 static void diag_line(const char *who, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -157,13 +159,44 @@ void tq_worker_beat(struct worker *w, int64_t task_id, int force)
 	}
 }
 
-/* One round: claim and run a task, or sleep until something may be ready. */
+int tq_worker_owed_hook(struct worker *w, int64_t task_id)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_task t;
+	int any = 1, rc;
+
+	if (task_id == 0) {
+		w->hook_check_at = tq_mono_ms() + HOOK_CHECK_MS;
+		/* a read first: nothing is owed almost always */
+		if (tq_queue_on_exit_due(w->q, &any, &err) < 0 || !any)
+			return 0;
+	}
+	if ((rc = tq_queue_on_exit_take(w->q, task_id, &t, &err)) < 0) {
+		if (rc != TQ_ENOTFOUND)
+			tq_worker_log(w, "on-exit hooks: %s", err.msg);
+		return 0;
+	}
+	tq_worker_log(w, "task %lld: %s, its end written by recovery; running its on-exit "
+		      "hook", (long long)t.id, tq_state_name(t.state));
+	setproctitle("worker %d: on-exit hook of task %lld", w->o->slot, (long long)t.id);
+	tq_on_exit_run(w, &t, t.state, t.exit_code);
+	setproctitle("worker %d: idle", w->o->slot);
+	tq_task_release(&t);
+	return 1;
+}
+
+/* One round: claim and run a task, or sleep until something may be ready.
+ * An on-exit hook owed by an end no worker wrote goes first: when this
+ * worker is idle, or once a HOOK_CHECK_MS while it is busy. */
 static int step(struct worker *w)
 {
 	struct tq_err err = TQ_ERR_INIT;
 	struct tq_task t;
-	int more = 0;
-	int rc = tq_queue_claim(w->q, w->id, w->o->lease_ms, &t, &more, &err);
+	int more = 0, rc;
+
+	if (tq_mono_ms() >= w->hook_check_at && tq_worker_owed_hook(w, 0))
+		return 0;
+	rc = tq_queue_claim(w->q, w->id, w->o->lease_ms, &t, &more, &err);
 
 	if (rc == 0) {
 		/* More is waiting: wake the next idle worker, which claims and
@@ -186,6 +219,8 @@ static int step(struct worker *w)
 		return 0;
 	}
 	if (rc == TQ_ENOTFOUND) {
+		if (tq_worker_owed_hook(w, 0))
+			return 0;
 		tq_worker_beat(w, 0, 0);
 		idle_events(w, idle_timeout(w));
 		return 0;

@@ -27,6 +27,7 @@ struct worker {
 	char home_mark[PATH_MAX + 32]; /* "TASKQ_TASK_HOME=HOME", given to tasks */
 	int64_t beat_task;      /* what our row says we run (-1: unknown) */
 	int64_t beat_at;        /* mono ms of our last heartbeat written */
+	int64_t hook_check_at;  /* mono ms: look for owed on-exit hooks then */
 	/* while a task runs: its secrets, masked in every line we log */
 	const struct tq_secrets *secrets;
 };
@@ -39,6 +40,12 @@ void tq_worker_beat(struct worker *w, int64_t task_id, int force);
 /* The store's row was written with task_id by a transaction of ours (the
  * claim, the finish): note it as a beat without writing again. */
 void tq_worker_beat_written(struct worker *w, int64_t task_id);
+
+/* Run one --on-exit hook owed by a final end that no worker wrote itself
+ * (queue.h, tq_queue_on_exit_take), of task_id or of any task (0), if one
+ * is owed: taken in the store first, so it runs once. 1 when one ran.
+ * Precondition: the worker has no other child. */
+int tq_worker_owed_hook(struct worker *w, int64_t task_id);
 
 /* Log a line to the worker's stderr (the supervisor's log), with the
  * running task's secrets masked (secret.h). */

@@ -168,7 +168,7 @@ static void test_open_creates(void **state)
 	snprintf(path, sizeof(path), "%s/logs", home);
 	assert_int_equal(stat(path, &sb), 0);
 	assert_true(S_ISDIR(sb.st_mode));
-	assert_int_equal(sql_int(home, "PRAGMA user_version"), 4);
+	assert_int_equal(sql_int(home, "PRAGMA user_version"), 5);
 	assert_int_equal(sql_int(home, "SELECT count(*) FROM pragma_journal_mode "
 				 "WHERE journal_mode = 'wal'"), 1);
 	assert_int_equal(sql_int(home, "PRAGMA application_id"), 1953721201);
@@ -294,7 +294,7 @@ static void test_migrate_2_to_3(void **state)
 	assert_int_equal(sql_int(home, "SELECT count(*) FROM envs"), 2);
 	/* 2 -> 3, then 3 -> 4 over columns the database already has */
 	assert_int_equal(tq_queue_open(&q2, home, 0, &err), 0);
-	assert_int_equal(sql_int(home, "PRAGMA user_version"), 4);
+	assert_int_equal(sql_int(home, "PRAGMA user_version"), 5);
 	assert_int_equal(sql_int(home, "SELECT count(*) FROM envs"), 1);
 	assert_int_equal(sql_int(home, "SELECT count(*) FROM sqlite_schema"
 				 " WHERE type = 'trigger' AND name = 'envs_collect'"), 1);
@@ -365,14 +365,19 @@ static void make_v3(const char *home, int version)
 	sqlite3_close(db);
 }
 
-/* What migrations/004.sql must leave of make_v3's database. */
+/* What migrations/004.sql (and 005.sql after it) must leave of make_v3's
+ * database. */
 static void check_v4(struct tq_queue *q, const char *home)
 {
 	struct tq_err err = TQ_ERR_INIT;
 	struct tq_task t;
 	int attempt = 0;
 
-	assert_int_equal(sql_int(home, "PRAGMA user_version"), 4);
+	assert_int_equal(sql_int(home, "PRAGMA user_version"), 5);
+	/* 005: no hook owed by a task stored before, and the index to find one */
+	assert_int_equal(sql_int(home, "SELECT count(*) FROM tasks WHERE on_exit_due != 0"), 0);
+	assert_int_equal(sql_int(home, "SELECT count(*) FROM sqlite_schema"
+				 " WHERE type = 'index' AND name = 'tasks_on_exit'"), 1);
 	/* the counts: 3 waits for 2 (1 ended, 99 is gone), 4 for 3 */
 	assert_int_equal(sql_int(home, "SELECT deps_left FROM tasks WHERE id = 3"), 1);
 	assert_int_equal(sql_int(home, "SELECT deps_left FROM tasks WHERE id = 4"), 1);
@@ -428,6 +433,70 @@ static void test_migrate_3_to_4(void **state)
 		tq_queue_close(q);
 		q = NULL;
 	}
+}
+
+/*
+ * --on-exit hooks of ends no worker wrote: a final end written with
+ * on_exit_started 0 (recovery: from an end record, a lost attempt) leaves
+ * the hook owed, taken by exactly one of two connections; a worker's own
+ * end (on_exit_started 1), an end that is not final (a retry), a task
+ * without a hook owe nothing; a taken hook is never owed again.
+ */
+static void test_on_exit_owed_once(void **state)
+{
+	struct fx *f = *state;
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_queue *q2 = NULL;
+	struct tq_task_spec s = spec_of(argv_true);
+	struct tq_task t;
+	int64_t hooked, own, plain, retried;
+	int attempt = 0, any = -1;
+
+	s.on_exit = "echo done";
+	hooked = submit(f->q, &s);
+	own = submit(f->q, &s);
+	retried = submit(f->q, &s);
+	s.on_exit = NULL;
+	plain = submit(f->q, &s);
+	assert_int_equal(tq_queue_on_exit_due(f->q, &any, &err), 0);
+	assert_int_equal(any, 0);
+
+	/* recovery's end of hooked: owed */
+	assert_int_equal(claim_id(f->q, &attempt), hooked);
+	finish(f->q, hooked, attempt, TQ_OUT_FAILED, TQ_NEXT_FINAL, 0);
+	/* a worker's own end: it runs the hook itself */
+	assert_int_equal(claim_id(f->q, &attempt), own);
+	{
+		struct tq_finish fin = { .task_id = own, .attempt = attempt, .worker_id = 1,
+					 .outcome = TQ_OUT_SUCCEEDED, .exit_code = 0,
+					 .on_exit_started = 1 };
+		assert_int_equal(tq_queue_finish(f->q, &fin, NULL, &err), 0);
+	}
+	/* a retry is not the task's end */
+	assert_int_equal(claim_id(f->q, &attempt), retried);
+	finish(f->q, retried, attempt, TQ_OUT_FAILED, TQ_NEXT_RETRY, tq_now_ms() + 60000);
+	/* no hook, nothing owed */
+	assert_int_equal(claim_id(f->q, &attempt), plain);
+	finish(f->q, plain, attempt, TQ_OUT_SUCCEEDED, TQ_NEXT_FINAL, 0);
+
+	assert_int_equal(tq_queue_on_exit_due(f->q, &any, &err), 0);
+	assert_int_equal(any, 1);
+	assert_int_equal(tq_queue_open(&q2, tq_queue_home(f->q), 0, &err), 0);
+	/* another task's hook is not this one's */
+	assert_int_equal(tq_queue_on_exit_take(q2, own, &t, &err), TQ_ENOTFOUND);
+	assert_int_equal(tq_queue_on_exit_take(q2, 0, &t, &err), 0);
+	assert_int_equal(t.id, hooked);
+	assert_int_equal(t.state, TQ_FAILED);
+	assert_int_equal(t.exit_code, 1);
+	assert_string_equal(t.on_exit, "echo done");
+	assert_non_null(t.env);
+	tq_task_release(&t);
+	/* taken: the other connection finds nothing, by id or not */
+	assert_int_equal(tq_queue_on_exit_take(f->q, hooked, &t, &err), TQ_ENOTFOUND);
+	assert_int_equal(tq_queue_on_exit_take(f->q, 0, &t, &err), TQ_ENOTFOUND);
+	assert_int_equal(tq_queue_on_exit_due(f->q, &any, &err), 0);
+	assert_int_equal(any, 0);
+	tq_queue_close(q2);
 }
 
 /* Schema 4's task fields: stored and read back; out of range refused. */
@@ -1797,6 +1866,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_migrate_2_to_3, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_migrate_3_to_4, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_umask_stall_stored, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_on_exit_owed_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_session_directory, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_deps_left_submit_finish, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_deps_left_cancel, setup, teardown),

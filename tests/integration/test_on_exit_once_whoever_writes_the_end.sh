@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# A task's --on-exit hook runs exactly once for its final end, whoever
+# writes that end: its own worker, a later supervisor writing it from the
+# worker's end record after the worker died, or a recovery recording a lost
+# attempt. A hook that had started before its worker died is never run
+# again. (Before: an end written by anyone but the task's own worker ran no
+# hook at all, so a user relying on it to be told was not told.)
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib_serve.sh"
+
+hooks="$TQ_TMP/hooks"
+HOOK="echo \"\$TASKQ_ID \$TASKQ_STATE \$TASKQ_EXIT_CODE\" >>'$hooks'"
+hook_lines() { grep -c "^$1 " "$hooks" 2>/dev/null || true; }
+
+# hold_lock NAME / release_lock NAME: another connection holds the write
+# lock (BEGIN IMMEDIATE) from one to the other (at most 90 s).
+hold_lock() {
+	"$TQ_PYTHON" - "$TASKQ_HOME/taskq.db" "$TQ_TMP/$1" <<'PY' &
+import os, sqlite3, sys, time
+db, base = sys.argv[1], sys.argv[2]
+c = sqlite3.connect(db, isolation_level=None, timeout=30)
+c.execute("BEGIN IMMEDIATE")
+open(base + ".held", "w").close()
+end = time.monotonic() + 90
+while not os.path.exists(base + ".release") and time.monotonic() < end:
+    time.sleep(0.02)
+c.execute("ROLLBACK")
+os.unlink(base + ".held")
+PY
+	tq_track $!
+	wait_for "[ -e '$TQ_TMP/$1.held' ]" 30 || fail "could not take the write lock"
+}
+release_lock() {
+	touch "$TQ_TMP/$1.release"
+	wait_for "[ ! -e '$TQ_TMP/$1.held' ]" 30 || fail "lock not released"
+}
+
+check "the end written from the record by a later supervisor runs the hook, once"
+serve_start 1
+a=$(submit_id --on-exit "$HOOK" -- sh -c "while [ ! -e '$TQ_TMP/go' ]; do sleep 0.02; done; exit 4")
+wait_state "$a" running
+wpid=$(tq_sql "select pid from workers where stopped_at is null")
+hold_lock a
+touch "$TQ_TMP/go"
+wait_for "[ -e '$TASKQ_HOME/ends/$a.1' ]" 20 || fail "no end record: $(tail -3 "$TQ_TMP/serve.log")"
+kill -KILL "$SERVE_PID" "$wpid"
+wait_for "! _tq_alive $wpid && ! _tq_alive $SERVE_PID" 10
+release_lock a
+serve_start 1
+wait_state "$a" failed 30
+assert_eq 4 "$(tq_sql "select exit_code from tasks where id = $a")" "exit code of $a"
+wait_for "[ \"\$(hook_lines $a)\" -ge 1 ]" 30 ||
+	fail "the hook of task $a did not run: $(grep -i hook "$TQ_TMP/serve.log" | tail -3)"
+assert_eq "$a failed 4" "$(grep "^$a " "$hooks")" "the hook's environment"
+
+check "a lost attempt's final end runs the hook, once"
+b=$(submit_id --on-exit "$HOOK" -- sleep 300)
+wait_state "$b" running
+kill -KILL "$(tq_sql "select w.pid from workers w join tasks t on t.worker_id = w.id where t.id = $b")"
+wait_state "$b" failed 30
+assert_eq lost "$(outcome_of "$b")"
+wait_for "[ \"\$(hook_lines $b)\" -ge 1 ]" 30 || fail "the hook of lost task $b did not run"
+assert_eq "$b failed " "$(grep "^$b " "$hooks")" "the lost task's hook (no exit code)"
+
+check "a hook that had started when its worker died is not run again"
+c=$(submit_id --on-exit "echo \$TASKQ_ID started >>'$hooks'; exec sleep 300" -- true)
+wait_for "[ \"\$(hook_lines $c)\" -ge 1 ]" 30 || fail "the hook of task $c did not start"
+wait_for "[ \"\$(live_workers)\" -ge 1 ]" 30
+kill -KILL "$SERVE_PID" $(tq_sql "select pid from workers where stopped_at is null")
+serve_start 1
+
+check "a task submitted after all that ran: every hook ran exactly once"
+d=$(submit_id --on-exit "$HOOK" -- true)
+wait_state "$d" succeeded 30
+wait_for "[ \"\$(hook_lines $d)\" -ge 1 ]" 30 || fail "the hook of task $d did not run"
+# and none is owed any more: none can run again
+assert_eq 0 "$(tq_sql "select count(*) from tasks where on_exit_due != 0")" "hooks owed"
+for id in "$a" "$b" "$c" "$d"; do
+	assert_eq 1 "$(hook_lines "$id")" "runs of the hook of task $id ($(cat "$hooks"))"
+done
