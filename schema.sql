@@ -96,7 +96,10 @@ CREATE TABLE tasks (
     exit_code     INTEGER,
     signal        INTEGER,
     outcome       TEXT,                      -- succeeded|failed|signaled|timed_out|killed|
-                                             -- output_overflow|spawn_failed|lost|canceled
+                                             -- output_overflow|spawn_failed|lost|canceled|
+                                             -- stalled (--stall-timeout: state timed_out
+                                             -- once out of retries)|output_lost (its log
+                                             -- could not be written: state failed)
     category      TEXT,                      -- rate_limit|overload|network|auth|unknown
     reason        TEXT
 );
@@ -131,7 +134,7 @@ CREATE TABLE attempts (
     ended_at      INTEGER,
     exit_code     INTEGER,
     signal        INTEGER,
-    outcome       TEXT,
+    outcome       TEXT,                      -- as tasks.outcome
     category      TEXT,
     reason        TEXT,
     retry_at      INTEGER,                   -- when a retry was scheduled for

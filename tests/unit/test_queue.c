@@ -499,6 +499,52 @@ static void test_on_exit_owed_once(void **state)
 	tq_queue_close(q2);
 }
 
+/*
+ * A person reading the database with the sqlite3 shell learns what
+ * tasks.outcome may hold from its comment (DESIGN: "a user can read the
+ * database ... and understand it"; SQLite keeps the comment in
+ * sqlite_schema): every outcome the code stores is named there, and every
+ * category in category's (stalled and output_lost were missing).
+ */
+static void test_schema_names_every_outcome(void **state)
+{
+	struct fx *f = *state;
+	char path[600];
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+	const char *sql, *from, *to;
+
+	snprintf(path, sizeof(path), "%s/taskq.db", tq_queue_home(f->q));
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT sql FROM sqlite_schema WHERE name ="
+					    " 'tasks'", -1, &st, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_non_null(sql = (const char *)sqlite3_column_text(st, 0));
+	/* the comment of outcome runs from its column to category's */
+	assert_non_null(from = strstr(sql, "\n    outcome "));
+	assert_non_null(to = strstr(from, "\n    category "));
+	for (int o = TQ_OUT_NONE + 1; o < TQ_OUTCOME_COUNT; o++) {
+		const char *name = tq_outcome_name((enum tq_outcome)o), *p = from;
+		size_t n = strlen(name);
+		int found = 0;
+		/* a whole word: "lost" is not found in "output_lost" */
+		while (!found && (p = strstr(p, name)) != NULL && p < to) {
+			found = (p[-1] == ' ' || p[-1] == '|') &&
+				(p[n] == '|' || p[n] == '\n' || p[n] == ' ');
+			p += n;
+		}
+		if (!found)
+			fail_msg("schema.sql: tasks.outcome's comment does not name \"%s\"", name);
+	}
+	assert_non_null(to = strstr(to, "-- "));
+	for (int c = TQ_CAT_NONE + 1; c < TQ_CATEGORY_COUNT; c++)
+		if (strstr(to, tq_category_name((enum tq_category)c)) == NULL)
+			fail_msg("schema.sql: tasks.category's comment does not name \"%s\"",
+				 tq_category_name((enum tq_category)c));
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+}
+
 /* Schema 4's task fields: stored and read back; out of range refused. */
 static void test_umask_stall_stored(void **state)
 {
@@ -1867,6 +1913,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_migrate_3_to_4, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_umask_stall_stored, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_on_exit_owed_once, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_schema_names_every_outcome, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_session_directory, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_deps_left_submit_finish, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_deps_left_cancel, setup, teardown),
