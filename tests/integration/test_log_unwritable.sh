@@ -4,7 +4,8 @@
 # root) gets the true reason: outcome output_lost, its own exit code, a
 # reason naming the failed call, its errno and how much was kept; it runs to
 # its end (not killed), is not retried, keeps what was stored; log prints
-# that and says on stderr that output is missing; poll notes it, and
+# that and says on stderr that output is missing, and so does log --follow
+# once the task it follows has ended; poll notes it, and
 # --json has output_missing. A later task with a small log is unaffected.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_serve.sh"
@@ -47,6 +48,23 @@ assert_eq 0 "$(grep -cvx "$(printf 'x%.0s' $(seq 100))" "$TQ_OUT" || true)" "lin
 check "log says on stderr, in one line, that output is missing"
 assert_one_line_error
 assert_contains "$(err)" "taskq: log: task $id: output missing: attempt 1: its output could not all be stored"
+
+check "log --follow of the ended task says it too, in the same line"
+assert_exit 1 tq log "$id" --follow --limit 1
+assert_contains "$(err)" "taskq: log: task $id: output missing: attempt 1: its output could not all be stored"
+
+check "log --follow started while the task runs: the line comes once it has ended"
+fol=$(tq submit --shell "while [ ! -e '$TQ_TMP/go.f' ]; do sleep 0.02; done; $(big 0)")
+wait_state "$fol" running 30
+"$TASKQ_BIN" log "$fol" --follow >"$TQ_TMP/f.out" 2>"$TQ_TMP/f.err" &
+fpid=$!
+tq_track "$fpid"
+touch "$TQ_TMP/go.f"
+wait_for "! _tq_alive $fpid" 60 || fail "log --follow did not exit"
+wait "$fpid" && frc=0 || frc=$?
+assert_eq 1 "$frc" "log --follow exit status ($(cat "$TQ_TMP/f.err"))"
+assert_contains "$(cat "$TQ_TMP/f.err")" "taskq: log: task $fol: output missing: attempt 1: its output could not all be stored"
+assert_eq "$(tq log "$fol" --offset 0 2>/dev/null | wc -c)" "$(wc -c <"$TQ_TMP/f.out")" "bytes followed"
 
 check "wait exits 1 (exit code 0, but its output is missing: no success)"
 assert_exit 1 tq wait "$id"
