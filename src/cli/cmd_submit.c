@@ -28,6 +28,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <malloc.h>
 #include <signal.h>
@@ -157,9 +158,10 @@ static const char submit_help[] =
 	"Ctrl-C: taken between chunks), the tasks stored stay, their ids are\n"
 	"printed, and the error says which lines they are and gives a run id:\n"
 	"the same command with --resume RUN stores the rest, each line once (a\n"
-	"line stored already prints the id it got; lines are known by their\n"
-	"number, so fix a bad line in place; within a day). Exit 1 (2 for a bad\n"
-	"value), 128+N after signal N.\n"
+	"line stored already prints the id it got; fix a bad line in place;\n"
+	"within a day). A resume with another file, or with lines added or\n"
+	"removed above where it stopped, or a run id not known here, is refused\n"
+	"and stores nothing. Exit 1 (2 for a bad value), 128+N after signal N.\n"
 	"\n"
 	"When a supervisor runs, submit hands it the task through its socket\n"
 	"(STATE/submit.sock), which stores it as durably, and faster than a\n"
@@ -1136,11 +1138,16 @@ static int file_error(const struct cli_ctx *c, const char *file,
  * at most: db.c, busy_handler).
  *
  * A chunked import can stop half way (a store error, a signal). Every task
- * carries a submit token (queue.h) made of the run's id and its line
- * number, so the same command run again with --resume RUNID stores each
- * line once: a line stored already gives back the id it got (within a day,
- * while the tokens are kept), and the ids printed are those of the whole
- * file in its order, as if nothing had stopped.
+ * carries a submit token (queue.h) made of the run's id, its line number
+ * and a checksum of the line's bytes, so the same command run again with
+ * --resume RUNID stores each line once: a line stored already gives back
+ * the id it got (within a day, while the tokens are kept), and the ids
+ * printed are those of the whole file in its order, as if nothing had
+ * stopped. A resume first checks that the run is known (a run id mistyped,
+ * or forgotten after a day, would store the whole file again) and, line by
+ * line, that a line number the run stored holds the same line (another
+ * file, or one edited above the line that failed, would have its lines
+ * taken for stored ones and never stored): either is refused, exit 2.
  */
 #define IMPORT_CHUNK_MS 250
 #define IMPORT_GAP_MS 20
@@ -1148,7 +1155,7 @@ static int file_error(const struct cli_ctx *c, const char *file,
 #define IMPORT_CHUNK_MIN 16
 #define IMPORT_CHUNK_MAX 65536
 #define IMPORT_RUN_BYTES 8                      /* the run id: 16 hex digits */
-#define IMPORT_TOKEN_MAX 64                     /* "import:RUN:LINE" */
+#define IMPORT_TOKEN_MAX 64                     /* "import:RUN:LINE:SUM" */
 
 struct import_run {
 	const struct cli_ctx *c;
@@ -1221,18 +1228,63 @@ static void stored_so_far(const struct import_run *r, char *buf, size_t n)
 			 r->n - r->done, r->run);
 }
 
-/* The next chunk: at most k specs from r->done, each with its token. */
-static int store_chunk(struct import_run *r, struct tq_queue *q, size_t k,
-		       struct tq_task_spec *cs, char (*tokens)[IMPORT_TOKEN_MAX],
-		       int64_t *ids, int *existed, struct tq_err *err)
+/* The next chunk: k specs from r->done, each with its token. */
+static void fill_chunk(struct import_run *r, size_t k, struct tq_task_spec *cs,
+		       char (*tokens)[IMPORT_TOKEN_MAX])
 {
 	for (size_t i = 0; i < k; i++) {
 		cs[i] = r->specs[r->done + i];
-		snprintf(tokens[i], IMPORT_TOKEN_MAX, "import:%s:%zu", r->run,
-			 cli_import_line(r->im, r->done + i));
+		snprintf(tokens[i], IMPORT_TOKEN_MAX, "import:%s:%zu:%016" PRIx64, r->run,
+			 cli_import_line(r->im, r->done + i),
+			 cli_import_line_sum(r->im, r->done + i));
 		cs[i].token = tokens[i];
 	}
-	return tq_queue_submit_many(q, cs, k, ids, existed, err);
+}
+
+/* --resume: the run is known here (some line of it is stored). */
+static int resume_known(struct import_run *r, struct tq_queue *q)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	char prefix[IMPORT_TOKEN_MAX], tok[IMPORT_TOKEN_MAX];
+	int64_t id = 0;
+
+	snprintf(prefix, sizeof(prefix), "import:%s:", r->run);
+	if (tq_queue_token_first(q, prefix, tok, sizeof(tok), &id, &err) < 0)
+		return cli_fail(r->c, &err);
+	if (id == 0)
+		return cli_usage(r->c, "--resume %s: no import run %s is known in this state "
+				 "directory (a run is kept a day): nothing stored", r->run, r->run);
+	return CLI_OK;
+}
+
+/*
+ * --resume: each of the next k lines that the run stored under its line
+ * number is the same line (the same bytes) now. A line number holding
+ * another line (another file, or lines added or removed above) is refused
+ * before anything of the chunk is stored: its tasks would be taken for
+ * stored ones.
+ */
+static int resume_same_lines(struct import_run *r, struct tq_queue *q, size_t k,
+			     char (*tokens)[IMPORT_TOKEN_MAX])
+{
+	char prefix[IMPORT_TOKEN_MAX], tok[IMPORT_TOKEN_MAX], tail[512];
+
+	for (size_t i = 0; i < k; i++) {
+		struct tq_err err = TQ_ERR_INIT;
+		size_t line = cli_import_line(r->im, r->done + i);
+		int64_t id = 0;
+
+		snprintf(prefix, sizeof(prefix), "import:%s:%zu:", r->run, line);
+		if (tq_queue_token_first(q, prefix, tok, sizeof(tok), &id, &err) < 0)
+			return cli_fail(r->c, &err);
+		if (id == 0 || strcmp(tok, tokens[i]) == 0)
+			continue;
+		stored_so_far(r, tail, sizeof(tail));
+		return cli_usage(r->c, "%s:%zu: not the line run %s stored there as task %lld "
+				 "(another file, or the file changed above the line that "
+				 "stopped it)%s", r->file, line, r->run, (long long)id, tail);
+	}
+	return CLI_OK;
 }
 
 /* The pending signal that stops the import, or 0. */
@@ -1277,8 +1329,11 @@ static int store_chunks(struct import_run *r, struct tq_queue *q)
 			rc = 128 + sig;
 			goto out;
 		}
+		fill_chunk(r, k, cs, tokens);
+		if (r->resumed && (rc = resume_same_lines(r, q, k, tokens)) != CLI_OK)
+			goto out;
 		t0 = tq_mono_ms();
-		if (store_chunk(r, q, k, cs, tokens, ids, existed, &err) < 0) {
+		if (tq_queue_submit_many(q, cs, k, ids, existed, &err) < 0) {
 			stored_so_far(r, tail, sizeof(tail));
 			rc = file_error(r->c, r->file, r->im, r->done, k, &err, tail);
 			goto out;
@@ -1348,7 +1403,8 @@ static int store_many(const struct cli_ctx *c, struct cli_submit *s, const char 
 	sigaddset(&stops, SIGTERM);
 	sigaddset(&stops, SIGHUP);
 	sigprocmask(SIG_BLOCK, &stops, &old);
-	rc = store_chunks(&r, q);
+	if (!r.resumed || (rc = resume_known(&r, q)) == CLI_OK)
+		rc = store_chunks(&r, q);
 	if (r.held > 0)
 		fprintf(stderr, "taskq: %s: %zu of %zu task%s already present under "
 			"their unique key; not added again (their ids are printed)\n",

@@ -335,6 +335,8 @@ struct chunk {
 struct cli_import {
 	struct tq_task_spec *specs;
 	size_t *lines;                /* the file's line of each spec */
+	uint64_t *sums;               /* and a checksum of that line's bytes */
+	uint64_t cur_sum;             /* the line being parsed's */
 	size_t n, cap;
 	struct chunk *arena;          /* strings and arrays the specs point to */
 	struct tq_env *envs;          /* lines with an env of their own */
@@ -1063,6 +1065,7 @@ static int check_nul(const char *p, size_t n, struct tq_err *err)
 static int reserve_specs(struct cli_import *im, size_t nc)
 {
 	struct tq_task_spec *v;
+	uint64_t *sums;
 	size_t *ln;
 
 	if (nc <= im->cap)
@@ -1073,6 +1076,9 @@ static int reserve_specs(struct cli_import *im, size_t nc)
 	if ((ln = reallocarray(im->lines, nc, sizeof(*ln))) == NULL)
 		return TQ_ENOMEM;
 	im->lines = ln;
+	if ((sums = reallocarray(im->sums, nc, sizeof(*sums))) == NULL)
+		return TQ_ENOMEM;
+	im->sums = sums;
 	im->cap = nc;
 	return 0;
 }
@@ -1086,8 +1092,21 @@ static int push_spec(struct cli_import *im, const struct tq_task_spec *s, size_t
 	if (im->n == im->cap && reserve_specs(im, im->cap ? im->cap * 2 : 256) < 0)
 		return oom(err);
 	im->specs[im->n] = *s;
+	im->sums[im->n] = im->cur_sum;
 	im->lines[im->n++] = lineno;
 	return 0;
+}
+
+/* FNV-1a 64 of a line's bytes: what --resume knows a stored line by. */
+static uint64_t line_sum(const char *p, size_t n)
+{
+	uint64_t h = 14695981039346656037ULL;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= (unsigned char)p[i];
+		h *= 1099511628211ULL;
+	}
+	return h;
 }
 
 static int push_env(struct cli_import *im, struct tq_env *e, struct tq_err *err)
@@ -1212,6 +1231,7 @@ int cli_import_parse(const char *buf, size_t len, const struct cli_submit *defau
 			n--;
 		if (blank(p, n))
 			continue;
+		im->cur_sum = line_sum(p, n);
 		if ((rc = parse_line(im, p, n, lineno, err)) < 0) {
 			if (rc != TQ_ENOMEM)
 				tq_err_prefix(err, "line %zu", lineno);
@@ -1240,6 +1260,11 @@ size_t cli_import_line(const struct cli_import *im, size_t i)
 	return im != NULL && i < im->n ? im->lines[i] : 0;
 }
 
+uint64_t cli_import_line_sum(const struct cli_import *im, size_t i)
+{
+	return im != NULL && i < im->n ? im->sums[i] : 0;
+}
+
 void cli_import_free(struct cli_import *im)
 {
 	struct chunk *c, *next;
@@ -1261,5 +1286,6 @@ void cli_import_free(struct cli_import *im)
 	free(im->scratch);
 	free(im->specs);
 	free(im->lines);
+	free(im->sums);
 	free(im);
 }

@@ -147,6 +147,8 @@ int cli_import_parse(const char *buf, size_t len, const struct cli_submit *defau
 const struct tq_task_spec *cli_import_specs(const struct cli_import *im, size_t *n);
 /* The file's line (1-based) that spec i came from; 0 if i is out of range. */
 size_t cli_import_line(const struct cli_import *im, size_t i);
+/* A checksum of the bytes of that line (what --resume knows it by). */
+uint64_t cli_import_line_sum(const struct cli_import *im, size_t i);
 void cli_import_free(struct cli_import *im);  /* NULL is fine */
 
 /*

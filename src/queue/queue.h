@@ -320,6 +320,16 @@ int tq_queue_wants_worker(struct tq_queue *q, int64_t id);
 int tq_queue_prune_tokens(struct tq_queue *q, int64_t before_ms, int *n, struct tq_err *err);
 
 /*
+ * The first submit token stored (in byte order) that starts with prefix
+ * (1 to 64 bytes), copied to buf (n bytes; TQ_EINVAL if it does not fit),
+ * with the id of the task it made in *id; *id 0 and buf "" when there is
+ * none. `submit --file --resume` asks it whether a run is known and which
+ * line it stored under a line number.
+ */
+int tq_queue_token_first(struct tq_queue *q, const char *prefix, char *buf, size_t n,
+			 int64_t *id, struct tq_err *err);
+
+/*
  * Add n tasks in one transaction: all or nothing. ids[i] and existed[i]
  * (existed may be NULL) as for tq_queue_submit. On failure err names the
  * 0-based index of the spec that failed ("task 9998: ...") and nothing is

@@ -26,6 +26,7 @@
 #define ST_WANTS_WORKER ST_SUBMIT_3
 #define ST_SESSION_DIR ST_SUBMIT_4
 #define ST_SESSION_SET_DIR ST_SUBMIT_5
+#define ST_TOKEN_FIRST ST_SUBMIT_6
 #define TOKEN_MAX 64
 
 /*
@@ -83,6 +84,48 @@ int tq_queue_prune_tokens(struct tq_queue *q, int64_t before_ms, int *n, struct 
 		return rc;
 	if (n)
 		*n = sqlite3_changes(q->db);
+	return 0;
+}
+
+int tq_queue_token_first(struct tq_queue *q, const char *prefix, char *buf, size_t n,
+			 int64_t *id, struct tq_err *err)
+{
+	/* the keys that start with prefix: from it to (not including) prefix
+	 * with its last byte one higher, a range of meta's primary key */
+	sqlite3_stmt *st = tq_db_stmt(q, ST_TOKEN_FIRST,
+		"SELECT substr(key, 8), CAST(value AS INTEGER) FROM meta"
+		" WHERE key >= 'submit:' || ?1 AND key < 'submit:' || ?2 ORDER BY key LIMIT 1",
+		err);
+	size_t len = strlen(prefix);
+	char hi[TOKEN_MAX + 1];
+	int rc;
+
+	*id = 0;
+	if (n > 0)
+		buf[0] = '\0';
+	if (len == 0 || len > TOKEN_MAX || (unsigned char)prefix[len - 1] == 0xff)
+		return tq_err_set(err, TQ_EINVAL, "submit token prefix must be 1 to %d bytes",
+				  TOKEN_MAX);
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	memcpy(hi, prefix, len + 1);
+	hi[len - 1] = (char)((unsigned char)hi[len - 1] + 1);
+	tq_bind_text(st, 1, prefix);
+	tq_bind_text(st, 2, hi);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		const char *tok = (const char *)sqlite3_column_text(st, 0);
+		*id = sqlite3_column_int64(st, 1);
+		if (tok == NULL || strlcpy(buf, tok, n) >= n) {
+			tq_db_done(st);
+			*id = 0;
+			return tq_err_set(err, TQ_EINVAL, "submit token longer than %zu bytes",
+					  n ? n - 1 : 0);
+		}
+	}
+	tq_db_done(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return tq_db_error(q, rc, err, "find submit token");
 	return 0;
 }
 
