@@ -777,8 +777,22 @@ static void written(struct run *r, enum tq_state state)
 {
 	struct tq_finish *f = &r->fin;
 	struct tq_err err = TQ_ERR_INIT;
+	char then[TQ_NAME_MAX + 96] = "", at[32];
 
 	r->phase = PHASE_DONE;
+	/* Say when: a retry's time, and a rate limit's pause of the group
+	 * (whose release starts with a probe), so the log explains why the
+	 * group's other tasks wait. */
+	if (f->next == TQ_NEXT_RETRY && f->retry_at > 0) {
+		tq_format_time(f->retry_at, at, sizeof(at));
+		snprintf(then, sizeof(then), " for %s", at);
+	}
+	if (f->pause_group != NULL && f->pause_until > 0) {
+		size_t used = strlen(then);
+		tq_format_time(f->pause_until, at, sizeof(at));
+		snprintf(then + used, sizeof(then) - used, "; group %s paused until %s, "
+			 "then one task probes", f->pause_group, at);
+	}
 	tq_worker_beat_written(r->w, 0); /* the finish marked our row idle */
 	if (r->kept && tq_endrec_remove(tq_queue_home(r->w->q), r->t->id, r->t->attempt,
 					&err) < 0)
@@ -792,11 +806,11 @@ static void written(struct run *r, enum tq_state state)
 	 * idle heartbeat); its claim at that time wakes the others in turn. */
 	if (f->next != TQ_NEXT_FINAL)
 		tq_doorbell_ring(r->w->o->home);
-	tq_worker_log(r->w, "task %lld attempt %d: %s%s%s%s%s", (long long)r->t->id,
+	tq_worker_log(r->w, "task %lld attempt %d: %s%s%s%s%s%s", (long long)r->t->id,
 		      r->t->attempt, tq_outcome_name(f->outcome),
 		      f->category ? " (" : "", f->category ? tq_category_name(f->category) : "",
 		      f->category ? ")" : "", f->next == TQ_NEXT_RETRY ? ", retry scheduled" :
-		      f->next == TQ_NEXT_REQUEUE ? ", requeued" : "");
+		      f->next == TQ_NEXT_REQUEUE ? ", requeued" : "", then);
 	if (f->reason)
 		tq_worker_log(r->w, "task %lld attempt %d: reason: %s", (long long)r->t->id,
 			      r->t->attempt, f->reason);

@@ -1211,7 +1211,8 @@ int tq_supervisor_main(const struct tq_serve_opts *o)
 		 tq_queue_home(s.q));
 	write_meta(&s);
 	log_limits(&s);
-	slog("started: %d workers, state directory %s", o->workers, o->home);
+	slog("started: %d worker%s, state directory %s", o->workers,
+	     o->workers == 1 ? "" : "s", o->home);
 	adopt(&s);
 	recover(&s, 0, "lease expired");
 	sweep_end_records(&s);
