@@ -3,7 +3,9 @@
 # worker never holds the write lock long (the longest wait of another
 # writer stays under 2 s, the try of a worker recording an end; the old
 # single transaction held it for the whole store, 3.5 s at the least and
-# 10 s and more on a loaded machine), and a task that ends meanwhile is
+# 10 s and more on a loaded machine) -- also for a writer of another program
+# whose busy handler looks only every 100 ms (SQLite's default: with 20 ms
+# gaps alone it waited 2.7-3.0 s) -- and a task that ends meanwhile is
 # recorded at its first try. An import that stops half way (a store error,
 # SIGINT) says exactly which lines were stored, and --resume RUN stores the
 # rest, each line once, printing the ids of the whole file in order.
@@ -53,6 +55,27 @@ PY
 	tq_track $!
 }
 
+# probe_default FILE: as probe, but another program's way: SQLite's own
+# default busy handler (python's sqlite3 timeout), which sleeps up to 100 ms
+# between looks, so a 20 ms gap between chunks is found only by chance.
+probe_default() {
+	"$TQ_PYTHON" - "$TASKQ_HOME/taskq.db" "$TQ_TMP/probe.stop" "$1" <<'PY' &
+import os, sqlite3, sys, time
+db, stop, out = sys.argv[1:4]
+c = sqlite3.connect(db, isolation_level=None, timeout=60)
+worst = 0.0
+end = time.monotonic() + 300
+while not os.path.exists(stop) and time.monotonic() < end:
+    t = time.monotonic()
+    c.execute("BEGIN IMMEDIATE")
+    worst = max(worst, time.monotonic() - t)
+    c.execute("ROLLBACK")
+    time.sleep(0.05)
+open(out, "w").write("%d\n" % int(worst * 1000))
+PY
+	tq_track $!
+}
+
 check "a long import beside a worker whose task ends meanwhile"
 serve_start 1
 id=$(tq submit -- sh -c "while [ ! -e '$TQ_TMP/go' ]; do sleep 0.02; done; exit 5")
@@ -61,6 +84,7 @@ gen "$TQ_TMP/big.jsonl" "$LINES" big
 # the tasks wait in paused groups: the import alone writes
 for g in imp-big imp-part imp-intr; do tq pause "$g" >/dev/null; done
 probe "$TQ_TMP/worst"
+probe_default "$TQ_TMP/worst_default"
 tq_bg "$TASKQ_BIN" submit --file "$TQ_TMP/big.jsonl" >"$TQ_TMP/big.ids" 2>"$TQ_TMP/big.err"
 IMPORT_PID=$TQ_LAST_PID
 wait_for "[ -s '$TQ_TMP/big.ids' ]" 120 || fail "the import stored nothing: $(cat "$TQ_TMP/big.err")"
@@ -68,7 +92,7 @@ touch "$TQ_TMP/go"
 wait_for "! _tq_alive $IMPORT_PID" 300 || fail "import did not finish"
 wait "$IMPORT_PID" && irc=0 || irc=$?
 touch "$TQ_TMP/probe.stop"
-wait_for "[ -s '$TQ_TMP/worst' ]" 20
+wait_for "[ -s '$TQ_TMP/worst' ] && [ -s '$TQ_TMP/worst_default' ]" 20
 assert_eq 0 "$irc" "import exit status ($(cat "$TQ_TMP/big.err"))"
 
 check "every line stored once, ids printed in order"
@@ -81,6 +105,12 @@ check "no writer waited for the lock past ${WAIT_BOUND_MS} ms"
 worst=$(cat "$TQ_TMP/worst")
 echo "longest wait for the write lock during the import: $worst ms"
 [ "$worst" -lt "$WAIT_BOUND_MS" ] || fail "a writer waited $worst ms for the import's lock"
+
+check "nor another program's writer, with SQLite's default busy handler"
+worst=$(cat "$TQ_TMP/worst_default")
+echo "longest wait of a writer with SQLite's default busy handler: $worst ms"
+[ "$worst" -lt "$WAIT_BOUND_MS" ] ||
+	fail "a writer with SQLite's default busy handler waited $worst ms for the import's lock"
 
 check "the task that ended during the import was recorded at once, exit code 5"
 wait_state "$id" failed 30
