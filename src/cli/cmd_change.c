@@ -91,7 +91,7 @@ static int worker_pid(struct tq_queue *q, int64_t worker_id, int64_t *start)
 	if (worker_id == 0 || tq_queue_workers(q, &ws, &n, NULL) < 0)
 		return 0;
 	for (size_t i = 0; i < n; i++)
-		if (ws[i].id == worker_id && tq_proc_same(ws[i].pid, ws[i].proc_start)) {
+		if (ws[i].id == worker_id && tq_proc_alive(ws[i].pid, ws[i].proc_start)) {
 			pid = ws[i].pid;
 			*start = ws[i].proc_start;
 		}

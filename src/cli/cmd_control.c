@@ -79,18 +79,27 @@ int cli_end_recording(struct tq_queue *q, const struct tq_task *t, char *how, si
 	return 1;
 }
 
-/* Poke the worker running task t so it acts on the store now. */
-static void poke_worker(struct tq_queue *q, const struct tq_task *t)
+/* The worker running task t, if it lives (a zombie does not): 1 with
+ * *pid and *start, 0 when it is dead, -1 when the store did not say. */
+static int live_worker(struct tq_queue *q, const struct tq_task *t, pid_t *pid,
+		       int64_t *start)
 {
 	struct tq_worker_info *ws = NULL;
 	size_t n = 0;
+	int found = 0;
 
-	if (t->worker_id == 0 || tq_queue_workers(q, &ws, &n, NULL) < 0)
-		return;
-	for (size_t i = 0; i < n; i++)
-		if (ws[i].id == t->worker_id)
-			tq_proc_signal(ws[i].pid, ws[i].proc_start, SIGUSR1, NULL);
+	if (t->worker_id == 0)
+		return 0;
+	if (tq_queue_workers(q, &ws, &n, NULL) < 0)
+		return -1;
+	for (size_t i = 0; i < n && !found; i++)
+		if (ws[i].id == t->worker_id && tq_proc_alive(ws[i].pid, ws[i].proc_start)) {
+			*pid = ws[i].pid;
+			*start = ws[i].proc_start;
+			found = 1;
+		}
 	free(ws);
+	return found;
 }
 
 /* Wait (bounded) until task id is no longer running; its final state.
@@ -127,8 +136,10 @@ static int kill_one(const struct cli_ctx *c, struct tq_queue *q, int64_t id, int
 	struct tq_err err = TQ_ERR_INIT;
 	enum tq_state state = TQ_QUEUED;
 	struct tq_task t;
+	int64_t wstart = 0;
+	pid_t wpid = 0;
 	char how[96];
-	int rc;
+	int rc, live;
 
 	if ((rc = tq_queue_get(q, id, 0, &t, &err)) < 0)
 		return cli_fail(c, &err);
@@ -153,11 +164,22 @@ static int kill_one(const struct cli_ctx *c, struct tq_queue *q, int64_t id, int
 		printf("%lld canceled (it had not started)\n", (long long)id);
 		return CLI_OK;
 	}
+	/* Only the worker running the task acts on a kill request: with it
+	 * dead, waiting for one would run into the deadline and then say
+	 * "still running" (20 s of nothing for a worker killed, or a zombie
+	 * its stopped supervisor did not reap). */
+	if ((live = live_worker(q, &t, &wpid, &wstart)) == 0) {
+		tq_task_release(&t);
+		return cli_runtime(c, "task %lld is running, but its worker is not alive; it is "
+				   "recovered when its lease expires (taskq serve)", (long long)id);
+	}
 	if (tq_queue_request_kill(q, id, sig, &err) < 0) {
 		tq_task_release(&t);
 		return cli_fail(c, &err);
 	}
-	poke_worker(q, &t);
+	/* act now, not at its next renewal */
+	if (live > 0)
+		tq_proc_signal(wpid, wstart, SIGUSR1, NULL);
 	if (!wait) {
 		tq_task_release(&t);
 		printf("%lld: kill requested (%s)\n", (long long)id, strsignal(sig));
@@ -321,8 +343,11 @@ static int run_write(struct cli_ctx *c, int argc, char **argv)
 	if (rc == CLI_OK && tq_queue_stdin_write(q, id, buf, len, eof, &err) < 0)
 		rc = cli_fail(c, &err);
 	if (rc == CLI_OK && tq_queue_get(q, id, 0, &t, &err) == 0) {
-		if (t.state == TQ_RUNNING)
-			poke_worker(q, &t);
+		pid_t wpid = 0;
+		int64_t wstart = 0;
+		/* poke its worker so it acts on the store now */
+		if (t.state == TQ_RUNNING && live_worker(q, &t, &wpid, &wstart) > 0)
+			tq_proc_signal(wpid, wstart, SIGUSR1, NULL);
 		tq_task_release(&t);
 	}
 	free(buf);
@@ -346,6 +371,10 @@ const struct cli_cmd cli_cmd_kill = {
 	"so in one line, \"ID ended (OUTCOME, exit code N); its end is being\n"
 	"recorded\", exit 0 when that end came after this kill, exit 1 when it had\n"
 	"ended before (as for any task that has already ended).\n"
+	"\n"
+	"A running task whose worker has died (killed, or exited and not reaped) is\n"
+	"not waited for either: kill says so, exit 1; the supervisor recovers the\n"
+	"task (and ends its processes) when its lease expires.\n"
 	"\n"
 	"  -s, --signal SIG    TERM, INT, HUP, KILL, ... or a number\n"
 	"      --no-wait       return once the kill is requested\n",

@@ -242,7 +242,7 @@ static int by_slot(const void *a, const void *b)
  * time. */
 static int worker_alive(const struct tq_worker_info *w)
 {
-	return w->pid > 0 && tq_proc_same(w->pid, w->proc_start);
+	return w->pid > 0 && tq_proc_alive(w->pid, w->proc_start);
 }
 
 static int load_status(const struct cli_ctx *c, struct tq_queue *q, const char *home,

@@ -300,7 +300,7 @@ static int owner_state(struct tq_queue *q, int wfd, const char *home, int need_h
 	start = num_of(o, "start", &ok);
 	cJSON_Delete(o);
 	if (have_pid)
-		return pid > 0 && tq_proc_same((pid_t)pid, start) ? OWNER_LIVES : OWNER_GONE;
+		return pid > 0 && tq_proc_alive((pid_t)pid, start) ? OWNER_LIVES : OWNER_GONE;
 	if (!have_task)
 		return OWNER_NOT_OURS;
 	if (q == NULL)

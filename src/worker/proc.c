@@ -143,6 +143,16 @@ int tq_proc_same(pid_t pid, int64_t start_time)
 	return tq_proc_stat(pid, &st, NULL) == 0 && st.start_time == start_time;
 }
 
+int tq_proc_alive(pid_t pid, int64_t start_time)
+{
+	struct tq_proc_stat st;
+
+	/* A zombie has ended: only its parent's wait is missing (a stopped
+	 * supervisor, an init that does not reap). */
+	return pid > 0 && tq_proc_stat(pid, &st, NULL) == 0 &&
+	       st.start_time == start_time && st.state != 'Z' && st.state != 'X';
+}
+
 /*
  * pidfd_open failed because no process has the pid: ESRCH, or EINVAL when
  * the pid number is still referenced (say as a pgid) but names no process.

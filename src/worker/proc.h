@@ -78,6 +78,14 @@ int tq_proc_start_time(pid_t pid, int64_t *ticks, struct tq_err *err);
 int tq_proc_same(pid_t pid, int64_t start_time);
 
 /*
+ * 1 if pid is the process that had start_time and it has not ended: as
+ * tq_proc_same, but a zombie (exited, not reaped yet) is dead. The question
+ * "does this worker or owner still run" asks this; "may I signal this pid"
+ * asks tq_proc_same (a zombie's pid is still taken, so still safe).
+ */
+int tq_proc_alive(pid_t pid, int64_t start_time);
+
+/*
  * Send sig to pid only if it is the process that had start_time, without a
  * window for pid reuse: a pidfd is opened first and the signal goes through
  * it. Returns 0 if sent; TQ_ENOTFOUND if the process is gone or the pid now

@@ -333,7 +333,7 @@ static int worker_alive(struct sup *s, int64_t worker_id)
 	if (worker_id == 0 || tq_queue_workers(s->q, &ws, &n, NULL) < 0)
 		return 0;
 	for (size_t i = 0; i < n; i++) {
-		if (ws[i].id != worker_id || !tq_proc_same(ws[i].pid, ws[i].proc_start))
+		if (ws[i].id != worker_id || !tq_proc_alive(ws[i].pid, ws[i].proc_start))
 			continue;
 		alive = 1;
 		if (tq_now_ms() - ws[i].heartbeat_at <= WEDGED_LEASES * s->o->lease_ms)
@@ -645,7 +645,7 @@ static void adopt(struct sup *s)
 	for (size_t j = 0; j < n; j++) {
 		int i = ws[j].slot - 1;
 		if (i >= 0 && i < s->o->workers && s->slots[i].pid == 0 && ws[j].pid > 0 &&
-		    tq_proc_same(ws[j].pid, ws[j].proc_start))
+		    tq_proc_alive(ws[j].pid, ws[j].proc_start))
 			adopt_one(s, i, &ws[j]);
 	}
 	for (size_t j = 0; j < n; j++) {
@@ -657,7 +657,7 @@ static void adopt(struct sup *s)
 		}
 		if (taken)
 			continue;
-		if (ws[j].pid <= 0 || !tq_proc_same(ws[j].pid, ws[j].proc_start) ||
+		if (ws[j].pid <= 0 || !tq_proc_alive(ws[j].pid, ws[j].proc_start) ||
 		    (ws[j].slot > s->o->workers && free_i >= 0 &&
 		     adopt_one(s, free_i, &ws[j]) < 0)) {
 			char why[128];
