@@ -7,6 +7,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -164,6 +166,57 @@ int tq_mkdir_p(const char *path, mode_t mode)
 		*p = c;
 		if (c == '\0')
 			break;
+	}
+	return 0;
+}
+
+/* Room for a whole /proc/PID/stat line (52 fields, comm at most 16). */
+#define PID_STAT_MAX 1024
+/* Fields after the state (field 3) up to the start time (field 22). */
+#define PID_STAT_TO_START (22 - 3)
+
+int tq_pid_start_time(pid_t pid, int64_t *ticks)
+{
+	char path[64], buf[PID_STAT_MAX], *p, *end;
+	ssize_t n;
+	int fd;
+
+	if (pid <= 0) {
+		errno = ENOENT;
+		return -1;
+	}
+	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+	if ((fd = tq_open(path, O_RDONLY, 0)) < 0)
+		return -1;
+	n = tq_read_full(fd, buf, sizeof(buf) - 1);
+	tq_close(fd);
+	if (n < 0) {
+		if (errno == ESRCH) /* gone between open and read */
+			errno = ENOENT;
+		return -1;
+	}
+	buf[n] = '\0';
+	/* comm (field 2) may hold spaces and ')': count from the last ')' */
+	if ((p = strrchr(buf, ')')) == NULL || p[1] != ' ' || p[2] == '\0') {
+		errno = EPROTO;
+		return -1;
+	}
+	if (p[2] == 'Z' || p[2] == 'X') {
+		errno = ENOENT;
+		return -1;
+	}
+	p += 2;
+	for (int i = 0; i < PID_STAT_TO_START && p != NULL; i++)
+		p = strchr(p + 1, ' ');
+	if (p == NULL) {
+		errno = EPROTO;
+		return -1;
+	}
+	errno = 0;
+	*ticks = strtoll(p + 1, &end, 10);
+	if (errno != 0 || end == p + 1 || (*end != ' ' && *end != '\n' && *end != '\0')) {
+		errno = EPROTO;
+		return -1;
 	}
 	return 0;
 }

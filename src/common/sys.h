@@ -4,7 +4,8 @@
  * Every wrapper retries EINTR and finishes short transfers, so the rest of the
  * code never loops on them. Every descriptor is created O_CLOEXEC. All are
  * async-signal-safe except tq_mkdir_p (it formats no strings but walks paths;
- * still safe after fork) and the clock helpers (safe).
+ * still safe after fork), tq_pid_start_time (snprintf) and the clock helpers
+ * (safe).
  */
 #ifndef TQ_SYS_H
 #define TQ_SYS_H
@@ -51,6 +52,16 @@ int tq_sanitize_stdfds(void);
 
 /* mkdir -p with mode for every created component. 0 or -1 with errno. */
 int tq_mkdir_p(const char *path, mode_t mode);
+
+/*
+ * The start time of a running process (field 22 of /proc/PID/stat: clock
+ * ticks after boot), which with its pid names it for the life of the
+ * system. For code below src/worker (whose proc.h has the full reader): the
+ * store names its temporary files after their creator. 0; -1 with errno
+ * ENOENT when no process has pid or it has ended (a zombie), another errno
+ * when /proc could not be read or parsed (EPROTO).
+ */
+int tq_pid_start_time(pid_t pid, int64_t *ticks);
 
 /* Milliseconds: wall clock (for stored times) and monotonic (for deadlines). */
 int64_t tq_now_ms(void);

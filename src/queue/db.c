@@ -10,8 +10,10 @@
  */
 #include "internal.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +31,10 @@
 #include "migration_005.h"
 
 #define TQ_JOURNAL_SIZE_LIMIT (16 * 1024 * 1024)
+/* The database's name in the state directory, and what create_db puts
+ * between it and its creator's identity for the name it builds under. */
+#define TQ_DB_NAME "taskq.db"
+#define NEW_DB_INFIX ".new-"
 #define TQ_CLI_WAL_FRAMES 64 /* see cli_wal_hook */
 
 /* ------------------------------------------------------------------ */
@@ -912,16 +918,21 @@ static void unlink_db_files(const char *path)
  * the other opens that one. Closing the temporary connection checkpoints
  * its WAL into the file and removes -wal and -shm, so the file linked is
  * complete by itself; the directory is synced so that the name survives a
- * power loss, as the first acknowledged submit must. A process killed in
- * here leaves its taskq.db.new-PID, which the next one with that pid
- * removes; nothing reads it.
+ * power loss, as the first acknowledged submit must. The temporary name
+ * is taskq.db.new-PID-START, its creator's identity (pid and start time):
+ * a process killed in here leaves it behind, and the next open removes it
+ * once that process is gone (sweep_new_dbs), never while it runs.
  */
 static int create_db(struct tq_queue *q, struct tq_err *err)
 {
 	char *tmp = NULL;
+	int64_t start = 0;
 	int fd, rc;
 
-	if (asprintf(&tmp, "%s.new-%ld", q->path, (long)getpid()) < 0)
+	if (tq_pid_start_time(getpid(), &start) < 0)
+		return tq_err_sys(err, "create database %s: read /proc/self/stat", q->path);
+	if (asprintf(&tmp, "%s" NEW_DB_INFIX "%ld-%lld", q->path, (long)getpid(),
+		     (long long)start) < 0)
 		return tq_err_set(err, TQ_ENOMEM, "create database: out of memory");
 	unlink_db_files(tmp);
 	if ((fd = tq_open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0600)) < 0) {
@@ -950,6 +961,65 @@ out:
 	unlink_db_files(tmp);
 	free(tmp);
 	return rc;
+}
+
+/*
+ * Whether the temporary database entry name (taskq.db.new-PID-START, with
+ * -wal, -shm or -journal after it) was left by a creator that is gone: its
+ * pid names no running process, or one with another start time (a reused
+ * pid). A name of the older form taskq.db.new-PID carries no start time:
+ * its creator is gone only when no process has the pid. A name that is not
+ * ours is never "left".
+ */
+static int new_db_left(const char *name)
+{
+	static const char *const sfx[] = { "", "-wal", "-shm", "-journal" };
+	const char *p = name + strlen(TQ_DB_NAME NEW_DB_INFIX);
+	long long pid, start = -1, now;
+	int64_t ticks;
+	char *end;
+	size_t i;
+
+	if (*p < '1' || *p > '9')
+		return 0;
+	errno = 0;
+	pid = strtoll(p, &end, 10);
+	if (errno != 0 || pid <= 0 || pid > INT32_MAX)
+		return 0;
+	if (*end == '-' && end[1] >= '0' && end[1] <= '9') {
+		start = strtoll(end + 1, &end, 10);
+		if (errno != 0)
+			return 0;
+	}
+	for (i = 0; i < sizeof(sfx) / sizeof(sfx[0]) && strcmp(end, sfx[i]) != 0; i++)
+		;
+	if (i == sizeof(sfx) / sizeof(sfx[0]))
+		return 0;
+	if (tq_pid_start_time((pid_t)pid, &ticks) < 0)
+		return errno == ENOENT;
+	now = ticks;
+	return start >= 0 && now != start;
+}
+
+/*
+ * Remove what creators killed in create_db left in the state directory
+ * home: each taskq.db.new-* entry whose creator is gone (new_db_left). A
+ * live creator's files are its own: left alone. Best effort, errors
+ * ignored: nothing reads these files, and an open must not fail over
+ * litter. One getdents of a small directory: a few microseconds an open.
+ */
+static void sweep_new_dbs(const char *home)
+{
+	struct dirent *de;
+	DIR *d = opendir(home); /* O_CLOEXEC: glibc's opendir sets it */
+
+	if (d == NULL)
+		return;
+	while ((de = readdir(d)) != NULL)
+		if (strncmp(de->d_name, TQ_DB_NAME NEW_DB_INFIX,
+			    strlen(TQ_DB_NAME NEW_DB_INFIX)) == 0 && new_db_left(de->d_name))
+			unlinkat(dirfd(d), de->d_name, 0);
+	closedir(d);
 }
 
 /* Take back the directories a failed open made (rmdir: only while empty,
@@ -986,13 +1056,15 @@ int tq_queue_open(struct tq_queue **qp, const char *home, unsigned flags,
 	 * refuses a path through a link */
 	if (q->home[0] == '/' && (rc = home_canonical(q->home, sizeof(q->home), err)) < 0)
 		goto fail;
-	if ((size_t)snprintf(q->path, sizeof(q->path), "%s/taskq.db", q->home) >=
+	if ((size_t)snprintf(q->path, sizeof(q->path), "%s/" TQ_DB_NAME, q->home) >=
 	    sizeof(q->path)) {
 		rc = tq_err_set(err, TQ_EINVAL, "state directory path is too long");
 		goto fail;
 	}
-	if ((rc = check_home(q->home, flags, &made, &q->notice, err)) < 0 ||
-	    (rc = check_dbfile(q->path, flags, &q->notice, err)) < 0)
+	if ((rc = check_home(q->home, flags, &made, &q->notice, err)) < 0)
+		goto fail;
+	sweep_new_dbs(q->home);
+	if ((rc = check_dbfile(q->path, flags, &q->notice, err)) < 0)
 		goto fail;
 	if (rc == 1 && (rc = create_db(q, err)) < 0)
 		goto fail;
