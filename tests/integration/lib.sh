@@ -5,7 +5,10 @@
 # Each test gets its own temporary directory holding TASKQ_HOME (the state
 # directory) and HOME, removed on exit by a trap that first stops every
 # process the test started with tq_bg (TERM to its process group, KILL after
-# a deadline). Waiting is always a poll with a deadline (wait_for), never a
+# a deadline), then every process left that belongs to the test, found by
+# its environment (a supervisor a submit autostarted, a task whose
+# supervisor was KILLed in its grace: _tq_stop_test_procs), also when the
+# test failed half-way. Waiting is always a poll with a deadline (wait_for), never a
 # fixed sleep. A test says what it checks (check "..."), stops at the first
 # failed assertion with a message on stderr, and exits non-zero.
 #
@@ -68,6 +71,60 @@ _tq_alive() {
 	[ "${s%% *}" != Z ]
 }
 
+# Print the pids of live processes that belong to this test: started with
+# its HOME or a state directory inside TQ_TMP (supervisors, workers, and
+# what a test started, through TASKQ_HOME or HOME), or a task of one
+# (TASKQ_TASK_HOME). Found by environment, as tests/run finds stragglers by
+# TASKQ_TESTRUN_MARK, because a task leads its own session and an
+# autostarted supervisor is nobody's child: neither is in reach of a pid or
+# a process group the test knows. Not this shell; env -u keeps the marks
+# out of grep's own environment, so grep does not find itself.
+_tq_test_procs() {
+	local p dir real
+	local -a pats=()
+	real=$(cd "$TQ_TMP" 2>/dev/null && pwd -P) || real=$TQ_TMP
+	for dir in "$TQ_TMP" "$real"; do
+		pats+=(-e "TASKQ_HOME=$dir/" -e "TASKQ_TASK_HOME=$dir/" -e "HOME=$dir/")
+	done
+	env -u HOME -u TASKQ_HOME -u TASKQ_TASK_HOME \
+		grep -lzsF "${pats[@]}" /proc/[0-9]*/environ 2>/dev/null |
+		while IFS=/ read -r _ _ p _; do
+			[[ $p == "$$" || $p == "$BASHPID" ]] || echo "$p"
+		done
+	# grep fails for a process that went while it read: not our failure
+	return 0
+}
+
+# Stop every process of the test that is still alive once its tracked
+# ones had their chance to exit (a supervisor KILLed in the middle of its
+# grace leaves its tasks behind, each in its own session): SIGKILL, with
+# the process group of each group leader among them, until none is left,
+# within TQ_CLEANUP_SECONDS (a supervisor may fork a worker meanwhile:
+# each round finds the new ones).
+TQ_CLEANUP_SECONDS=10
+_tq_stop_test_procs() {
+	local deadline pids p pgid mine
+	deadline=$(($(_tq_now_ms) + TQ_CLEANUP_SECONDS * 1000))
+	mine=$(ps -o pgid= -p $$ | tr -d ' ')
+	while pids=$(_tq_test_procs) && [ -n "$pids" ]; do
+		if [ "$(_tq_now_ms)" -ge "$deadline" ]; then
+			echo "warning: $TQ_TEST: processes left alive after ${TQ_CLEANUP_SECONDS}s:" >&2
+			# shellcheck disable=SC2086
+			ps -o pid,ppid,pgid,stat,args -p "$(echo $pids | tr ' ' ,)" >&2
+			return 1
+		fi
+		for p in $pids; do
+			# a group leader takes its group along: a task's children
+			# that cleared their environment are still in it
+			pgid=$(ps -o pgid= -p "$p" 2>/dev/null | tr -d ' ')
+			[ "$pgid" = "$p" ] && [ "$pgid" != "$mine" ] && kill -KILL -- "-$p" 2>/dev/null
+			kill -KILL "$p" 2>/dev/null
+		done
+		sleep 0.05
+	done
+	return 0
+}
+
 _tq_cleanup() {
 	local rc=$? pid
 	set +e
@@ -81,6 +138,7 @@ _tq_cleanup() {
 		_tq_signal KILL "$pid"
 		wait "$pid" 2>/dev/null
 	done
+	_tq_stop_test_procs
 	# Sanitizer reports of background processes (supervisor, workers) go to
 	# their log, not to our exit status: any report fails the test.
 	if [ -f "$TQ_TMP/serve.log" ] &&
