@@ -163,9 +163,9 @@ static const char *next_name(enum tq_next n)
 	return n == TQ_NEXT_RETRY ? "retry" : n == TQ_NEXT_REQUEUE ? "requeue" : "final";
 }
 
-static void encode(struct out *o, const struct tq_finish *f)
+static void encode(struct out *o, const struct tq_finish *f, int with_result)
 {
-	const struct tq_result *r = f->result;
+	const struct tq_result *r = with_result ? f->result : NULL;
 
 	put(o, ENDREC_MAGIC, sizeof(ENDREC_MAGIC) - 1);
 	put_int(o, "task", f->task_id);
@@ -238,7 +238,78 @@ static int publish(int dfd, const char *tmp, const char *name, const struct out 
 	return 0;
 }
 
+/* ------------------------------------------------------------------ */
+/* The reserve: room for one record on a full disk                    */
+
+int tq_endrec_reserve(const char *home, int *fd, struct tq_err *err)
+{
+	int dfd, rc;
+
+	*fd = -1;
+	if ((dfd = open_dir(home, 1, err)) < 0)
+		return dfd;
+	/* a file without a name: nothing to clean up after a crash, and its
+	 * room goes back when its worker dies */
+	*fd = tq_openat(dfd, ".", O_TMPFILE | O_RDWR, 0600);
+	if (*fd < 0) {
+		rc = tq_err_sys(err, "create an unnamed file in %s/" TQ_ENDREC_DIR, home);
+		tq_close(dfd);
+		return rc;
+	}
+	tq_close(dfd);
+	/* posix_fallocate returns the error; the room is really taken (a
+	 * sparse file would fail at the write, on the full disk) */
+	if ((rc = posix_fallocate(*fd, 0, TQ_ENDREC_RESERVE)) != 0) {
+		errno = rc;
+		rc = tq_err_sys(err, "hold %d bytes in %s/" TQ_ENDREC_DIR, TQ_ENDREC_RESERVE,
+				home);
+		tq_close(*fd);
+		*fd = -1;
+		return rc;
+	}
+	return 0;
+}
+
+/*
+ * The record in o, written into the reserve's room (no new block needed:
+ * the write lands in blocks it holds, the rest is cut off), then given its
+ * temporary name (linkat of /proc/self/fd/N: an unnamed file takes a name
+ * only that way without CAP_DAC_READ_SEARCH), renamed into place, and the
+ * directory fsynced. The reserve is used up either way (*reserve -1).
+ */
+static int publish_reserved(int dfd, int *reserve, const char *tmp, const char *name,
+			    const struct out *o, const char *home, struct tq_err *err)
+{
+	char proc[64];
+	int fd = *reserve, rc = 0;
+
+	*reserve = -1;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	if (lseek(fd, 0, SEEK_SET) < 0 || tq_write_all(fd, o->buf, o->len) < 0 ||
+	    ftruncate(fd, (off_t)o->len) < 0 || fsync(fd) < 0)
+		rc = tq_err_sys(err, "write %s/" TQ_ENDREC_DIR "/%s in the room held for it",
+				home, tmp);
+	if (rc == 0)
+		unlinkat(dfd, tmp, 0);
+	if (rc == 0 && linkat(AT_FDCWD, proc, dfd, tmp, AT_SYMLINK_FOLLOW) < 0)
+		rc = tq_err_sys(err, "link %s/" TQ_ENDREC_DIR "/%s", home, tmp);
+	tq_close(fd);
+	if (rc == 0 && renameat(dfd, tmp, dfd, name) < 0) {
+		rc = tq_err_sys(err, "rename %s/" TQ_ENDREC_DIR "/%s", home, tmp);
+		unlinkat(dfd, tmp, 0);
+	}
+	if (rc == 0 && fsync(dfd) < 0)
+		rc = tq_err_sys(err, "fsync %s/" TQ_ENDREC_DIR, home);
+	return rc;
+}
+
 int tq_endrec_write(const char *home, const struct tq_finish *f, struct tq_err *err)
+{
+	return tq_endrec_keep(home, f, NULL, err);
+}
+
+int tq_endrec_keep(const char *home, const struct tq_finish *f, int *reserve,
+		   struct tq_err *err)
 {
 	struct out o = { 0 };
 	char name[ENDREC_NAME_MAX], tmp[ENDREC_NAME_MAX];
@@ -249,7 +320,7 @@ int tq_endrec_write(const char *home, const struct tq_finish *f, struct tq_err *
 	    name_of(tmp, sizeof(tmp), ".%lld.%d.tmp", f->task_id, f->attempt) < 0)
 		return tq_err_set(err, TQ_EINVAL, "end record: bad task %lld attempt %d",
 				  (long long)f->task_id, f->attempt);
-	encode(&o, f);
+	encode(&o, f, 1);
 	if (o.failed) {
 		rc = o.failed == TQ_ENOMEM
 			     ? tq_err_set(err, TQ_ENOMEM, "end record: out of memory")
@@ -262,6 +333,18 @@ int tq_endrec_write(const char *home, const struct tq_finish *f, struct tq_err *
 		goto out;
 	}
 	rc = publish(dfd, tmp, name, &o, home, err);
+	if (rc == TQ_ENOSPC && reserve != NULL && *reserve >= 0) {
+		/* the disk is full: the room held for this. An agent's result
+		 * that does not fit is left out (the outcome is what must not
+		 * be lost; the result is kept in the log's output). */
+		if (o.len > TQ_ENDREC_RESERVE) {
+			free(o.buf);
+			o = (struct out){ 0 };
+			encode(&o, f, 0);
+		}
+		if (!o.failed && o.len <= TQ_ENDREC_RESERVE)
+			rc = publish_reserved(dfd, reserve, tmp, name, &o, home, err);
+	}
 out:
 	tq_close(dfd);
 	free(o.buf);

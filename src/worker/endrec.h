@@ -33,6 +33,7 @@
 
 #define TQ_ENDREC_DIR "ends"               /* in the state directory */
 #define TQ_ENDREC_MAX (32 * 1024 * 1024)   /* bytes of one record */
+#define TQ_ENDREC_RESERVE (64 * 1024)      /* room held for one on a full disk */
 
 /*
  * An end record as read back. f points into the strings below (and at res
@@ -64,6 +65,27 @@ void tq_endrec_release(struct tq_endrec *r);
  * behind on failure.
  */
 int tq_endrec_write(const char *home, const struct tq_finish *f, struct tq_err *err);
+
+/*
+ * Room held for one record on the state directory's filesystem, for a
+ * full disk (the very case in which the store refuses an end): an unnamed
+ * file (O_TMPFILE) in HOME/ends of TQ_ENDREC_RESERVE bytes, really
+ * allocated. HOME/ends is created (0700) if needed, so keeping a record
+ * never needs a new directory either. *fd gets the file (the caller's;
+ * its room goes back when it is closed or its process dies), -1 on failure
+ * (TQ_ENOSPC, or TQ_EIO where the filesystem has no O_TMPFILE).
+ */
+int tq_endrec_reserve(const char *home, int *fd, struct tq_err *err);
+
+/*
+ * tq_endrec_write, and when that fails for want of room (TQ_ENOSPC) and
+ * *reserve is a reserve (tq_endrec_reserve), the record is written into
+ * the reserve's room instead and takes the record's name: the reserve is
+ * used up (closed, *reserve -1), whether that worked or not. A record that
+ * does not fit in the reserve goes without its agent result.
+ */
+int tq_endrec_keep(const char *home, const struct tq_finish *f, int *reserve,
+		   struct tq_err *err);
 
 /*
  * Read and check the record of (task, attempt) into r (zeroed first; release

@@ -858,8 +858,10 @@ static void written_elsewhere(struct run *r)
 static void keep(struct run *r)
 {
 	struct tq_err err = TQ_ERR_INIT;
+	int held = r->w->reserve_fd >= 0;
 
-	if (tq_endrec_write(tq_queue_home(r->w->q), &r->fin, &err) < 0) {
+	/* on a full disk, into the room the worker holds for it */
+	if (tq_endrec_keep(tq_queue_home(r->w->q), &r->fin, &r->w->reserve_fd, &err) < 0) {
 		tq_worker_log(r->w, "task %lld attempt %d: ended (%s, exit code %d), and its "
 			      "end could not be kept in a record either: %s; this worker "
 			      "keeps it and retries", (long long)r->t->id, r->t->attempt,
@@ -868,9 +870,10 @@ static void keep(struct run *r)
 	}
 	r->kept = 1;
 	tq_worker_log(r->w, "task %lld attempt %d: ended (%s); its end is kept in "
-		      TQ_ENDREC_DIR "/%lld.%d until the store takes it", (long long)r->t->id,
+		      TQ_ENDREC_DIR "/%lld.%d%s until the store takes it", (long long)r->t->id,
 		      r->t->attempt, tq_outcome_name(r->fin.outcome), (long long)r->t->id,
-		      r->t->attempt);
+		      r->t->attempt, held && r->w->reserve_fd < 0 ?
+		      " (the disk is full: in the room held for it)" : "");
 }
 
 /* One try at writing the end; on failure, keep it and set the next try. */

@@ -29,6 +29,7 @@
 #include "../common/diag.h"
 #include "../common/sys.h"
 #include "doorbell.h"
+#include "endrec.h"
 #include "onexit.h"
 #include "proc.h"
 
@@ -36,6 +37,7 @@
 #define BUSY_RETRY_MS 200      /* the store was locked: try again soon */
 #define ERROR_RETRY_MS 2000    /* any other store error */
 #define HOOK_CHECK_MS 1000     /* a busy worker looks for owed hooks this often */
+#define RESERVE_RETRY_MS 10000 /* no room held for an end record: try again */
 
 static void diag_line(const char *who, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -185,6 +187,33 @@ int tq_worker_owed_hook(struct worker *w, int64_t task_id)
 	return 1;
 }
 
+/*
+ * Hold room for one end record (endrec.h), so that a task's end can be
+ * kept when the disk is full -- which is when the store refuses it. Held
+ * from the worker's start; taken again after a record used it up, when
+ * there is room again. Without it, such an end lives only in this worker
+ * until the store takes it. Said once, not every try.
+ */
+static void hold_reserve(struct worker *w)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	int64_t now = tq_mono_ms();
+
+	if (w->reserve_fd >= 0 || now < w->reserve_at)
+		return;
+	if (tq_endrec_reserve(tq_queue_home(w->q), &w->reserve_fd, &err) == 0) {
+		if (w->reserve_at > 0)
+			tq_worker_log(w, "room for an end record is held again");
+		w->reserve_at = 0;
+		return;
+	}
+	if (w->reserve_at == 0)
+		tq_worker_log(w, "no room held for an end record (%s): on a full disk a task's "
+			      "end would live only in this worker until the store takes it",
+			      err.msg);
+	w->reserve_at = now + RESERVE_RETRY_MS;
+}
+
 /* One round: claim and run a task, or sleep until something may be ready.
  * An on-exit hook owed by an end no worker wrote goes first: when this
  * worker is idle, or once a HOOK_CHECK_MS while it is busy. */
@@ -194,6 +223,7 @@ static int step(struct worker *w)
 	struct tq_task t;
 	int more = 0, rc;
 
+	hold_reserve(w);
 	if (tq_mono_ms() >= w->hook_check_at && tq_worker_owed_hook(w, 0))
 		return 0;
 	rc = tq_queue_claim(w->q, w->id, w->o->lease_ms, &t, &more, &err);
@@ -261,7 +291,8 @@ static int start(struct worker *w, struct tq_err *err)
 
 int tq_worker_main(const struct tq_worker_opts *o)
 {
-	struct worker w = { .o = o, .sigfd = -1, .bellfd = -1, .beat_task = -1 };
+	struct worker w = { .o = o, .sigfd = -1, .bellfd = -1, .beat_task = -1,
+			    .reserve_fd = -1 };
 	struct tq_err err = TQ_ERR_INIT;
 	int status = 0;
 
@@ -301,5 +332,6 @@ out:
 	tq_rules_free(w.rules);
 	tq_close(w.sigfd);
 	tq_close(w.bellfd);
+	tq_close(w.reserve_fd);
 	return status;
 }

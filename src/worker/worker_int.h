@@ -28,6 +28,9 @@ struct worker {
 	int64_t beat_task;      /* what our row says we run (-1: unknown) */
 	int64_t beat_at;        /* mono ms of our last heartbeat written */
 	int64_t hook_check_at;  /* mono ms: look for owed on-exit hooks then */
+	int reserve_fd;         /* room for one end record on a full disk
+				 * (endrec.h); -1: none held */
+	int64_t reserve_at;     /* mono ms: try to hold it again then */
 	/* while a task runs: its secrets, masked in every line we log */
 	const struct tq_secrets *secrets;
 };
