@@ -97,6 +97,9 @@ struct sup {
 	int stopping;
 	int stop_signal;
 	int64_t stop_grace;          /* -1: the workers' default */
+	int64_t writable_since;      /* mono ms since the store has taken our
+				      * writes (worker_alive); 0: it refused the
+				      * last, or none was tried */
 	int64_t *ran_by;             /* drain: every worker id seen */
 	size_t nran_by, capran_by;
 	struct tq_statedir home;     /* held open: gone or replaced? */
@@ -341,14 +344,22 @@ static int worker_alive(struct sup *s, int64_t worker_id)
 		/* No heartbeat may mean the store refuses writes (a full disk):
 		 * then every worker is late, not stuck, and killing one would
 		 * turn a healthy task into a lost one. Kill only when we can
-		 * write ourselves. */
+		 * write ourselves, and have been able to for a whole lease: a
+		 * worker that was only late renews a third of a lease after the
+		 * store takes writes again, and our tick may well come first
+		 * (it did, most times, with the default lease). */
 		snprintf(now, sizeof(now), "%lld", (long long)tq_now_ms());
 		if (tq_queue_meta_set(s->q, "supervisor_probe", now, &err) < 0) {
+			s->writable_since = 0;
 			slog("worker pid %d has not heartbeaten for %lld ms, but the "
 			     "store refuses writes (%s): leaving it", ws[i].pid,
 			     (long long)(tq_now_ms() - ws[i].heartbeat_at), err.msg);
 			continue;
 		}
+		if (s->writable_since == 0)
+			s->writable_since = tq_mono_ms();
+		if (tq_mono_ms() - s->writable_since < s->o->lease_ms)
+			continue;
 		slog("worker pid %d has not heartbeaten for %lld ms; killing it",
 		     ws[i].pid, (long long)(tq_now_ms() - ws[i].heartbeat_at));
 		tq_proc_signal(ws[i].pid, ws[i].proc_start, SIGKILL, NULL);
