@@ -16,6 +16,7 @@
  * created only by the supervisor (or by a rotation, under the lock), never
  * on a worker's whim.
  */
+#define LIBBSD_NETBSD_VIS /* the NetBSD vis API; silences libbsd's #warning */
 #include "diag.h"
 
 #include <errno.h>
@@ -31,6 +32,7 @@
 #include <unistd.h>
 
 #include <bsd/string.h>
+#include <bsd/vis.h>
 
 #include "sys.h"
 
@@ -321,13 +323,42 @@ static void fold_say(struct fold *f, int64_t now)
 	f->count = 0;
 }
 
+/*
+ * A message as one line: its control characters (a newline or a tab in a
+ * state directory's path, an escape in a client's bytes) written as vis(3)
+ * C-style escapes, so that one message is one line of serve.log and no
+ * name can forge another line or drive a terminal that shows the log.
+ * Other bytes, UTF-8 or not, stay as they are. Cut at n - 1 bytes.
+ */
+static void one_line(const char *in, char *out, size_t n)
+{
+	char esc[5];
+	size_t k = 0;
+
+	for (const unsigned char *p = (const unsigned char *)in; *p != '\0'; p++) {
+		size_t len = 1;
+		const char *put = (const char *)p;
+		if (*p < 0x20 || *p == 0x7f) {
+			vis(esc, *p, VIS_CSTYLE | VIS_OCTAL | VIS_TAB | VIS_NL, p[1]);
+			put = esc;
+			len = strlen(esc);
+		}
+		if (k + len >= n)
+			break;
+		memcpy(out + k, put, len);
+		k += len;
+	}
+	out[k] = '\0';
+}
+
 static void say(const char *who, int loose, const char *fmt, va_list ap)
 {
-	char msg[MSG_MAX_BYTES], key[KEY_MAX_BYTES];
+	char raw[MSG_MAX_BYTES], msg[MSG_MAX_BYTES], key[KEY_MAX_BYTES];
 	struct fold *f = NULL, *oldest = NULL;
 	int64_t now;
 
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
+	one_line(raw, msg, sizeof(msg));
 	if (!D.fold) {
 		put_line(who, msg, "");
 		return;

@@ -13,6 +13,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +36,16 @@
  * between it and its creator's identity for the name it builds under. */
 #define TQ_DB_NAME "taskq.db"
 #define NEW_DB_INFIX ".new-"
+/*
+ * The longest state directory path. SQLite's unix VFS opens no database
+ * path longer than 504 bytes (MAX_PATHNAME, 512, less room for "-journal";
+ * measured with 3.40), and create_db's temporary name is the longest it is
+ * given: HOME + "/taskq.db.new-" (14) + a pid (at most 7 digits) + "-" + a
+ * start time (12 digits: clock ticks for 300 years of uptime). A longer
+ * path failed only at the database's open, after its directories were
+ * made, with an error cut short by the path it quoted.
+ */
+#define TQ_HOME_PATH_MAX (504 - 1 - 14 - 7 - 1 - 12)
 #define TQ_CLI_WAL_FRAMES 64 /* see cli_wal_hook */
 
 /* ------------------------------------------------------------------ */
@@ -346,6 +357,18 @@ const char *tq_home_source(const char *flag)
 	return names[home_from(flag, &base)];
 }
 
+/* A canonical state directory path SQLite can open the database in. */
+static int home_fits(const char *home, struct tq_err *err)
+{
+	size_t len = strlen(home);
+
+	if (len > TQ_HOME_PATH_MAX)
+		return tq_err_set(err, TQ_EINVAL, "state directory path is too long: %zu bytes, "
+				  "at most %d (SQLite's bound on a database's path)", len,
+				  TQ_HOME_PATH_MAX);
+	return 0;
+}
+
 int tq_home_resolve(const char *flag, char *buf, size_t n, struct tq_err *err)
 {
 	const char *base;
@@ -370,7 +393,9 @@ int tq_home_resolve(const char *flag, char *buf, size_t n, struct tq_err *err)
 		return tq_err_set(err, TQ_EINVAL, "state directory path is too long");
 	if (buf[0] != '/' && (r = home_absolute(buf, n, err)) < 0)
 		return r;
-	return home_canonical(buf, n, err);
+	if ((r = home_canonical(buf, n, err)) < 0)
+		return r;
+	return home_fits(buf, err);
 }
 
 /* What check_home made, for tq_queue_open to take back when it fails. */
@@ -442,17 +467,71 @@ static void note_tightened(char **note, const char *what, const char *path, mode
 	}
 }
 
+/* Whether name is one taskq keeps in a state directory. */
+static int taskq_name(const char *name)
+{
+	static const char *const exact[] = {
+		".", "..", "logs", "serve.pid", "submit.sock", "doorbell", "ends", "work",
+	};
+	static const char *const prefix[] = { TQ_DB_NAME, "serve.log" };
+
+	for (size_t i = 0; i < sizeof(exact) / sizeof(exact[0]); i++)
+		if (strcmp(name, exact[i]) == 0)
+			return 1;
+	for (size_t i = 0; i < sizeof(prefix) / sizeof(prefix[0]); i++)
+		if (strncmp(name, prefix[i], strlen(prefix[i])) == 0)
+			return 1;
+	return 0;
+}
+
+/*
+ * Whether the existing directory home is a state directory taskq may take
+ * as its own (change its mode, put a database in): it holds a taskq.db, or
+ * nothing but the names taskq keeps there (an empty directory too). 0 with
+ * *other set to a name of someone else's (TASKQ_HOME=$HOME, or / as root:
+ * the mode of a directory others use must never change, and a database
+ * beside their files is a typo, not a queue); 1; or an error.
+ */
+static int home_is_ours(const char *home, char *other, size_t n, struct tq_err *err)
+{
+	struct dirent *de;
+	struct stat sb;
+	char *db = NULL;
+	DIR *d;
+	int ours = 1;
+
+	if (asprintf(&db, "%s/" TQ_DB_NAME, home) < 0)
+		return tq_err_set(err, TQ_ENOMEM, "state directory: out of memory");
+	ours = lstat(db, &sb) == 0;
+	free(db);
+	if (ours)
+		return 1;
+	if ((d = opendir(home)) == NULL)
+		return tq_err_sys(err, "state directory %s", home);
+	ours = 1;
+	while (ours && (de = readdir(d)) != NULL)
+		if (!taskq_name(de->d_name)) {
+			strlcpy(other, de->d_name, n);
+			ours = 0;
+		}
+	closedir(d);
+	return ours;
+}
+
 /* Create (if allowed) and check the state directory: a directory owned by
  * us, not writable by group or others (anyone who can write it can replace
  * the database or a log), whose logs/ is a directory and not a symbolic
  * link (a link would send every task's output, and a reader's view of it,
- * wherever it points). One readable by others is made 0700 (tighten), when
- * note is not NULL. *made (may be NULL) says what was created. */
+ * wherever it points). An existing directory that is not taskq's (see
+ * home_is_ours) is never changed: refused when a database would be made
+ * in it, left for check_dbfile to say there is none otherwise. One
+ * readable by others is made 0700 (tighten), when note is not NULL.
+ * *made (may be NULL) says what was created. */
 static int check_home(const char *home, unsigned flags, int *made, char **note,
 		      struct tq_err *err)
 {
 	struct stat sb;
-	char *logs = NULL;
+	char *logs = NULL, other[NAME_MAX + 1];
 	int rc = 0, dummy;
 
 	if (made == NULL)
@@ -482,6 +561,17 @@ static int check_home(const char *home, unsigned flags, int *made, char **note,
 				  "run: chmod go-w %s", home,
 				  (sb.st_mode & S_IWOTH) ? "everyone" : "its group",
 				  (unsigned)(sb.st_mode & 07777), home);
+	if (!(*made & MADE_HOME) && (rc = home_is_ours(home, other, sizeof(other), err)) <= 0) {
+		if (rc < 0)
+			return rc;
+		if (flags & TQ_OPEN_NOCREATE)
+			return 0; /* no database there: check_dbfile says so */
+		return tq_err_set(err, TQ_EINVAL,
+				  "state directory %s holds files that are not taskq's (\"%s\") "
+				  "and no " TQ_DB_NAME ": refusing to make a queue there; "
+				  "choose a new or empty directory", home, other);
+	}
+	rc = 0;
 	if (note != NULL && tighten(home, &sb))
 		note_tightened(note, "state directory", home, sb.st_mode);
 	/* on the heap: see home_absolute */
@@ -1054,7 +1144,8 @@ int tq_queue_open(struct tq_queue **qp, const char *home, unsigned flags,
 	}
 	/* canonical here too (tq_home_resolve made it so for the CLI): SQLite
 	 * refuses a path through a link */
-	if (q->home[0] == '/' && (rc = home_canonical(q->home, sizeof(q->home), err)) < 0)
+	if ((q->home[0] == '/' && (rc = home_canonical(q->home, sizeof(q->home), err)) < 0) ||
+	    (rc = home_fits(q->home, err)) < 0)
 		goto fail;
 	if ((size_t)snprintf(q->path, sizeof(q->path), "%s/" TQ_DB_NAME, q->home) >=
 	    sizeof(q->path)) {
