@@ -433,7 +433,8 @@ int tq_queue_on_exit_due(struct tq_queue *q, int *any, struct tq_err *err)
 {
 	sqlite3_stmt *st = tq_db_stmt(q, ST_ON_EXIT_DUE,
 		"SELECT EXISTS (SELECT 1 FROM tasks INDEXED BY tasks_on_exit"
-		" WHERE on_exit_due != 0)", err);
+		" WHERE on_exit_due != 0"
+		" AND state IN ('succeeded','failed','timed_out','killed','canceled'))", err);
 	int rc;
 
 	*any = 0;

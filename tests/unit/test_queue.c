@@ -497,6 +497,22 @@ static void test_on_exit_owed_once(void **state)
 	assert_int_equal(tq_queue_on_exit_due(f->q, &any, &err), 0);
 	assert_int_equal(any, 0);
 	tq_queue_close(q2);
+
+	/* owed, then run again by hand before a worker took it: not owed
+	 * while it is queued or running (its next end decides) */
+	assert_int_equal(tq_queue_retry(f->q, own, &err), 0);
+	assert_int_equal(claim_id(f->q, &attempt), own);
+	finish(f->q, own, attempt, TQ_OUT_FAILED, TQ_NEXT_FINAL, 0);
+	assert_int_equal(tq_queue_retry(f->q, own, &err), 0);
+	assert_int_equal(tq_queue_on_exit_due(f->q, &any, &err), 0);
+	assert_int_equal(any, 0);
+	assert_int_equal(tq_queue_on_exit_take(f->q, 0, &t, &err), TQ_ENOTFOUND);
+	assert_int_equal(claim_id(f->q, &attempt), own);
+	finish(f->q, own, attempt, TQ_OUT_SUCCEEDED, TQ_NEXT_FINAL, 0);
+	assert_int_equal(tq_queue_on_exit_take(f->q, 0, &t, &err), 0);
+	assert_int_equal(t.id, own);
+	assert_int_equal(t.state, TQ_SUCCEEDED);
+	tq_task_release(&t);
 }
 
 /*
