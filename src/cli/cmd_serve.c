@@ -192,6 +192,7 @@ struct status {
 	int running;
 	int64_t started_at;
 	int64_t workers_target;
+	char *containment;         /* how its workers contain tasks (meta) */
 	int64_t retention_ms;      /* in force, or that the next supervisor uses */
 	int64_t counts[TQ_STATE_COUNT];
 	struct tq_worker_info *ws;
@@ -261,6 +262,7 @@ static int load_status(const struct cli_ctx *c, struct tq_queue *q, const char *
 	if (s->running) {
 		s->started_at = meta_int(q, "supervisor_started_at");
 		s->workers_target = meta_int(q, "supervisor_workers");
+		tq_queue_meta_get(q, TQ_META_CONTAINMENT, &s->containment, NULL);
 	}
 	return CLI_OK;
 }
@@ -326,6 +328,12 @@ static void print_status_human(const struct status *s, const char *home)
 	} else {
 		printf("supervisor: not running (start one with: taskq serve)\n");
 	}
+	if (s->running && s->containment != NULL) {
+		char *c = cli_esc(s->containment, 0, NULL);
+		if (c != NULL)
+			printf("task processes: contained by %s\n", c);
+		free(c);
+	}
 	/* control characters and odd bytes escaped, as every name we print */
 	esc = cli_esc(home, 0, NULL);
 	printf("state directory: %s\n", esc != NULL ? esc : "?");
@@ -385,6 +393,11 @@ static cJSON *status_json(const struct status *s, const char *home)
 		cJSON_AddNumberToObject(o, "supervisor_pid", s->pid);
 		cJSON_AddNumberToObject(o, "started_at", (double)s->started_at);
 		cJSON_AddNumberToObject(o, "workers", (double)s->workers_target);
+		if (s->containment != NULL) {
+			cJSON_AddStringToObject(o, "containment",
+				strncmp(s->containment, "cgroup", 6) == 0 ? "cgroup" : "record");
+			cli_json_bytes(o, "containment_detail", s->containment, &oom);
+		}
 	}
 	cli_json_bytes(o, "home", home, &oom);
 	cJSON_AddNumberToObject(o, "retention_ms", (double)s->retention_ms);
@@ -473,6 +486,7 @@ static int run_status(struct cli_ctx *c, int argc, char **argv)
 		print_status_human(&s, home);
 	}
 	free(s.ws);
+	free(s.containment);
 	tq_group_list_free(s.gs, s.ngs);
 	tq_queue_close(q);
 	return rc;
@@ -567,6 +581,10 @@ const struct cli_cmd cli_cmd_serve = {
 	"\n"
 	"If the state directory is removed or replaced, it stops its workers and\n"
 	"their tasks and exits 1; it removes only the files it made itself.\n"
+	"Each task attempt gets a cgroup v2 group where the supervisor's cgroup is\n"
+	"delegated to it (root's, or a systemd unit or scope with Delegate=yes), else\n"
+	"a record of its process tree; `taskq status` says which (TASKQ_CGROUP=0\n"
+	"forces the record).\n"
 	"\n"
 	"  -w, --workers N     workers to keep running (1-256; default 2)\n"
 	"  -f, --foreground    stay in the foreground, log to stderr\n"
@@ -620,7 +638,9 @@ const struct cli_cmd cli_cmd_status = {
 	.synopsis = "taskq status [--json]",
 	.summary = "Show the supervisor, workers, task counts and groups.",
 	.help =
-	"Says whether a supervisor runs (its pid, uptime, workers), the state\n"
+	"Says whether a supervisor runs (its pid, uptime, workers), how it contains\n"
+	"each task's processes (a cgroup v2 group per attempt, or a record of its\n"
+	"process tree: TASKQ_CGROUP=0 forces the record), the state\n"
 	"directory (control characters escaped), how long finished tasks are kept\n"
 	"(serve --retention), how many tasks are in each state, what each worker is\n"
 	"doing, in slot order (a worker whose process is gone is \"dead\", with the\n"

@@ -71,6 +71,21 @@ int tq_write_all(int fd, const void *buf, size_t n)
 	return 0;
 }
 
+int tq_pwrite_all(int fd, const void *buf, size_t n, off_t off)
+{
+	size_t done = 0;
+
+	while (done < n) {
+		ssize_t r = pwrite(fd, (const char *)buf + done, n - done, off + (off_t)done);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -1;
+		done += (size_t)r;
+	}
+	return 0;
+}
+
 ssize_t tq_pread_full(int fd, void *buf, size_t n, off_t off)
 {
 	size_t got = 0;

@@ -33,6 +33,10 @@ ssize_t tq_write(int fd, const void *buf, size_t n);
 /* pread(2) of up to n bytes at off, EINTR retried, short reads finished. */
 ssize_t tq_pread_full(int fd, void *buf, size_t n, off_t off);
 
+/* pwrite(2) of all n bytes at off, EINTR retried, short writes finished.
+ * Returns 0 or -1 with errno set. */
+int tq_pwrite_all(int fd, const void *buf, size_t n, off_t off);
+
 /* waitpid(2) with EINTR retried. Returns as waitpid(2). */
 pid_t tq_waitpid(pid_t pid, int *status, int flags);
 

@@ -670,6 +670,220 @@ out:
 	return rc;
 }
 
+/* ---- process trees ---------------------------------------------------- */
+
+struct idlist {
+	struct tq_proc_id *v;
+	size_t n, cap;
+};
+
+static int idlist_add(struct idlist *l, pid_t pid, int64_t start)
+{
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 16;
+		struct tq_proc_id *v = reallocarray(l->v, cap, sizeof(*v));
+		if (v == NULL)
+			return -1;
+		l->v = v;
+		l->cap = cap;
+	}
+	l->v[l->n++] = (struct tq_proc_id){ pid, start };
+	return 0;
+}
+
+static int idlist_has(const struct idlist *l, pid_t pid)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (l->v[i].pid == pid)
+			return 1;
+	return 0;
+}
+
+/* The children of pid, from its threads' children files, into kids (reset
+ * first). A pid that is gone has none. 0, or -1 with errno. */
+static int children_of(pid_t pid, struct pidlist *kids)
+{
+	char path[64];
+	struct dirent *de;
+	DIR *d;
+	int fd, rc = 0;
+
+	kids->n = 0;
+	snprintf(path, sizeof(path), "/proc/%ld/task", (long)pid);
+	if ((fd = tq_open(path, O_RDONLY | O_DIRECTORY, 0)) < 0)
+		return errno == ENOENT || errno == ESRCH ? 0 : -1;
+	if ((d = fdopendir(fd)) == NULL) {
+		tq_close(fd);
+		return -1;
+	}
+	while (rc == 0 && (de = readdir(d)) != NULL)
+		if (dirent_pid(de) > 0)
+			rc = read_children_file(dirfd(d), de->d_name, kids);
+	closedir(d);
+	return rc;
+}
+
+/* Add the children of parent (listed in kids) whose stat still names
+ * parent as theirs: a pid read from a children file that has since been
+ * reused by another process is not one of them. */
+static int add_children(struct idlist *out, pid_t parent, const struct pidlist *kids)
+{
+	struct tq_proc_stat st;
+
+	for (size_t i = 0; i < kids->n && out->n < TQ_PROC_TREE_MAX; i++) {
+		if (tq_proc_stat(kids->v[i], &st, NULL) < 0 || st.ppid != parent ||
+		    idlist_has(out, kids->v[i]))
+			continue;
+		if (idlist_add(out, kids->v[i], st.start_time) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Without children files: one pass over /proc for (pid, ppid, start), then
+ * the tree walked in it. */
+static int descendants_by_scan(pid_t root, struct idlist *out)
+{
+	struct idlist all = { NULL, 0, 0 };
+	struct pidlist parents = { NULL, 0, 0 };
+	struct tq_proc_stat st;
+	struct dirent *de;
+	DIR *d;
+	pid_t pid;
+	int rc = 0;
+
+	if ((d = opendir("/proc")) == NULL)
+		return -1;
+	while (rc == 0 && (de = readdir(d)) != NULL)
+		if ((pid = dirent_pid(de)) > 0 && tq_proc_stat(pid, &st, NULL) == 0 &&
+		    (idlist_add(&all, pid, st.start_time) < 0 ||
+		     pidlist_add(&parents, st.ppid) < 0))
+			rc = -1;
+	closedir(d);
+	/* out grows as we walk it: each entry's children are appended */
+	for (size_t k = 0; rc == 0 && k <= out->n && out->n < TQ_PROC_TREE_MAX; k++) {
+		pid_t p = k == 0 ? root : out->v[k - 1].pid;
+		for (size_t i = 0; i < all.n && out->n < TQ_PROC_TREE_MAX; i++)
+			if (parents.v[i] == p && !idlist_has(out, all.v[i].pid) &&
+			    idlist_add(out, all.v[i].pid, all.v[i].start) < 0)
+				rc = -1;
+	}
+	free(all.v);
+	free(parents.v);
+	if (rc < 0)
+		errno = ENOMEM;
+	return rc;
+}
+
+static int descendants(pid_t root, struct idlist *out)
+{
+	struct pidlist kids = { NULL, 0, 0 };
+	int rc = 0;
+
+	if (!have_children_files())
+		return descendants_by_scan(root, out);
+	for (size_t k = 0; rc == 0 && k <= out->n && out->n < TQ_PROC_TREE_MAX; k++) {
+		pid_t p = k == 0 ? root : out->v[k - 1].pid;
+		if ((rc = children_of(p, &kids)) == 0)
+			rc = add_children(out, p, &kids);
+	}
+	free(kids.v);
+	return rc;
+}
+
+int tq_proc_descendants(pid_t root, struct tq_proc_id **ids, size_t *n,
+	struct tq_err *err)
+{
+	struct idlist out = { NULL, 0, 0 };
+
+	*ids = NULL;
+	*n = 0;
+	if (descendants(root, &out) < 0) {
+		int rc = errno == ENOMEM ? tq_err_set(err, TQ_ENOMEM, "out of memory")
+					 : tq_err_sys(err, "list the descendants of %ld",
+						      (long)root);
+		free(out.v);
+		return rc;
+	}
+	*ids = out.v;
+	*n = out.n;
+	return 0;
+}
+
+/* The children of one process, with start times, into out (reset first). */
+static int direct_children(pid_t parent, struct idlist *out)
+{
+	struct pidlist kids = { NULL, 0, 0 };
+	struct tq_proc_stat st;
+	struct dirent *de;
+	DIR *d;
+	pid_t pid;
+	int rc = 0;
+
+	out->n = 0;
+	if (have_children_files()) {
+		if ((rc = children_of(parent, &kids)) == 0)
+			rc = add_children(out, parent, &kids);
+		free(kids.v);
+		return rc;
+	}
+	if ((d = opendir("/proc")) == NULL)
+		return -1;
+	while (rc == 0 && (de = readdir(d)) != NULL)
+		if ((pid = dirent_pid(de)) > 0 && tq_proc_stat(pid, &st, NULL) == 0 &&
+		    st.ppid == parent && idlist_add(out, pid, st.start_time) < 0) {
+			errno = ENOMEM;
+			rc = -1;
+		}
+	closedir(d);
+	return rc;
+}
+
+/* Stop one process if it is still the one named; add it to held. */
+static int hold(struct idlist *held, pid_t pid, int64_t start)
+{
+	if (idlist_has(held, pid) || tq_proc_signal(pid, start, SIGSTOP, NULL) < 0)
+		return 0;
+	return idlist_add(held, pid, start);
+}
+
+int tq_proc_kill_tree(const struct tq_proc_id *ids, size_t n, size_t *killed,
+	struct tq_err *err)
+{
+	struct idlist held = { NULL, 0, 0 }, kids = { NULL, 0, 0 };
+	size_t done = 0;
+	int rc = 0;
+
+	if (killed != NULL)
+		*killed = 0;
+	for (size_t i = 0; rc == 0 && i < n && held.n < TQ_PROC_TREE_MAX; i++)
+		if (ids[i].pid > 1 && ids[i].pid != getpid())
+			rc = hold(&held, ids[i].pid, ids[i].start);
+	/* Stopped, a process forks no more: its children now are all it
+	 * will have. Stop them in turn (held grows as we walk it). */
+	for (size_t k = 0; rc == 0 && k < held.n && held.n < TQ_PROC_TREE_MAX; k++) {
+		kids.n = 0;
+		if (direct_children(held.v[k].pid, &kids) < 0) {
+			rc = -1;
+			break;
+		}
+		for (size_t i = 0; rc == 0 && i < kids.n && held.n < TQ_PROC_TREE_MAX; i++)
+			rc = hold(&held, kids.v[i].pid, kids.v[i].start);
+	}
+	/* Kill what is held even when the walk failed part way. */
+	for (size_t i = 0; i < held.n; i++)
+		if (tq_proc_signal(held.v[i].pid, held.v[i].start, SIGKILL, NULL) == 0)
+			done++;
+	if (killed != NULL)
+		*killed = done;
+	if (rc < 0)
+		rc = errno == ENOMEM ? tq_err_set(err, TQ_ENOMEM, "out of memory")
+				     : tq_err_sys(err, "kill a process tree");
+	free(held.v);
+	free(kids.v);
+	return rc;
+}
+
 /* ---- reaping and statuses -------------------------------------------- */
 
 int tq_proc_reap(void (*cb)(pid_t pid, int status, void *arg), void *arg,

@@ -229,6 +229,46 @@ void tq_proc_worker_mark(pid_t pid, int64_t start, char *buf, size_t n);
 int tq_proc_kill_marked(const struct tq_marks *m, size_t *killed, struct tq_err *err);
 
 /*
+ * A task's process tree, by identity. A worker lists its task's
+ * descendants (tq_proc_descendants) and keeps the list where recovery finds
+ * it when the worker and the supervisor die together (contain.h); recovery
+ * kills what the list names (tq_proc_kill_tree), wherever those processes
+ * went, and never a pid that was reused meanwhile.
+ */
+struct tq_proc_id {
+	pid_t pid;
+	int64_t start;           /* tq_proc_start_time: with pid, one process */
+};
+
+/* Most processes one listing or one tree kill handles (a fork bomb is cut
+ * there: what is listed is handled, the rest is not). */
+#define TQ_PROC_TREE_MAX 4096
+
+/*
+ * Every descendant of root (its children, theirs, ...; not root itself),
+ * with start times, parents before their children. *ids is malloc'd (the
+ * caller frees it; NULL with *n == 0 when there are none). A process that
+ * exits while we look is left out; one that is forked meanwhile may be
+ * missed (a snapshot). At most TQ_PROC_TREE_MAX, then *n stops growing.
+ * Read through /proc/PID/task/TID/children (CONFIG_PROC_CHILDREN), else one
+ * scan of /proc/[0-9]*\/stat. Returns 0, TQ_ENOMEM or TQ_EIO with err set.
+ */
+int tq_proc_descendants(pid_t root, struct tq_proc_id **ids, size_t *n,
+	struct tq_err *err);
+
+/*
+ * SIGKILL the processes ids names and every descendant they have now: each
+ * is first stopped (SIGSTOP) and only then asked for its children, so none
+ * can fork a child that escapes the count, and each signal goes through a
+ * pidfd after its identity is checked (a pid now naming another process is
+ * skipped). The processes need not be ours (after a crash they belong to
+ * init). Does not wait for them to die. *killed (may be NULL) gets the
+ * number SIGKILLed. Returns 0, TQ_ENOMEM or TQ_EIO with err set.
+ */
+int tq_proc_kill_tree(const struct tq_proc_id *ids, size_t n, size_t *killed,
+	struct tq_err *err);
+
+/*
  * Reap every child that has exited, without blocking: waitpid(-1, WNOHANG)
  * until it returns 0 or ECHILD, calling cb(pid, status, arg) for each. Call
  * it when SIGCHLD arrives. Returns the number reaped, or TQ_EIO with err set.

@@ -55,6 +55,7 @@
 #include "../queue/logstore.h"
 #include "agent.h"
 #include "classify.h"
+#include "contain.h"
 #include "doorbell.h"
 #include "endrec.h"
 #include "evidence.h"
@@ -96,6 +97,7 @@ struct run {
 	struct tq_log *log;
 	struct tq_term term;
 	struct tq_stall stall;         /* --stall-timeout: the progress clock */
+	struct tq_contain contain;     /* its processes, by cgroup or record */
 	struct tq_agent_run agent;     /* an agent task's command and workspace */
 	struct tq_result_parser *rp;   /* an agent task's result, from stdout */
 	char *buf;                 /* READ_CHUNK bytes */
@@ -189,6 +191,28 @@ static const char *result_parser(const struct run *r)
 	return NULL;
 }
 
+/* Spawn the task in its containment (contain.h): a cgroup where the
+ * machine delegates one, else a record of its process tree. */
+static int spawn_contained(struct run *r, struct tq_err *err)
+{
+	struct tq_err note = TQ_ERR_INIT;
+	int rc;
+
+	if (tq_contain_begin(&r->contain, &r->w->cgroup, r->w->procs.fd, r->t->id,
+			     r->t->attempt, &note) < 0)
+		tq_worker_log(r->w, "task %lld: %s", (long long)r->t->id, note.msg);
+	r->child.cgroup_fd = tq_contain_cgroup_fd(&r->contain);
+	rc = tq_spawn_start(&r->child, err);
+	if (rc < 0 && r->child.join_failed) {
+		tq_worker_log(r->w, "task %lld: %s; this worker's tasks run without a "
+			      "cgroup from now on", (long long)r->t->id, err->msg);
+		tq_contain_join_failed(&r->contain, &r->w->cgroup, err);
+		r->child.cgroup_fd = -1;
+		rc = tq_spawn_start(&r->child, err);
+	}
+	return rc;
+}
+
 static int start(struct run *r, struct tq_err *err)
 {
 	struct tq_env env = TQ_ENV_INIT;
@@ -224,7 +248,7 @@ static int start(struct run *r, struct tq_err *err)
 		tq_env_release(&env);
 		return rc;
 	}
-	rc = tq_spawn_start(&r->child, err);
+	rc = spawn_contained(r, err);
 	tq_env_release(&env);
 	if (rc < 0)
 		return rc;
@@ -232,6 +256,7 @@ static int start(struct run *r, struct tq_err *err)
 	if (r->t->pty && r->t->stdin_mode != TQ_STDIN_NULL)
 		r->child.in_fd = fcntl(r->child.out_fd, F_DUPFD_CLOEXEC, 3);
 	tq_proc_start_time(r->child.pid, &start_ticks, NULL);
+	tq_contain_spawned(&r->contain, r->child.pid, start_ticks, tq_mono_ms());
 	tq_log_position(r->log, &off, &line);
 	r->log_line = line;
 	r->out_start = tq_log_output_bytes(r->log);
@@ -465,13 +490,18 @@ static void after_exit(struct run *r, int64_t now)
 
 	tq_term_step(&r->term, TQ_TERM_EXITED, now, &err);
 	/* Kill and reap whatever the task left behind: a setsid'd daemon, an
-	 * agent's tool shell. The worker runs one task, so every child that
-	 * remains belongs to this one. */
+	 * agent's tool shell. Its cgroup first (all at once, however deep);
+	 * then the sweep, which reaps them: the worker runs one task, so every
+	 * child that remains belongs to this one. */
+	if (tq_contain_kill(&r->contain, &err) < 0)
+		tq_worker_log(r->w, "task %lld: %s", (long long)r->t->id, err.msg);
 	if (tq_proc_sweep(NULL, 0, &killed, &err) < 0)
 		tq_worker_log(r->w, "task %lld: sweep: %s", (long long)r->t->id, err.msg);
 	else if (killed > 0)
 		tq_worker_log(r->w, "task %lld: killed %zu leftover process%s",
 			      (long long)r->t->id, killed, killed == 1 ? "" : "es");
+	if (tq_contain_end(&r->contain, NULL, &err) < 0)
+		tq_worker_log(r->w, "task %lld: %s", (long long)r->t->id, err.msg);
 	r->drain_until = tq_mono_ms() + DRAIN_AFTER_EXIT_MS;
 	close_in(r);
 }
@@ -527,6 +557,8 @@ static int poll_timeout(struct run *r, int64_t now)
 		at = min64(at, r->w->stop_at);
 	if (r->exited)
 		at = min64(at, r->drain_until);
+	else
+		at = min64(at, tq_contain_deadline(&r->contain));
 	if (!r->log_failed && tq_log_tick(r->log, tq_mono_ms(), &next_log, &err) < 0)
 		on_log_error(r, err.code, &err);
 	if (next_log >= 0)
@@ -557,6 +589,8 @@ static void on_timers(struct run *r, int64_t now)
 		tq_stall_describe(&r->stall, r->stall_note, sizeof(r->stall_note));
 		stop_task(r, SIGTERM);
 	}
+	if (!r->exited && tq_contain_tick(&r->contain, now, &err) < 0)
+		tq_worker_log(r->w, "task %lld: %s", (long long)r->t->id, err.msg);
 	if (!r->lease_lost && now >= r->next_renew)
 		renew(r, now);
 }
@@ -995,7 +1029,8 @@ static void record_requeue(struct run *r, const struct tq_err *why)
 
 int tq_runner_run(struct worker *w, struct tq_task *t)
 {
-	struct run r = { .w = w, .t = t, .child = TQ_CHILD_INIT };
+	struct run r = { .w = w, .t = t, .child = TQ_CHILD_INIT,
+			 .contain = TQ_CONTAIN_INIT };
 	struct tq_err err = TQ_ERR_INIT;
 	int rc;
 
@@ -1066,6 +1101,7 @@ int tq_runner_run(struct worker *w, struct tq_task *t)
 	setproctitle("worker %d: recording task %lld", w->o->slot, (long long)t->id);
 	record(&r);
 out:
+	tq_contain_end(&r.contain, NULL, NULL); /* a spawn that failed */
 	tq_log_close(r.log, NULL);
 	close_in(&r);
 	tq_spawn_release(&r.child);

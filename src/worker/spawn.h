@@ -17,6 +17,15 @@
  *   - exactly the environment in envp, nothing of the caller's;
  *   - cwd as its working directory (when set);
  *   - umask as its file mode creation mask (when >= 0; else the caller's).
+ *   - with cgroup_fd, membership of that cgroup from before its exec.
+ *
+ * With cgroup_fd the child is started by clone3(CLONE_VM | CLONE_VFORK |
+ * CLONE_INTO_CGROUP), since glibc 2.36's posix_spawn has no cgroup
+ * attribute (2.39 has): the same sharing of memory as posix_spawn, so the
+ * same cost (measured in spawn.c). Where that cannot be had (not x86-64, a
+ * kernel before 5.7) the child is cloned likewise and joins the group by
+ * writing to its cgroup.procs before anything else, at the price of a
+ * migration; a pty child (the fork path) joins the same way.
  *
  * Caller's preconditions:
  *   - fds 0-2 are open in the caller (tq_sanitize_stdfds), so no pipe created
@@ -57,6 +66,9 @@
  * 64 KiB).
  */
 #define TQ_SPAWN_PIPE_SIZE 8192
+/* The stack of a child started in a cgroup, until its exec: it makes a few
+ * system calls (measured need: a few KiB; an ASan build needs more). */
+#define TQ_SPAWN_CLONE_STACK (64 * 1024)
 
 /* Window size a --pty child sees (a 0x0 terminal confuses many programs). */
 #define TQ_SPAWN_PTY_ROWS 24
@@ -82,15 +94,23 @@ struct tq_child {
 	const char *cwd;           /* NULL: the caller's working directory */
 	enum tq_spawn_stdin in;
 	int umask;                 /* 0..0777; -1: the caller's */
+	/* A cgroup v2 group's directory, open (O_RDONLY | O_DIRECTORY): the
+	 * child is started in that group (or joins it before it execs), so it
+	 * never runs, and never forks, outside it (cgroup.h). Borrowed, like
+	 * the rest. -1 for none; so is any fd 0-2 (the caller's stdio, never a
+	 * cgroup), so a struct zeroed by an older caller asks for no group. */
+	int cgroup_fd;
 
 	/* Outputs, set by tq_spawn_start; -1 when not started or not used. */
 	pid_t pid;                 /* also the child's pgid and sid */
 	int in_fd;                 /* STDIN_PIPE: write end of the stdin pipe */
 	int out_fd;                /* stdout's read end, or the pty master */
 	int err_fd;                /* stderr's read end; -1 with a pty */
+	int join_failed;           /* the start failed joining cgroup_fd's group */
 };
 
-#define TQ_CHILD_INIT { NULL, NULL, NULL, TQ_SPAWN_STDIN_NULL, -1, -1, -1, -1, -1 }
+#define TQ_CHILD_INIT { .in = TQ_SPAWN_STDIN_NULL, .umask = -1, .cgroup_fd = -1, \
+	.pid = -1, .in_fd = -1, .out_fd = -1, .err_fd = -1 }
 
 /*
  * Start the child described by c. argv[0] without a '/' is searched in the
@@ -116,6 +136,9 @@ struct tq_child {
  *                 chdir "/gone": No such file or directory
  *   TQ_EPERM      exec "./notes.txt": Permission denied
  *   TQ_EINVAL     empty argv, or fds 0-2 closed in the caller
+ *   any code      with c->join_failed set: joining cgroup_fd's group failed
+ *                 ("spawn \"x\": join its cgroup: ..."); the caller may
+ *                 start it again without one
  *   TQ_EIO        anything else (exec "x": Exec format error, pipe2: ...)
  *
  * Thread-safe (posix_spawn, or for a pty a fork whose child makes only
@@ -126,6 +149,14 @@ struct tq_child {
  * thread. Not async-signal-safe.
  */
 int tq_spawn_start(struct tq_child *c, struct tq_err *err);
+
+/*
+ * For tests: with on, a child with a cgroup_fd is cloned and joins its
+ * group by writing to cgroup.procs (the path of architectures and kernels
+ * without clone3's CLONE_INTO_CGROUP) even where clone3 can start it
+ * there; off goes back to clone3 where it works.
+ */
+void tq_spawn_force_join(int on);
 
 /*
  * Block until c->pid exits and reap it; *status gets the waitpid status (see

@@ -56,6 +56,7 @@
 #include "../common/sys.h"
 #include "../queue/queue.h"
 #include "agent.h"
+#include "contain.h"
 #include "doorbell.h"
 #include "endrec.h"
 #include "policy.h"
@@ -102,6 +103,8 @@ struct sup {
 				      * last, or none was tried */
 	int64_t *ran_by;             /* drain: every worker id seen */
 	size_t nran_by, capran_by;
+	struct tq_cgroup_base cgroup; /* what our workers' attempts get */
+	int procs_fd;                /* HOME/procs: the attempts' records */
 	struct tq_statedir home;     /* held open: gone or replaced? */
 	struct tq_file_id pid_id;    /* our serve.pid, to remove only it */
 	int home_lost;               /* stopped because home went */
@@ -510,6 +513,19 @@ static void recover(struct sup *s, int64_t worker_id, const char *why)
 		 * task has ended it is retrying the end itself. */
 		if (worker_id == 0 && worker_alive(s, ex[i].worker_id))
 			continue;
+		/* Its worker is gone: what its cgroup or its recorded process
+		 * tree holds is killed, wherever it went and whatever its
+		 * environment (contain.h), whether the task ended (its end may
+		 * be in a record, below) or is lost. */
+		enum tq_contain_kind how = TQ_CONTAIN_NONE;
+		if (tq_contain_recover(s->procs_fd, ex[i].task_id, ex[i].attempt, &how,
+				       &killed, &err) < 0 && err.msg[0])
+			slog("task %lld: %s", (long long)ex[i].task_id, err.msg);
+		else if (killed > 0)
+			slog("task %lld: killed %zu leftover process%s in its %s",
+			     (long long)ex[i].task_id, killed, killed == 1 ? "" : "es",
+			     how == TQ_CONTAIN_CGROUP ? "cgroup" : "recorded process tree");
+		err = (struct tq_err)TQ_ERR_INIT;
 		/* A task that ended and whose end is kept is never lost. Once
 		 * the store refused one end in this pass, the others wait for
 		 * the next tick: each try may wait RECORD_BUSY_MS, and the loop
@@ -902,15 +918,51 @@ static void retention_sweep(struct sup *s)
 	}
 }
 
+/* For the sweep of records and cgroups: does this attempt still run? A
+ * store that cannot answer says yes: nothing is killed on a guess. */
+static int attempt_live(int64_t task, int attempt, void *arg)
+{
+	struct sup *s = arg;
+	struct tq_task t;
+	int rc = tq_queue_get(s->q, task, 0, &t, NULL), live;
+
+	if (rc == TQ_ENOTFOUND)
+		return 0;
+	if (rc < 0)
+		return 1;
+	live = t.state == TQ_RUNNING && t.attempt == attempt;
+	tq_task_release(&t);
+	return live;
+}
+
+/* Records and cgroups of attempts that ended without removing them (their
+ * worker died between the two): what they still hold is killed. */
+static void sweep_contained(struct sup *s)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	size_t n = 0, killed = 0;
+
+	if (tq_contain_sweep(s->procs_fd, &s->cgroup, attempt_live, s, &n, &killed,
+			     &err) < 0)
+		slog("process records: %s", err.msg);
+	if (n > 0)
+		slog("removed %zu process record%s or cgroup%s of ended attempts%s", n,
+		     n == 1 ? "" : "s", n == 1 ? "" : "s",
+		     killed ? " (and killed what they held)" : "");
+}
+
 /*
  * Housekeeping, at start and then every HOUSEKEEP_MS: submit tokens old
  * enough that no client can still retry with them, workspaces a crash left
- * behind, and retention of finished tasks.
+ * behind, records and cgroups of attempts that ended without removing them,
+ * and retention of finished tasks.
  */
 static void housekeep(struct sup *s)
 {
 	struct tq_err err = TQ_ERR_INIT;
 	int n = 0;
+
+	sweep_contained(s);
 
 	if (tq_queue_prune_tokens(s->q, tq_now_ms() - TOKEN_KEEP_MS, NULL, &err) < 0)
 		slog("submit tokens: %s", err.msg);
@@ -1024,7 +1076,7 @@ static void log_limits(struct sup *s)
 
 static void write_meta(struct sup *s)
 {
-	char v[64];
+	char v[64], desc[PATH_MAX + TQ_ERR_MAX];
 
 	snprintf(v, sizeof(v), "%d", (int)getpid());
 	tq_queue_meta_set(s->q, "supervisor_pid", v, NULL);
@@ -1032,6 +1084,9 @@ static void write_meta(struct sup *s)
 	tq_queue_meta_set(s->q, "supervisor_started_at", v, NULL);
 	snprintf(v, sizeof(v), "%d", s->o->workers);
 	tq_queue_meta_set(s->q, "supervisor_workers", v, NULL);
+	tq_contain_describe(&s->cgroup, desc, sizeof(desc));
+	tq_queue_meta_set(s->q, TQ_META_CONTAINMENT, desc, NULL);
+	slog("task processes are contained by %s", desc);
 }
 
 /*
@@ -1095,6 +1150,9 @@ static void release(struct sup *s)
 {
 	for (int i = 0; i < s->o->workers; i++)
 		tq_close(s->slots[i].pidfd);
+	tq_close(s->procs_fd);
+	s->procs_fd = -1;
+	tq_cgroup_base_release(&s->cgroup);
 	free(s->ran_by);
 	tq_submitd_close(s->sd);
 	s->sd = NULL;
@@ -1163,7 +1221,8 @@ static int lock(struct sup *s, const char *path)
 
 int tq_supervisor_main(const struct tq_serve_opts *o)
 {
-	struct sup s = { .o = o, .sigfd = -1, .stop_grace = -1, .home = TQ_STATEDIR_INIT };
+	struct sup s = { .o = o, .sigfd = -1, .stop_grace = -1, .procs_fd = -1,
+			 .cgroup = { .fd = -1 }, .home = TQ_STATEDIR_INIT };
 	struct tq_err err = TQ_ERR_INIT;
 	char path[PATH_MAX];
 	int ready = -1, rc;
@@ -1220,6 +1279,13 @@ int tq_supervisor_main(const struct tq_serve_opts *o)
 	}
 	snprintf(s.home_mark, sizeof(s.home_mark), TQ_TASK_HOME_VAR "=%s",
 		 tq_queue_home(s.q));
+	/* Our workers are in our cgroup, so what we find is what their
+	 * attempts get (status shows it). */
+	tq_cgroup_probe(&s.cgroup, o->home);
+	if ((s.procs_fd = tq_contain_dir(o->home, &err)) < 0) {
+		slog("%s; recovery has only the environment marks", err.msg);
+		s.procs_fd = -1;
+	}
 	write_meta(&s);
 	log_limits(&s);
 	slog("started: %d worker%s, state directory %s", o->workers,
@@ -1239,6 +1305,9 @@ int tq_supervisor_main(const struct tq_serve_opts *o)
 		ready = -1;
 	}
 	loop(&s);
+	/* The workers are gone: what their attempts left (a group that did
+	 * not empty in time) is cleaned now, not by the next supervisor. */
+	sweep_contained(&s);
 	rc = exit_status(&s);
 	tq_queue_meta_set(s.q, "supervisor_pid", NULL, NULL);
 	tq_diag_tick(1); /* the counts of lines folded until now */

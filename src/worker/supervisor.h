@@ -53,6 +53,11 @@ struct tq_serve_opts {
  */
 int tq_supervisor_main(const struct tq_serve_opts *o);
 
+/* The meta key where a supervisor says how its workers contain the
+ * processes of each attempt: "cgroup v2 (DIR)" or "process-tree record
+ * (WHY)" (contain.h); `taskq status` shows it. */
+#define TQ_META_CONTAINMENT "supervisor_containment"
+
 /* Whether a supervisor holds home's lock; *pid (may be NULL) gets its pid
  * from the pid file when it does. Never takes the lock. */
 int tq_supervisor_running(const char *home, pid_t *pid);

@@ -28,6 +28,7 @@
 
 #include "../common/diag.h"
 #include "../common/sys.h"
+#include "contain.h"
 #include "doorbell.h"
 #include "endrec.h"
 #include "onexit.h"
@@ -275,6 +276,11 @@ static int start(struct worker *w, struct tq_err *err)
 		return rc;
 	snprintf(w->home_mark, sizeof(w->home_mark), TQ_TASK_HOME_VAR "=%s",
 		 tq_queue_home(w->q));
+	/* How each attempt's processes are known (contain.h); without the
+	 * records' directory recovery still has the marks. */
+	tq_cgroup_probe(&w->cgroup, w->o->home);
+	if (tq_contain_file_open(&w->procs, w->o->home, err) < 0)
+		tq_worker_log(w, "%s; tasks run without a process record", err->msg);
 	if ((w->bellfd = tq_doorbell_open(w->o->home, err)) < 0)
 		return w->bellfd;
 	if (tq_rules_load(&w->rules, NULL, err) < 0) {
@@ -292,7 +298,8 @@ static int start(struct worker *w, struct tq_err *err)
 int tq_worker_main(const struct tq_worker_opts *o)
 {
 	struct worker w = { .o = o, .sigfd = -1, .bellfd = -1, .beat_task = -1,
-			    .reserve_fd = -1 };
+			    .reserve_fd = -1, .procs = TQ_CONTAIN_FILE_INIT,
+			    .cgroup = { .fd = -1 } };
 	struct tq_err err = TQ_ERR_INIT;
 	int status = 0;
 
@@ -333,5 +340,7 @@ out:
 	tq_close(w.sigfd);
 	tq_close(w.bellfd);
 	tq_close(w.reserve_fd);
+	tq_contain_file_close(&w.procs);
+	tq_cgroup_base_release(&w.cgroup);
 	return status;
 }

@@ -10,7 +10,9 @@
 
 #include "../common/secret.h"
 #include "../queue/queue.h"
+#include "cgroup.h"
 #include "classify.h"
+#include "contain.h"
 #include "worker.h"
 
 struct worker {
@@ -33,6 +35,8 @@ struct worker {
 	int64_t reserve_at;     /* mono ms: try to hold it again then */
 	/* while a task runs: its secrets, masked in every line we log */
 	const struct tq_secrets *secrets;
+	struct tq_cgroup_base cgroup; /* where attempts get a cgroup (contain.h) */
+	struct tq_contain_file procs; /* its record of each attempt's processes */
 };
 
 /* Write our heartbeat and the task we run (0: none). An idle worker's

@@ -125,6 +125,24 @@ _tq_stop_test_procs() {
 	return 0
 }
 
+# Task cgroups of the test's state directory still there (a supervisor
+# killed with its workers and not restarted): kill what they hold, remove
+# them. taskq names them taskq.<dev>.<ino>.<task>.<attempt> (cgroup.h), in
+# the cgroup of the supervisor, which is the test's.
+_tq_cgroups_cleanup() {
+	local id mnt root rel g
+	id=$(stat -c '%d.%i' "$TASKQ_HOME" 2>/dev/null) || return 0
+	read -r root mnt < <(awk '$0 ~ / - cgroup2 / { print $4, $5; exit }' /proc/self/mountinfo) || return 0
+	rel=$(sed -n 's/^0:://p' /proc/self/cgroup)
+	[ "$root" = / ] || rel=${rel#"$root"}
+	for g in "$mnt${rel%/}"/taskq."$id".*; do
+		[ -d "$g" ] || continue
+		echo 1 >"$g/cgroup.kill" 2>/dev/null
+		wait_for "grep -q 'populated 0' '$g/cgroup.events'" 5 2>/dev/null
+		find "$g" -depth -type d -exec rmdir {} + 2>/dev/null
+	done
+}
+
 _tq_cleanup() {
 	local rc=$? pid
 	set +e
@@ -139,6 +157,7 @@ _tq_cleanup() {
 		wait "$pid" 2>/dev/null
 	done
 	_tq_stop_test_procs
+	_tq_cgroups_cleanup
 	# Sanitizer reports of background processes (supervisor, workers) go to
 	# their log, not to our exit status: any report fails the test.
 	if [ -f "$TQ_TMP/serve.log" ] &&
