@@ -83,19 +83,29 @@ static int log_name(int k, char *buf, size_t n)
 }
 
 /* Open the log path (creating it when create) on fds 2 (and 1). -1 with
- * errno when it cannot be opened or is not a regular file of ours: the
- * fds keep what they had. */
+ * errno when it cannot be opened or is not a regular file of ours (EPERM):
+ * the fds keep what they had. Whatever someone put at the path, opening it
+ * neither waits nor follows it: O_NONBLOCK (a FIFO with no reader would
+ * hold the open, and the process, for ever; one with a reader opens and
+ * is refused), O_NOFOLLOW, O_NOCTTY. */
 static int reopen(int create)
 {
 	struct stat sb;
 	int fd;
 
-	fd = tq_open(D.path, O_WRONLY | O_APPEND | O_NOFOLLOW | (create ? O_CREAT : 0), 0600);
+	fd = tq_open(D.path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY |
+		     (create ? O_CREAT : 0), 0600);
 	if (fd < 0)
 		return -1;
 	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || sb.st_uid != geteuid()) {
 		tq_close(fd);
 		errno = EPERM;
+		return -1;
+	}
+	/* O_NONBLOCK means nothing to a regular file; dropped all the same,
+	 * since the fds it lands on are the stdio the workers inherit */
+	if (fcntl(fd, F_SETFL, O_APPEND) < 0) {
+		tq_close(fd);
 		return -1;
 	}
 	/* stdio, so not close-on-exec: workers inherit it as their stderr
@@ -173,6 +183,32 @@ out:
 	tq_close(dfd);
 }
 
+/*
+ * serve.log is missing and fd 2 is serve.log.1: a rotation stopped between
+ * its rename and its create (its process was killed there). With no
+ * supervisor to create the file at its next tick, every writer would write
+ * on into serve.log.1 for ever (a rotation needs serve.log to be fd 2's
+ * file), so whichever process finds it so finishes that rotation, under
+ * the rotation's lock (a rotation under way is left to its process). Not
+ * when fd 2 is any other file: a follower whose state directory was
+ * removed and made again must not create the new one's log.
+ */
+static void finish_rotation(const struct stat *fsb)
+{
+	char one[PATH_MAX + 8];
+	struct stat sb;
+	int dfd;
+
+	if (log_name(1, one, sizeof(one)) < 0 || lstat(one, &sb) < 0 ||
+	    sb.st_dev != fsb->st_dev || sb.st_ino != fsb->st_ino)
+		return;
+	if ((dfd = tq_open(D.home, O_RDONLY | O_DIRECTORY, 0)) < 0)
+		return;
+	if (flock(dfd, LOCK_EX | LOCK_NB) == 0 && lstat(D.path, &sb) < 0 && errno == ENOENT)
+		reopen(1);
+	tq_close(dfd); /* unlocks */
+}
+
 /* Before writing len bytes: make fd 2 the current log file (another
  * process rotated it, or someone moved it), and, owning it, rotate it when
  * the line would take it past its size. */
@@ -185,14 +221,31 @@ static void log_check(size_t len)
 	if (lstat(D.path, &psb) < 0) {
 		/* gone (or a rotation under way, for a follower: its line
 		 * goes to the file it has, under its new name) */
-		if (errno == ENOENT && D.mode == LOG_OWN && reopen(1) == 0)
+		if (errno == ENOENT && D.mode == LOG_OWN) {
+			if (reopen(1) == 0)
+				fstat(2, &fsb);
+		} else if (errno == ENOENT) {
+			finish_rotation(&fsb);
 			fstat(2, &fsb);
+		}
 	} else if (psb.st_dev != fsb.st_dev || psb.st_ino != fsb.st_ino) {
 		if (reopen(D.mode == LOG_OWN) == 0)
 			fstat(2, &fsb);
 	}
-	if (fsb.st_size > 0 && fsb.st_size + (off_t)len > D.size &&
-	    (D.rotate_after == 0 || tq_mono_ms() >= D.rotate_after))
+	if (fsb.st_size == 0 || fsb.st_size + (off_t)len <= D.size)
+		return;
+	/* Over the bound in a file no directory holds any more (serve.log
+	 * removed and the path now something we must not open: a directory, a
+	 * FIFO, a symlink; or removed while no supervisor runs to make it
+	 * again): no rotation can reach it and nobody can read it, but it
+	 * still fills the disk. Emptied: what it held was already lost. */
+	if (fsb.st_nlink == 0) {
+		int rc = ftruncate(2, 0); /* a failure leaves only this to do */
+
+		(void)rc;
+		return;
+	}
+	if (D.rotate_after == 0 || tq_mono_ms() >= D.rotate_after)
 		rotate(len);
 }
 
@@ -208,6 +261,23 @@ static int log_paths(const char *home)
 	return 0;
 }
 
+/* What is at path, for a message: "a FIFO", "a directory", ... */
+static const char *what_is(const char *path)
+{
+	struct stat sb;
+
+	if (lstat(path, &sb) < 0)
+		return "gone";
+	switch (sb.st_mode & S_IFMT) {
+	case S_IFREG: return sb.st_uid == geteuid() ? "a regular file" : "another user's file";
+	case S_IFDIR: return "a directory";
+	case S_IFIFO: return "a FIFO";
+	case S_IFLNK: return "a symbolic link";
+	case S_IFSOCK: return "a socket";
+	default: return "a device";
+	}
+}
+
 int tq_diag_log_open(const char *home, int64_t size, int files, struct tq_err *err)
 {
 	if (log_paths(home) < 0) {
@@ -216,7 +286,10 @@ int tq_diag_log_open(const char *home, int64_t size, int files, struct tq_err *e
 	}
 	D.stdout_too = 1;
 	if (reopen(1) < 0) {
-		int rc = tq_err_sys(err, "open %s", D.path);
+		int rc = errno == EPERM || errno == ENXIO || errno == ELOOP || errno == EISDIR ?
+			 tq_err_set(err, TQ_EEXIST, "%s is not a regular file of ours (%s): "
+				    "remove it", D.path, what_is(D.path)) :
+			 tq_err_sys(err, "open %s", D.path);
 
 		D.path[0] = '\0';
 		return rc;

@@ -13,7 +13,12 @@
  * dropped, and a new serve.log. Rotations exclude each other through a
  * flock on the state directory that nobody waits for. The supervisor also
  * checks every second (tq_diag_tick), and creates serve.log when it is
- * missing; a worker never creates it (it writes on into the file it has).
+ * missing; a worker never creates it (it writes on into the file it has),
+ * but to finish a rotation left half done (serve.log missing and its fd 2
+ * serve.log.1: the rotating process was killed between the two). Whatever
+ * else is at the path (a directory, a FIFO, a symlink) is never opened nor
+ * followed; a process then writes on into its file, which it empties at
+ * the bound once no directory holds it (nobody could read or rotate it).
  * So every line of either lands in the current serve.log (a line racing a
  * rotation lands in serve.log.1: moved, not lost), and no process ever
  * waits for another: each writes the file itself, with one write(2) a line

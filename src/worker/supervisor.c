@@ -1098,13 +1098,12 @@ static void write_meta(struct sup *s)
  * log grew without bound, and a rotation moved the file under the workers
  * a previous supervisor left, who wrote on into serve.log.1.)
  */
-static int open_log(const struct tq_serve_opts *o)
+static int open_log(const struct tq_serve_opts *o, struct tq_err *err)
 {
-	struct tq_err err = TQ_ERR_INIT;
 	int fd;
 
 	if (tq_diag_log_open(o->home, o->log_size > 0 ? o->log_size : TQ_DIAG_LOG_SIZE,
-			     o->log_files > 0 ? o->log_files : TQ_DIAG_LOG_FILES, &err) < 0)
+			     o->log_files > 0 ? o->log_files : TQ_DIAG_LOG_FILES, err) < 0)
 		return -1;
 	fd = tq_open("/dev/null", O_RDONLY, 0);
 	if (fd >= 0 && fd != 0) {
@@ -1252,8 +1251,10 @@ int tq_supervisor_main(const struct tq_serve_opts *o)
 		return rc;
 	}
 	tq_statedir_note_fd(pidfile_fileno(s.pfh), &s.pid_id);
-	if (!o->foreground && (daemonize(&ready) < 0 || open_log(o) < 0)) {
-		fprintf(stderr, "taskq: serve: cannot start the daemon: %s\n", strerror(errno));
+	err = (struct tq_err)TQ_ERR_INIT;
+	if (!o->foreground && (daemonize(&ready) < 0 || open_log(o, &err) < 0)) {
+		fprintf(stderr, "taskq: serve: cannot start the daemon: %s\n",
+			err.msg[0] != '\0' ? err.msg : strerror(errno));
 		remove_pidfile(&s);
 		return 1;
 	}
