@@ -725,20 +725,49 @@ static void restart_due(struct sup *s)
 /* ------------------------------------------------------------------ */
 /* Stopping                                                           */
 
+/*
+ * Signal the worker of sl, with v (the grace) when v is set, without a new
+ * fd: our own child by its pid (not reaped yet, so the pid is still its
+ * own: nothing to check), an adopted worker through the pidfd we hold for
+ * it. A stop must reach the workers when the supervisor has no fd to spare
+ * (EMFILE): signalling through tq_proc_signal, which opens a pidfd and
+ * reads /proc, reached none of them then, and the supervisor waited for
+ * ever for workers that went on taking tasks.
+ */
+static void signal_slot(const struct slot *sl, int sig, const union sigval *v)
+{
+	siginfo_t si;
+
+	if (sl->pidfd < 0) {
+		if (v != NULL)
+			sigqueue(sl->pid, sig, *v);
+		else
+			kill(sl->pid, sig);
+		return;
+	}
+	if (v == NULL) {
+		pidfd_send_signal(sl->pidfd, sig, NULL, 0);
+		return;
+	}
+	/* what sigqueue(3) sends */
+	memset(&si, 0, sizeof(si));
+	si.si_signo = sig;
+	si.si_code = SI_QUEUE;
+	si.si_pid = getpid();
+	si.si_uid = getuid();
+	si.si_value = *v;
+	pidfd_send_signal(sl->pidfd, sig, &si, 0);
+}
+
 static void signal_workers(struct sup *s, int sig)
 {
 	for (int i = 0; i < s->o->workers; i++) {
 		struct slot *sl = &s->slots[i];
-		if (sl->pid <= 0)
-			continue;
-		if (s->stop_grace >= 0) {
-			/* Pass the grace on with the signal (shutdown --now). */
-			union sigval v = { .sival_int = (int)s->stop_grace };
-			if (tq_proc_same(sl->pid, sl->start_ticks))
-				sigqueue(sl->pid, sig, v);
-		} else {
-			tq_proc_signal(sl->pid, sl->start_ticks, sig, NULL);
-		}
+		/* Pass the grace on with the signal (shutdown --now). */
+		union sigval v = { .sival_int = (int)s->stop_grace };
+
+		if (sl->pid > 0)
+			signal_slot(sl, sig, s->stop_grace >= 0 ? &v : NULL);
 	}
 }
 
