@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -935,12 +936,24 @@ static int dial(const char *home, struct tq_err *err)
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct ucred cred;
 	socklen_t clen = sizeof(cred);
+	struct stat sb;
 	int fd, r;
 
 	r = snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", home, TQ_WIRE_SOCKET);
 	if (r < 0 || (size_t)r >= sizeof(sa.sun_path)) {
 		tq_err_set(err, TQ_EINVAL, "wire: %s/%s: path longer than %zu bytes", home,
 			   TQ_WIRE_SOCKET, sizeof(sa.sun_path) - 1);
+		return -1;
+	}
+	/* connect(2) follows a symlink: one at submit.sock (the supervisor
+	 * refuses to listen there, "exists and is not a socket") took the
+	 * task to whatever socket it named -- another state directory's
+	 * supervisor stored it in its own queue, under an id that meant
+	 * nothing in ours. Only a socket file itself is ours to dial (home's
+	 * own path has its links resolved: tq_home_resolve). Nothing there:
+	 * connect says so. */
+	if (lstat(sa.sun_path, &sb) == 0 && !S_ISSOCK(sb.st_mode)) {
+		tq_err_set(err, TQ_EINVAL, "wire: %s is not a socket", sa.sun_path);
 		return -1;
 	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);

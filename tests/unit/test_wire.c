@@ -1089,6 +1089,34 @@ static void test_submit_no_socket(void **state)
 	th_rmtree(dir);
 }
 
+/* A symlink at submit.sock is never dialled, even to a live socket (it
+ * took the task to another state directory's supervisor): nothing is sent,
+ * and the listener behind the link sees no connection. */
+static void test_submit_never_through_a_symlink(void **state)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	char *dir = th_tempdir(), *other = th_tempdir(), target[1024], link[1024];
+	int64_t id;
+	int existed, lfd;
+
+	(void)state;
+	assert_non_null(dir);
+	assert_non_null(other);
+	lfd = listen_in(other);
+	assert_int_equal(fcntl(lfd, F_SETFL, O_NONBLOCK), 0);
+	snprintf(target, sizeof(target), "%s/%s", other, TQ_WIRE_SOCKET);
+	snprintf(link, sizeof(link), "%s/%s", dir, TQ_WIRE_SOCKET);
+	assert_int_equal(symlink(target, link), 0);
+	assert_int_equal(submit_to(dir, 1000, &id, &existed, &err), TQ_WIRE_NOT_SENT);
+	assert_non_null(strstr(err.msg, "is not a socket"));
+	assert_int_equal(id, 0);
+	assert_int_equal(accept(lfd, NULL, NULL), -1);
+	assert_int_equal(errno, EAGAIN);
+	close(lfd);
+	th_rmtree(dir);
+	th_rmtree(other);
+}
+
 /* Nothing connects when the spec has no token or is too big to send. */
 static void test_submit_not_sent(void **state)
 {
@@ -1288,6 +1316,7 @@ int main(void)
 		cmocka_unit_test(test_write_closed_peer),
 		cmocka_unit_test(test_answers),
 		cmocka_unit_test(test_submit_no_socket),
+		cmocka_unit_test(test_submit_never_through_a_symlink),
 		cmocka_unit_test(test_submit_not_sent),
 		cmocka_unit_test_setup_teardown(test_submit_stored, server_setup, server_teardown),
 		cmocka_unit_test_setup_teardown(test_submit_refused, server_setup, server_teardown),
