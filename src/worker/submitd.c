@@ -204,7 +204,8 @@ size_t tq_submitd_poll(struct tq_submitd *sd, struct pollfd *p, int64_t *deadlin
 	} else if (sd->paused_until > now && sd->paused_until < *deadline) {
 		*deadline = sd->paused_until;
 	}
-	for (int i = 0; i < TQ_SUBMITD_CONN_MAX; i++) {
+	/* (no connection open, the usual case: no walk over the slots) */
+	for (int i = 0; sd->nconns > 0 && i < TQ_SUBMITD_CONN_MAX; i++) {
 		const struct conn *c = &sd->conns[i];
 
 		if (c->fd < 0)
@@ -309,17 +310,25 @@ static void conn_input(struct tq_submitd *sd, struct conn *c, void (*log)(const 
 	conn_close(sd, c);
 }
 
-/* Close the connections whose request did not arrive by their deadline. */
+/* Close the connections whose request did not arrive by their deadline.
+ * Called on every wakeup of the supervisor's loop, a submit's included:
+ * the walk over the slots must cost next to nothing (a struct tq_err
+ * zeroed per slot, 64 x 516 bytes, was 6,200 instructions a submit, more
+ * than everything else this file adds to one). */
 static void expire(struct tq_submitd *sd, void (*log)(const char *msg))
 {
-	int64_t now = tq_mono_ms();
+	int64_t now;
 
+	if (sd->nconns == 0)
+		return;
+	now = tq_mono_ms();
 	for (int i = 0; i < TQ_SUBMITD_CONN_MAX; i++) {
 		struct conn *c = &sd->conns[i];
-		struct tq_err err = TQ_ERR_INIT;
+		struct tq_err err;
 
 		if (c->fd < 0 || c->deadline > now)
 			continue;
+		err = (struct tq_err)TQ_ERR_INIT;
 		tq_wire_frame_timeout(&c->f, &err);
 		note(log, "request: %s", err.msg);
 		conn_close(sd, c);
