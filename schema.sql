@@ -285,6 +285,10 @@ CREATE TABLE cursors (
     reader   TEXT    NOT NULL,
     line     INTEGER NOT NULL,                -- lines shown so far
     updated_at INTEGER NOT NULL,
+    log_file INTEGER,                         -- inode of the log file line counts in
+                                              -- (NULL: not known); another file at
+                                              -- the path (the log was deleted and
+                                              -- started again): read from its line 1
     PRIMARY KEY (task_id, reader)
 );
 
@@ -320,4 +324,4 @@ SELECT id, state, name, grp, batch, priority, attempt,
 FROM tasks;
 
 PRAGMA application_id = 1953721201;  -- 'tskq'
-PRAGMA user_version = 5;
+PRAGMA user_version = 6;

@@ -280,6 +280,7 @@ struct cli_follow {
 	enum tq_stream stream;    /* which lines, and the numbering of next */
 	struct cli_lines *lines;  /* borrowed; NULL: print no lines */
 	int64_t next;             /* the first line not printed yet (1-based) */
+	struct tq_log_file file;  /* the log file next counts in (zeros: none yet) */
 	int64_t wait_ms;          /* 0: until the task ends */
 	struct tq_task task;      /* as last read (owned) */
 	int how;                  /* what cli_follow_run returned last */

@@ -387,7 +387,8 @@ static const char log_help[] =
 	"\n"
 	"A task that ran but has no log file (logs/ID.log deleted after it ended):\n"
 	"one line saying so, exit 1. A log deleted while its task ran is started\n"
-	"again; its first line says the lines before it were lost.\n"
+	"again; its first line says the lines before it were lost, and --follow\n"
+	"(and poll) go on from that line.\n"
 	"\n"
 	"A task whose log could not be written (a full disk, a file size limit)\n"
 	"ran on to its end, its output after the failure dropped: it ends failed\n"
@@ -562,8 +563,9 @@ static int show_log(const struct cli_ctx *c, const struct log_req *r)
 	f.lines = &p;
 	if (r->follow) /* a Ctrl-C during the first page ends the wait too */
 		cli_follow_catch(&f);
-	if (tq_log_read(q, r->id, &range, r->follow ? cli_follow_lines_cb : cli_lines_cb,
-			r->follow ? (void *)&f : (void *)&p, &total, &err) < 0)
+	/* the file read is where --follow goes on counting lines */
+	if (tq_log_read_file(q, r->id, &range, r->follow ? cli_follow_lines_cb : cli_lines_cb,
+			     r->follow ? (void *)&f : (void *)&p, &total, &f.file, &err) < 0)
 		rc = cli_fail(c, &err);
 	else if (p.rc < 0)
 		rc = cli_runtime(c, "out of memory");
@@ -742,20 +744,37 @@ static int poll_round(struct tq_queue *q, const struct poll_req *r, struct tq_ta
 		      struct poll_got *g, int64_t *shown, int64_t *total, struct tq_err *err)
 {
 	struct tq_log_range range = { .stream = TQ_STREAM_ALL, .limit = CLI_POLL_MAX_LINES };
+	struct tq_log_file file = { 0, 0 };
+	int64_t cursor = 0;
 	int rc;
 
 	if ((rc = tq_queue_get(q, r->id, 0, t, err)) < 0 ||
-	    (rc = tq_queue_cursor_get(q, r->id, r->reader, shown, err)) < 0)
+	    (rc = tq_queue_cursor_get(q, r->id, r->reader, &cursor, &file.ino, err)) < 0)
 		return rc;
-	range.offset = *shown + 1;
-	if ((rc = tq_log_read(q, r->id, &range, got_cb, g, total, err)) < 0)
+	*shown = cursor;
+	range.offset = cursor + 1;
+	rc = tq_log_read_file(q, r->id, &range, got_cb, g, total, &file, err);
+	if (rc == TQ_ESTALE || (rc == 0 && *total < cursor)) {
+		/* Another file than the one this reader's count is in (or
+		 * fewer lines than it was shown, from a cursor stored before
+		 * the file was known): the log was deleted while its task ran
+		 * and started again, numbered from 1, its first line saying
+		 * what was lost. Its lines from the first (before: none until
+		 * it grew past the old count, and those up to it never). */
+		*shown = 0;
+		range.offset = 1;
+		file.ino = 0;
+		got_release(g);
+		rc = tq_log_read_file(q, r->id, &range, got_cb, g, total, &file, err);
+	}
+	if (rc < 0)
 		return rc;
 	if (g->oom)
 		return tq_err_set(err, TQ_ENOMEM, "out of memory");
 	if (g->n == 0)
 		return 0;
-	return tq_queue_cursor_advance(q, r->id, r->reader, *shown,
-				       *shown + (int64_t)g->n, err);
+	return tq_queue_cursor_advance(q, r->id, r->reader, cursor,
+				       *shown + (int64_t)g->n, file.ino, err);
 }
 
 static int poll_json(const struct poll_req *r, const struct tq_task *t,

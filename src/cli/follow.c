@@ -162,7 +162,11 @@ int cli_follow_lines_cb(const struct tq_log_line *l, void *arg)
 	return 0;
 }
 
-/* The lines after the last one printed. */
+/* The lines after the last one printed. A log deleted while its task ran
+ * is started again in a new file, numbered from 1, whose first line says
+ * what was lost: that file is printed from its first line (before, lines
+ * the new file held up to our old place in the old one were skipped,
+ * and the note with them). */
 static int print_new(struct cli_follow *f, struct tq_err *err)
 {
 	struct tq_log_range r = { .stream = f->stream, .offset = f->next, .limit = -1 };
@@ -171,7 +175,10 @@ static int print_new(struct cli_follow *f, struct tq_err *err)
 
 	if (f->lines == NULL)
 		return 0;
-	if ((rc = tq_log_read(f->q, f->id, &r, cli_follow_lines_cb, f, &total, err)) < 0)
+	while ((rc = tq_log_read_file(f->q, f->id, &r, cli_follow_lines_cb, f, &total,
+				      &f->file, err)) == TQ_ESTALE)
+		r.offset = f->next = 1;
+	if (rc < 0)
 		return rc;
 	if (f->lines->rc < 0)
 		return tq_err_set(err, f->lines->rc, "out of memory");

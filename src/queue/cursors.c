@@ -25,15 +25,17 @@ static int check_reader(const char *reader, struct tq_err *err)
 }
 
 int tq_queue_cursor_get(struct tq_queue *q, int64_t id, const char *reader,
-			int64_t *line, struct tq_err *err)
+			int64_t *line, uint64_t *log_file, struct tq_err *err)
 {
 	/* The join tells "no such task" (no row) from "never polled" (NULL). */
 	sqlite3_stmt *st = tq_db_stmt(q, ST_CURSOR_GET,
-		"SELECT c.line FROM tasks t LEFT JOIN cursors c"
+		"SELECT c.line, c.log_file FROM tasks t LEFT JOIN cursors c"
 		" ON c.task_id = t.id AND c.reader = ?2 WHERE t.id = ?1", err);
 	int rc;
 
 	*line = 0;
+	if (log_file != NULL)
+		*log_file = 0;
 	if ((rc = check_reader(reader, err)) < 0)
 		return rc;
 	if (st == NULL)
@@ -43,6 +45,8 @@ int tq_queue_cursor_get(struct tq_queue *q, int64_t id, const char *reader,
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
 		*line = sqlite3_column_int64(st, 0);
+	if (rc == SQLITE_ROW && log_file != NULL)
+		*log_file = (uint64_t)sqlite3_column_int64(st, 1); /* NULL reads 0 */
 	tq_db_done(st);
 	if (rc == SQLITE_DONE)
 		return tq_err_set(err, TQ_ENOTFOUND, "task %lld: no such task", (long long)id);
@@ -50,7 +54,7 @@ int tq_queue_cursor_get(struct tq_queue *q, int64_t id, const char *reader,
 }
 
 int tq_queue_cursor_advance(struct tq_queue *q, int64_t id, const char *reader,
-			    int64_t from, int64_t to, struct tq_err *err)
+			    int64_t from, int64_t to, uint64_t log_file, struct tq_err *err)
 {
 	/* One statement, so no transaction is needed: insert the row if the
 	 * reader has none (its cursor was 0: rows only go away with their
@@ -58,10 +62,11 @@ int tq_queue_cursor_advance(struct tq_queue *q, int64_t id, const char *reader,
 	 * SELECT's WHERE also settles SQLite's parse of INSERT ... SELECT ...
 	 * ON CONFLICT. */
 	sqlite3_stmt *st = tq_db_stmt(q, ST_CURSOR_ADVANCE,
-		"INSERT INTO cursors(task_id, reader, line, updated_at)"
-		" SELECT ?1, ?2, ?4, ?5 WHERE EXISTS (SELECT 1 FROM tasks WHERE id = ?1)"
+		"INSERT INTO cursors(task_id, reader, line, updated_at, log_file)"
+		" SELECT ?1, ?2, ?4, ?5, ?6 WHERE EXISTS (SELECT 1 FROM tasks WHERE id = ?1)"
 		" ON CONFLICT(task_id, reader) DO UPDATE"
-		" SET line = excluded.line, updated_at = excluded.updated_at"
+		" SET line = excluded.line, updated_at = excluded.updated_at,"
+		" log_file = excluded.log_file"
 		" WHERE cursors.line = ?3", err);
 	int64_t now_at = 0;
 	int rc;
@@ -77,12 +82,13 @@ int tq_queue_cursor_advance(struct tq_queue *q, int64_t id, const char *reader,
 	sqlite3_bind_int64(st, 3, from);
 	sqlite3_bind_int64(st, 4, to);
 	sqlite3_bind_int64(st, 5, tq_now_ms());
+	tq_bind_opt_i64(st, 6, (int64_t)log_file, 0);
 	if ((rc = tq_db_exec_st(q, st, err, "move poll cursor")) < 0)
 		return rc;
 	if (sqlite3_changes(q->db) > 0)
 		return 0;
 	/* Nothing changed: no such task, or the cursor had moved on. */
-	if ((rc = tq_queue_cursor_get(q, id, reader, &now_at, err)) < 0)
+	if ((rc = tq_queue_cursor_get(q, id, reader, &now_at, NULL, err)) < 0)
 		return rc;
 	return tq_err_set(err, TQ_ESTALE, "task %lld: reader %s's cursor moved from %lld to %lld "
 			  "meanwhile", (long long)id, reader, (long long)from, (long long)now_at);

@@ -359,6 +359,7 @@ struct view {
 	int fd, ifd;            /* owned by the reader, borrowed by the writer */
 	char *buf;              /* SCAN_CAP bytes for every read of the log */
 	int64_t end;            /* end of complete records */
+	struct tq_log_file file; /* which file at the log's path was read */
 	int64_t ndisk;          /* trusted entries in the index file */
 	struct lstate *mem;     /* entries ndisk, ndisk + 1, ... */
 	size_t nmem, capmem;
@@ -623,6 +624,7 @@ static int view_open(struct view *v, const struct paths *p, struct tq_err *err)
 		return tq_err_sys(err, "stat %s", p->name);
 	if (!S_ISREG(sb.st_mode))
 		return tq_err_set(err, TQ_EINVAL, "%s is not a regular file", p->name);
+	v->file = (struct tq_log_file){ (uint64_t)sb.st_dev, (uint64_t)sb.st_ino };
 	if ((v->buf = malloc(SCAN_CAP)) == NULL)
 		return tq_err_set(err, TQ_ENOMEM, "read %s: out of memory", p->name);
 	v->ifd = tq_open(p->idx, O_RDONLY | O_NOFOLLOW, 0);
@@ -665,6 +667,13 @@ static int64_t range_lines(const struct tq_log_range *r, int64_t all, int64_t *f
 int tq_log_read(struct tq_queue *q, int64_t id, const struct tq_log_range *r,
 		tq_log_line_cb cb, void *arg, int64_t *total, struct tq_err *err)
 {
+	return tq_log_read_file(q, id, r, cb, arg, total, NULL, err);
+}
+
+int tq_log_read_file(struct tq_queue *q, int64_t id, const struct tq_log_range *r,
+		     tq_log_line_cb cb, void *arg, int64_t *total, struct tq_log_file *file,
+		     struct tq_err *err)
+{
 	struct view v = { .fd = -1, .ifd = -1 };
 	struct paths p;
 	struct lstate s;
@@ -677,6 +686,17 @@ int tq_log_read(struct tq_queue *q, int64_t id, const struct tq_log_range *r,
 		return rc;
 	if ((rc = view_open(&v, &p, err)) < 0 || v.fd < 0)
 		goto out;
+	if (file != NULL) {
+		/* another file than the reader's: its lines are numbered from
+		 * 1 again, so none is read at the reader's offset */
+		int moved = file->ino != 0 && (file->ino != v.file.ino ||
+					       (file->dev != 0 && file->dev != v.file.dev));
+		*file = v.file;
+		if (moved) {
+			rc = TQ_ESTALE;
+			goto out;
+		}
+	}
 again:
 	if ((rc = view_build(&v, use_disk, err)) < 0)
 		goto out;

@@ -182,6 +182,27 @@ struct tq_log_range {
 int tq_log_read(struct tq_queue *q, int64_t id, const struct tq_log_range *r,
 		tq_log_line_cb cb, void *arg, int64_t *total, struct tq_err *err);
 
+/* Which file a reader read at a log's path (zeros: none yet; dev 0 with an
+ * inode: the inode alone, as a poll cursor keeps it). */
+struct tq_log_file {
+	uint64_t dev, ino;
+};
+
+/*
+ * As tq_log_read, for a reader that follows one log across reads (log
+ * --follow): *file names the file it has been reading (zeros: none yet)
+ * and receives the one at the path now. A log deleted while its task ran
+ * is started again in a new file (see tq_log_write), numbered from 1, its
+ * first line saying the lines before it were lost: when *file was set and
+ * names another file than the one at the path, nothing is read and
+ * TQ_ESTALE is returned (err untouched), so the reader starts again from
+ * line 1 of the new file instead of at its old place in it. A log that
+ * does not exist leaves *file as it was.
+ */
+int tq_log_read_file(struct tq_queue *q, int64_t id, const struct tq_log_range *r,
+		     tq_log_line_cb cb, void *arg, int64_t *total, struct tq_log_file *file,
+		     struct tq_err *err);
+
 /* Number of lines and bytes of output in the log, both for stream (ALL:
  * both streams). A missing log has 0 and 0. Either pointer may be NULL. */
 int tq_log_stat(struct tq_queue *q, int64_t id, enum tq_stream stream,

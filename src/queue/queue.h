@@ -792,11 +792,14 @@ void tq_group_list_free(struct tq_group *list, size_t n);
 /*
  * How many lines of task id's log (the all-streams numbering of
  * logstore.h) reader has been shown by `taskq poll --as READER`; 0 for a
- * reader that never polled. reader is 1..TQ_NAME_MAX-1 bytes (TQ_EINVAL
- * otherwise). TQ_ENOTFOUND if there is no such task.
+ * reader that never polled. *log_file (may be NULL) gets the log file those
+ * lines were counted in (logstore.h's tq_log_file inode; 0: not known):
+ * a log deleted while its task ran starts again in another file, numbered
+ * from 1. reader is 1..TQ_NAME_MAX-1 bytes (TQ_EINVAL otherwise).
+ * TQ_ENOTFOUND if there is no such task.
  */
 int tq_queue_cursor_get(struct tq_queue *q, int64_t id, const char *reader,
-			int64_t *line, struct tq_err *err);
+			int64_t *line, uint64_t *log_file, struct tq_err *err);
 
 /*
  * Move reader's cursor on task id from `from` to `to` lines, only if it
@@ -804,11 +807,12 @@ int tq_queue_cursor_get(struct tq_queue *q, int64_t id, const char *reader,
  * another process polling under the same name moved it first (read it
  * again and retry), so no line is delivered twice to one reader name.
  * Readers with other names are never touched. The row is created on the
- * first move and removed with its task. TQ_ENOTFOUND if there is no such
- * task; TQ_EINVAL for a bad reader name or a negative line.
+ * first move and removed with its task. log_file: the log file `to`
+ * counts in (0: not known). TQ_ENOTFOUND if there is no such task;
+ * TQ_EINVAL for a bad reader name or a negative line.
  */
 int tq_queue_cursor_advance(struct tq_queue *q, int64_t id, const char *reader,
-			    int64_t from, int64_t to, struct tq_err *err);
+			    int64_t from, int64_t to, uint64_t log_file, struct tq_err *err);
 
 /* ------------------------------------------------------------------ */
 /* Agent results, sessions and statistics (stats.c)                   */

@@ -168,7 +168,7 @@ static void test_open_creates(void **state)
 	snprintf(path, sizeof(path), "%s/logs", home);
 	assert_int_equal(stat(path, &sb), 0);
 	assert_true(S_ISDIR(sb.st_mode));
-	assert_int_equal(sql_int(home, "PRAGMA user_version"), 5);
+	assert_int_equal(sql_int(home, "PRAGMA user_version"), 6);
 	assert_int_equal(sql_int(home, "SELECT count(*) FROM pragma_journal_mode "
 				 "WHERE journal_mode = 'wal'"), 1);
 	assert_int_equal(sql_int(home, "PRAGMA application_id"), 1953721201);
@@ -294,7 +294,7 @@ static void test_migrate_2_to_3(void **state)
 	assert_int_equal(sql_int(home, "SELECT count(*) FROM envs"), 2);
 	/* 2 -> 3, then 3 -> 4 over columns the database already has */
 	assert_int_equal(tq_queue_open(&q2, home, 0, &err), 0);
-	assert_int_equal(sql_int(home, "PRAGMA user_version"), 5);
+	assert_int_equal(sql_int(home, "PRAGMA user_version"), 6);
 	assert_int_equal(sql_int(home, "SELECT count(*) FROM envs"), 1);
 	assert_int_equal(sql_int(home, "SELECT count(*) FROM sqlite_schema"
 				 " WHERE type = 'trigger' AND name = 'envs_collect'"), 1);
@@ -373,7 +373,7 @@ static void check_v4(struct tq_queue *q, const char *home)
 	struct tq_task t;
 	int attempt = 0;
 
-	assert_int_equal(sql_int(home, "PRAGMA user_version"), 5);
+	assert_int_equal(sql_int(home, "PRAGMA user_version"), 6);
 	/* 005: no hook owed by a task stored before, and the index to find one */
 	assert_int_equal(sql_int(home, "SELECT count(*) FROM tasks WHERE on_exit_due != 0"), 0);
 	assert_int_equal(sql_int(home, "SELECT count(*) FROM sqlite_schema"
