@@ -27,8 +27,10 @@
  * Output order: each round reads the stdout and the stderr pipe once each
  * (one read drains a pipe: they hold TQ_SPAWN_PIPE_SIZE) and hands the
  * bytes to the log in that order, so a line can be placed after a later
- * line of the other stream only while it waits in its pipe. That is the
- * guarantee the README states under "Output order", and
+ * line of the other stream only while it waits in its pipe. While only one
+ * stream has spoken its pipe is widened (see pipe_width), so a flood on one
+ * stream costs a wakeup per 64 KiB, not per 8 KiB. That is the guarantee
+ * the README states under "Output order", and
  * tests/integration/test_log_order.sh checks.
  */
 #include "worker_int.h"
@@ -75,6 +77,9 @@
  * at worst; the poll timeout's log tick writes them). */
 #define LOG_HOLD (64 * 1024)
 #define LOG_HOLD_MS 20
+/* The pipe of a stream that speaks alone (pipe_width): the kernel's default
+ * size, read whole by one READ_CHUNK. */
+#define PIPE_WIDE (64 * 1024)
 #define DRAIN_AFTER_EXIT_MS 2000  /* wait for pipes to hit EOF after the sweep */
 #define STDIN_CHUNKS 16
 /* Recording the end: how long one try may wait for the lock (short, so the
@@ -126,6 +131,10 @@ struct run {
 	int64_t read_bytes;        /* output bytes read from the task's pipes */
 	int64_t kept_bytes;        /* of those, stored in the log */
 	int64_t log_line;          /* where this attempt's output begins */
+	/* output order: the widths of the pipes (pipe_width) */
+	int wrote[2];              /* output was read from stdout, stderr */
+	enum tq_stream wide;       /* the stream whose pipe is wide; ALL: none */
+	int no_wide;               /* the kernel refused to widen: ask no more */
 	/* the end */
 	enum run_phase phase;
 	int64_t ended_at;          /* wall ms when the process was reaped */
@@ -321,6 +330,71 @@ static void count_dropped(struct run *r)
 	stop_task(r, SIGTERM);
 }
 
+/*
+ * Pipe widths. Both pipes start narrow (TQ_SPAWN_PIPE_SIZE), which bounds
+ * how far a line can be placed from the order it was written in. While one
+ * stream alone has spoken (or the other is closed) there is no order
+ * across streams to keep, so its pipe is widened to PIPE_WIDE and a flood
+ * on it (a build log, a dump) is read 64 KiB per wakeup, as with the
+ * kernel's default pipes: capture then costs what it did. When the other
+ * stream speaks, the wide pipe is narrowed again, and the other stream is
+ * not read meanwhile; F_SETPIPE_SZ narrows a pipe only once it holds no
+ * more than the new size, so the narrowing is tried right after each read
+ * of it, and every round. Only that first read of the other stream (its
+ * first TQ_SPAWN_PIPE_SIZE bytes at most, its pipe being narrow) can thus
+ * be placed up to PIPE_WIDE bytes off; everything after it keeps the
+ * narrow bound.
+ */
+static int stream_fd(const struct run *r, enum tq_stream s)
+{
+	return s == TQ_STREAM_STDOUT ? r->child.out_fd : r->child.err_fd;
+}
+
+static enum tq_stream other_stream(enum tq_stream s)
+{
+	return s == TQ_STREAM_STDOUT ? TQ_STREAM_STDERR : TQ_STREAM_STDOUT;
+}
+
+/* The other stream has spoken while r->wide is wide: it waits. */
+static int narrowing(const struct run *r)
+{
+	enum tq_stream o = other_stream(r->wide);
+
+	return r->wide != TQ_STREAM_ALL && r->wrote[o - 1] && stream_fd(r, o) >= 0;
+}
+
+/* What the loop polls for stream s: nothing while it waits for the other's
+ * pipe to narrow. */
+static int poll_fd(const struct run *r, enum tq_stream s)
+{
+	return narrowing(r) && r->wide != s ? -1 : stream_fd(r, s);
+}
+
+/* Widen or narrow stream s's pipe, after a read of it (or at the end of a
+ * round, to finish a narrowing). */
+static void pipe_width(struct run *r, enum tq_stream s)
+{
+	enum tq_stream o = other_stream(s);
+	int fd = stream_fd(r, s);
+
+	if (r->t->pty || fd < 0)
+		return;
+	if (r->wide == s) {
+		/* EBUSY: it holds more than the narrow size; the next read
+		 * empties it */
+		if (narrowing(r) && fcntl(fd, F_SETPIPE_SZ, TQ_SPAWN_PIPE_SIZE) >= 0)
+			r->wide = TQ_STREAM_ALL;
+		return;
+	}
+	if (r->wide != TQ_STREAM_ALL || r->no_wide ||
+	    (r->wrote[o - 1] && stream_fd(r, o) >= 0))
+		return;
+	if (fcntl(fd, F_SETPIPE_SZ, PIPE_WIDE) >= 0)
+		r->wide = s;
+	else
+		r->no_wide = 1; /* the per-user pipe limit: stay narrow */
+}
+
 /* Read once from one output fd: what its pipe holds. One read, not until
  * EAGAIN, so that the other stream is read before this one can refill
  * (output order, above). Returns 1 at EOF. Output past the cap or after a
@@ -335,6 +409,8 @@ static int pump_out(struct run *r, int fd, enum tq_stream s)
 		return 1; /* EOF; EIO is a pty master's EOF */
 	if (n < 0)
 		return errno == EAGAIN ? 0 : 1;
+	r->wrote[s - 1] = 1;
+	pipe_width(r, s); /* before the pipe refills */
 	tq_stall_feed(&r->stall, s == TQ_STREAM_STDERR, r->buf, (size_t)n, tq_mono_ms());
 	if (s == TQ_STREAM_STDOUT && r->rp != NULL)
 		tq_result_feed(r->rp, r->buf, (size_t)n);
@@ -605,8 +681,8 @@ static void loop(struct run *r)
 	for (;;) {
 		struct pollfd p[4] = {
 			{ r->w->sigfd, POLLIN, 0 },
-			{ r->child.out_fd, POLLIN, 0 },
-			{ r->child.err_fd, POLLIN, 0 },
+			{ poll_fd(r, TQ_STREAM_STDOUT), POLLIN, 0 },
+			{ poll_fd(r, TQ_STREAM_STDERR), POLLIN, 0 },
 			{ r->in_data ? r->child.in_fd : -1, POLLOUT, 0 },
 		};
 		int64_t now = tq_mono_ms();
@@ -629,6 +705,8 @@ static void loop(struct run *r)
 			close_out(r, &r->child.out_fd, TQ_STREAM_STDOUT);
 		if (p[2].revents && pump_out(r, r->child.err_fd, TQ_STREAM_STDERR))
 			close_out(r, &r->child.err_fd, TQ_STREAM_STDERR);
+		if (narrowing(r))
+			pipe_width(r, r->wide);
 		if (p[3].revents)
 			pump_in(r);
 		if (p[0].revents)
