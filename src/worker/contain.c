@@ -34,6 +34,10 @@
 #define MAGIC "taskq-procs 2 "
 #define KIND_CGROUP "cgroup"
 #define KIND_TREE "tree"
+/* What the file holds between attempts. Never emptied: the file keeps its
+ * block, so a record that fits in it is written even on a full disk (and
+ * its end frees no room that another file would take meanwhile). */
+#define IDLE MAGIC "idle\n"
 /* The head and the end line of a record, at most. */
 #define FRAME_MAX 128
 
@@ -51,6 +55,15 @@ int tq_contain_dir(const char *home, struct tq_err *err)
 	return fd;
 }
 
+/* Mark the file idle: nothing running, nothing to recover. */
+static int set_idle(int fd)
+{
+	if (tq_pwrite_all(fd, IDLE, strlen(IDLE), 0) < 0 ||
+	    ftruncate(fd, (off_t)strlen(IDLE)) < 0)
+		return -1;
+	return 0;
+}
+
 int tq_contain_file_open(struct tq_contain_file *f, const char *home, struct tq_err *err)
 {
 	int64_t start = 0;
@@ -65,7 +78,7 @@ int tq_contain_file_open(struct tq_contain_file *f, const char *home, struct tq_
 	tq_proc_start_time(getpid(), &start, NULL);
 	snprintf(f->name, sizeof(f->name), "w%ld.%lld", (long)getpid(), (long long)start);
 	f->fd = tq_openat(f->dirfd, f->name, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
-	if (f->fd < 0) {
+	if (f->fd < 0 || set_idle(f->fd) < 0) {
 		rc = tq_err_sys(err, "create %s/%s", TQ_CONTAIN_DIR, f->name);
 		tq_contain_file_close(f);
 		return rc;
@@ -181,7 +194,7 @@ int tq_contain_begin(struct tq_contain *c, const struct tq_cgroup_base *b, int f
 				  "record instead of a cgroup)", (long long)task);
 	if ((rc = tq_cgroup_create(b, task, attempt, &c->cg, err)) < 0) {
 		if (c->filed)
-			(void)!ftruncate(c->fd, 0);
+			set_idle(c->fd);
 		c->filed = 0;
 		return tq_err_prefix(err, "no cgroup for this attempt (a process-tree "
 				     "record instead)");
@@ -283,8 +296,8 @@ int tq_contain_end(struct tq_contain *c, size_t *killed, struct tq_err *err)
 	if (c->kind == TQ_CONTAIN_CGROUP)
 		rc = tq_cgroup_end(&c->cg, killed, err);
 	/* A group that would not go keeps its record, for the housekeeping. */
-	if (rc == 0 && c->filed && ftruncate(c->fd, 0) < 0)
-		rc = tq_err_sys(err, "empty the process record of task %lld",
+	if (rc == 0 && c->filed && set_idle(c->fd) < 0)
+		rc = tq_err_sys(err, "clear the process record of task %lld",
 				(long long)c->task);
 	free(c->ids);
 	c->ids = NULL;
@@ -336,8 +349,8 @@ static int record_read(int dirfd, const char *name, struct record *r, struct tq_
 		goto out;
 	}
 	r->buf[n] = '\0';
-	if (n == 0)
-		goto out; /* idle */
+	if (n == 0 || strcmp(r->buf, IDLE) == 0)
+		goto out; /* idle (empty: made, not yet marked) */
 	/* "taskq-procs 2 TASK ATTEMPT SEQ KIND\n" ... "end SEQ\n" */
 	if (sscanf(r->buf, MAGIC "%lld %d %" SCNu64 " %15s%n", &task, &r->attempt, &seq, kind,
 		   &used) != 4 || r->buf[used] != '\n' || task < 1 || r->attempt < 1 ||
@@ -463,7 +476,7 @@ static int recover_record(int dirfd, const char *name, struct record *r, size_t 
 	if (!owner_alive(name)) {
 		unlinkat(dirfd, name, 0);
 	} else if ((fd = tq_openat(dirfd, name, O_WRONLY | O_NOFOLLOW, 0)) >= 0) {
-		(void)!ftruncate(fd, 0);
+		set_idle(fd);
 		tq_close(fd);
 	}
 	return rc;

@@ -20,7 +20,9 @@
  *
  * Either way the worker keeps the record in a file of its own in the state
  * directory, HOME/procs/w<pid>.<start> (0600; made when the worker starts,
- * removed when it stops, empty while it is idle):
+ * removed when it stops; "taskq-procs 2 idle" while it runs nothing, never
+ * empty, so that it keeps its block and a record that fits is written even
+ * on a full disk):
  *
  *     taskq-procs 2 <task> <attempt> <seq> cgroup    taskq-procs 2 ... tree
  *     /sys/fs/cgroup/.../taskq....                   <pid> <start time>
@@ -28,7 +30,7 @@
  *                                                    end <seq>
  *
  * rewritten in place (one pwrite, then ftruncate) when it changes, and
- * emptied once the attempt's processes are gone. In place, not a new file
+ * marked idle again once the attempt's processes are gone. In place, not a new file
  * renamed over the old: a new inode an attempt is what made a record cost
  * most on a busy ext4 (measured: inode allocation was 40% of a `true`
  * task's CPU there, with the two files of its log; a third per attempt cost
@@ -114,7 +116,7 @@ struct tq_contain {
 int tq_contain_dir(const char *home, struct tq_err *err);
 
 /*
- * Make the calling worker's record file, empty, in HOME/procs. Returns 0,
+ * Make the calling worker's record file, idle, in HOME/procs. Returns 0,
  * or a TQ_E* code with err set (f stays closed: its tasks then run without
  * a record, and recovery has the marks).
  */
@@ -171,8 +173,8 @@ int tq_contain_tick(struct tq_contain *c, int64_t now, struct tq_err *err);
 int tq_contain_kill(struct tq_contain *c, struct tq_err *err);
 
 /*
- * After the sweep: wait for the group to empty and remove it, empty the
- * record file, free what c holds; c is TQ_CONTAIN_NONE after, and a second
+ * After the sweep: wait for the group to empty and remove it, mark the
+ * record file idle, free what c holds; c is TQ_CONTAIN_NONE after, and a second
  * call does nothing. *killed (may be NULL) gets the processes the group
  * still held. Returns 0 or a TQ_E* code with err set (a group that would
  * not go keeps its record, for the supervisor's housekeeping).

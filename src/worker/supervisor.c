@@ -1115,7 +1115,6 @@ static void write_meta(struct sup *s)
 	tq_queue_meta_set(s->q, "supervisor_workers", v, NULL);
 	tq_contain_describe(&s->cgroup, desc, sizeof(desc));
 	tq_queue_meta_set(s->q, TQ_META_CONTAINMENT, desc, NULL);
-	slog("task processes are contained by %s", desc);
 }
 
 /*
@@ -1318,8 +1317,12 @@ int tq_supervisor_main(const struct tq_serve_opts *o)
 	}
 	write_meta(&s);
 	log_limits(&s);
-	slog("started: %d worker%s, state directory %s", o->workers,
-	     o->workers == 1 ? "" : "s", o->home);
+	{
+		char desc[PATH_MAX + TQ_ERR_MAX];
+		tq_contain_describe(&s.cgroup, desc, sizeof(desc));
+		slog("started: %d worker%s, state directory %s; task processes contained "
+		     "by %s", o->workers, o->workers == 1 ? "" : "s", o->home, desc);
+	}
 	adopt(&s);
 	recover(&s, 0, "lease expired");
 	sweep_end_records(&s);

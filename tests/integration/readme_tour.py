@@ -49,6 +49,10 @@ NORMS = [
     (re.compile(r"\b\d+(\.\d+)?(ms|us|s)\b"), "<DUR>"),       # 17ms 1.5s
     (re.compile(r"\b\d+m\d\ds\b"), "<DUR>"),                  # 3m05s
     (re.compile(r"\$\d+\.\d+"), "$<COST>"),
+    # how a machine contains task processes (a cgroup where one is
+    # delegated, else a record): the README shows one, any matches
+    (re.compile(r"contained by (cgroup v2|process-tree record) \(.*\)"),
+     "contained by <CONTAINMENT>"),
     (re.compile(r"[ \t]+"), " "),
 ]
 

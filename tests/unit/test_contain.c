@@ -64,6 +64,9 @@ static void fixture_close(struct fixture *f)
 	th_rmtree(f->home);
 }
 
+/* What a worker's file holds between attempts. */
+#define IDLE "taskq-procs 2 idle\n"
+
 /* A dead worker's file name (no process has pid INT_MAX - 1). */
 #define DEAD_FILE "w2147483646.1"
 
@@ -283,7 +286,8 @@ static void test_record_follows_tree(void **state)
 	fixture_open(&f);
 	assert_int_equal(fstat(f.file.fd, &st), 0);
 	assert_int_equal(st.st_mode & 07777, 0600);
-	assert_int_equal(st.st_size, 0);
+	read_record(&f, buf, sizeof(buf));
+	assert_string_equal(buf, IDLE);
 	assert_int_equal(tq_contain_begin(&c, &no_cgroup, f.file.fd, TASK, ATTEMPT, &err), 0);
 	assert_int_equal(c.kind, TQ_CONTAIN_RECORD);
 	assert_int_equal(tq_contain_cgroup_fd(&c), -1);
@@ -317,13 +321,13 @@ static void test_record_follows_tree(void **state)
 	assert_true(strlen(buf) > strlen(want));
 	assert_string_equal(buf + strlen(buf) - strlen(want), want);
 
-	/* The end empties the file; a second end does nothing. */
+	/* The end marks the file idle; a second end does nothing. */
 	kill(ch.pid, SIGKILL);
 	kill(e, SIGKILL);
 	tq_proc_sweep(NULL, 0, NULL, NULL);
 	assert_int_equal(tq_contain_end(&c, NULL, &err), 0);
-	assert_int_equal(fstat(f.file.fd, &st), 0);
-	assert_int_equal(st.st_size, 0);
+	read_record(&f, buf, sizeof(buf));
+	assert_string_equal(buf, IDLE);
 	assert_int_equal(tq_contain_end(&c, NULL, &err), 0);
 	tq_spawn_release(&ch);
 	fixture_close(&f);
@@ -339,6 +343,7 @@ static void test_record_recover(void **state)
 	enum tq_contain_kind kind = TQ_CONTAIN_NONE;
 	struct fixture f;
 	struct stat st;
+	char buf[256];
 	int64_t start = 0;
 	size_t killed = 0;
 	pid_t e;
@@ -358,9 +363,10 @@ static void test_record_recover(void **state)
 	assert_int_equal(killed, 2);
 	wait_dead(ch.pid);
 	wait_dead(e);
-	/* the file of a live worker (ours) stays, emptied */
+	/* the file of a live worker (ours) stays, marked idle */
 	assert_int_equal(fstatat(f.dirfd, f.file.name, &st, 0), 0);
-	assert_int_equal(st.st_size, 0);
+	read_record(&f, buf, sizeof(buf));
+	assert_string_equal(buf, IDLE);
 	assert_int_equal(tq_contain_recover(f.dirfd, TASK, ATTEMPT, &kind, &killed, &err),
 			 TQ_ENOTFOUND);
 	tq_contain_end(&c, NULL, NULL);
@@ -482,7 +488,7 @@ static void test_sweep(void **state)
 	snprintf(body, sizeof(body), "taskq-procs 2 40 1 3 tree\n%ld %lld\nend 3\n",
 		 (long)b.pid, (long long)sb);
 	write_file(f.dirfd, "w2147483645.1", body);  /* 40.1 ended */
-	write_file(f.dirfd, "w2147483644.1", "");    /* idle */
+	write_file(f.dirfd, "w2147483644.1", IDLE);  /* idle */
 	write_file(f.dirfd, "notes.txt", body);
 	/* our own file (a live worker's) names the ended 40.1 too */
 	tq_contain_begin(&c, &no_cgroup, f.file.fd, 40, 1, &err);
@@ -713,7 +719,6 @@ static void test_contain_cgroup_recover(void **state)
 	struct fixture f;
 	char buf[8192], path[4096], want[4200];
 	size_t killed = 0, n = 0;
-	struct stat st;
 	pid_t e;
 
 	if (b == NULL)
@@ -737,8 +742,8 @@ static void test_contain_cgroup_recover(void **state)
 	wait_dead(ch.pid);
 	wait_dead(e);
 	assert_false(dir_exists(path));
-	assert_int_equal(fstat(f.file.fd, &st), 0);
-	assert_int_equal(st.st_size, 0);
+	read_record(&f, buf, sizeof(buf));
+	assert_string_equal(buf, IDLE);
 	tq_contain_end(&c, NULL, NULL);
 
 	/* a group left without its record, for an attempt that ended */
