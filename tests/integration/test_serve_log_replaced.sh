@@ -140,3 +140,7 @@ done
 # a new supervisor adopts the worker and stops it
 daemon_start --workers 1
 assert_exit 0 tq shutdown
+
+if grep -qE 'AddressSanitizer|LeakSanitizer|runtime error:' "$LOG"* 2>/dev/null; then
+	fail "sanitizer report: $(grep -hE -A20 'AddressSanitizer|LeakSanitizer|runtime error:' "$LOG"* | head -40)"
+fi
