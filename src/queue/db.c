@@ -468,11 +468,15 @@ static void note_tightened(char **note, const char *what, const char *path, mode
 	}
 }
 
-/* Whether name is one taskq keeps in a state directory. */
+/* Whether name is one taskq keeps in a state directory (a new one must be
+ * added here: test_home_not_taskqs_is_never_changed makes a state
+ * directory with everything taskq puts there, removes taskq.db, and
+ * expects the next submit to take it). */
 static int taskq_name(const char *name)
 {
 	static const char *const exact[] = {
 		".", "..", "logs", "serve.pid", "submit.sock", "doorbell", "ends", "work",
+		"procs",
 	};
 	static const char *const prefix[] = { TQ_DB_NAME, "serve.log" };
 

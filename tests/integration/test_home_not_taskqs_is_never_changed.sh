@@ -49,6 +49,19 @@ mkdir -m 700 "$d" "$d/logs" "$d/ends"
 assert_exit 0 env TASKQ_HOME="$d" "$TASKQ_BIN" submit --no-start -- true
 assert_eq 1 "$(TASKQ_HOME="$d" "$TASKQ_BIN" list --json | pyjson 'len(d)')"
 
+check "a state directory everything of taskq has run in, its database removed, is taken"
+h="$TQ_TMP/used"
+TASKQ_HOME="$h" "$TASKQ_BIN" submit --no-start --kill-grace 1s -- sh -c 'sleep 30' >/dev/null
+TASKQ_HOME="$h" "$TASKQ_BIN" submit --no-start -- echo ran >/dev/null
+assert_exit 0 env TASKQ_HOME="$h" "$TASKQ_BIN" serve --workers 2
+tq_track "$(cat "$h/serve.pid")"
+wait_for "[ \"\$(TASKQ_HOME=$h $TASKQ_BIN list --state running,succeeded --json | pyjson 'len(d)')\" = 2 ]" 20 ||
+	fail "the tasks did not run: $(TASKQ_HOME="$h" "$TASKQ_BIN" list)"
+assert_exit 0 env TASKQ_HOME="$h" "$TASKQ_BIN" shutdown --now
+rm -f "$h"/taskq.db "$h"/taskq.db-*
+assert_exit 0 env TASKQ_HOME="$h" "$TASKQ_BIN" submit --no-start -- true
+assert_eq "" "$(err)" "what the submit said in $h (holding $(ls -A "$h" | tr '\n' ' '))"
+
 check "a state directory with its database keeps working whatever else it holds"
 : >"$d/my-notes.txt"
 chmod 755 "$d"
