@@ -339,6 +339,8 @@ static const char log_help[] =
 	"them (64 KiB for Y among the first 8 KiB of a stream that began after the\n"
 	"other had written alone: a stream alone gets a wide pipe). For the exact\n"
 	"order, submit `sh -c 'CMD 2>&1'` (one stream).\n"
+	"An agent CLI's pipes (ask; claude, gemini, codex, opencode) hold 1 MiB\n"
+	"and so does its bound: those CLIs lose what a pipe has not taken at exit.\n"
 	"\n"
 	"Options:\n"
 	"  --offset N      skip the first N lines (as SQL's OFFSET: --offset 0 starts\n"

@@ -250,6 +250,9 @@ static int start(struct run *r, struct tq_err *err)
 	r->child.envp = env.vars;
 	r->child.cwd = r->agent.cwd != NULL ? r->agent.cwd : r->t->cwd;
 	r->child.umask = r->t->umask; /* the submitter's; -1: ours (schema.sql) */
+	/* an agent CLI loses what its pipe has not taken when it exits */
+	r->child.pipe_size = r->rp != NULL && result_parser(r) != NULL ?
+			     TQ_SPAWN_AGENT_PIPE_SIZE : 0;
 	r->child.in = r->t->pty ? TQ_SPAWN_STDIN_PTY :
 		      r->t->stdin_mode == TQ_STDIN_NULL ? TQ_SPAWN_STDIN_NULL :
 		      TQ_SPAWN_STDIN_PIPE;
@@ -377,7 +380,8 @@ static void pipe_width(struct run *r, enum tq_stream s)
 	enum tq_stream o = other_stream(s);
 	int fd = stream_fd(r, s);
 
-	if (r->t->pty || fd < 0)
+	/* an agent CLI's pipes stay as large as they were made (start) */
+	if (r->t->pty || fd < 0 || r->child.pipe_size > 0)
 		return;
 	if (r->wide == s) {
 		/* EBUSY: it holds more than the narrow size; the next read

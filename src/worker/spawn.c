@@ -253,16 +253,18 @@ static int open_pipe(int p[2], int mine, const char *what, struct tq_err *err)
 }
 
 /*
- * Shrink an output pipe to TQ_SPAWN_PIPE_SIZE (see spawn.h for why). Before
- * the child exists, so no byte is ever in a larger pipe. Shrinking an empty
- * pipe is always permitted (the pipe-max-size and per-user page limits only
- * refuse growth); if the kernel still refuses (out of memory), the task runs
- * with the default pipe: the order of its lines is then only as close as
- * that allows, which is no reason to refuse to run it.
+ * Shrink an output pipe to TQ_SPAWN_PIPE_SIZE (see spawn.h for why), or
+ * size it to size when not 0 (an agent CLI's: TQ_SPAWN_AGENT_PIPE_SIZE).
+ * Before the child exists, so no byte is ever in a larger pipe. Shrinking
+ * an empty pipe is always permitted (the pipe-max-size and per-user page
+ * limits only refuse growth); if the kernel still refuses (out of memory,
+ * or a growth past those limits), the task runs with the default pipe:
+ * the order of its lines is then only as close as that allows, which is no
+ * reason to refuse to run it.
  */
-static void shrink_pipe(int fd)
+static void size_pipe(int fd, int size)
 {
-	(void)fcntl(fd, F_SETPIPE_SZ, TQ_SPAWN_PIPE_SIZE);
+	(void)fcntl(fd, F_SETPIPE_SZ, size > 0 ? size : TQ_SPAWN_PIPE_SIZE);
 }
 
 /* Attributes: new session, empty mask, every signal at its default. */
@@ -518,8 +520,8 @@ static int spawn_pipes(struct tq_child *c, const char *path,
 	if ((rc = open_pipe(out, 0, "stdout", err)) ||
 	    (rc = open_pipe(er, 0, "stderr", err)))
 		goto out;
-	shrink_pipe(out[0]);
-	shrink_pipe(er[0]);
+	size_pipe(out[0], c->pipe_size);
+	size_pipe(er[0], c->pipe_size);
 	if ((e = posix_spawnattr_init(&at)) == 0)
 		have_at = 1;
 	if (e == 0 && (e = posix_spawn_file_actions_init(&fa)) == 0)

@@ -70,6 +70,18 @@
  * system calls (measured need: a few KiB; an ASan build needs more). */
 #define TQ_SPAWN_CLONE_STACK (64 * 1024)
 
+/*
+ * What an agent CLI's stdout and stderr pipes hold (tq_child.pipe_size):
+ * Claude Code, Gemini CLI (node) and OpenCode (bun) write a pipe
+ * asynchronously, and what the pipe did not take by the time they exit is
+ * lost. The real claude 2.1.197 lost the result line of a 16 KiB answer
+ * in 1 run of 3 with the 8 KiB pipes above, of a 64 KiB answer in 2 of 3.
+ * 1 MiB is the most an unprivileged process may ask for by default
+ * (/proc/sys/fs/pipe-max-size): an answer whose lines come to less is
+ * kept whole; the order of the two streams matters little for an agent.
+ */
+#define TQ_SPAWN_AGENT_PIPE_SIZE (1024 * 1024)
+
 /* Window size a --pty child sees (a 0x0 terminal confuses many programs). */
 #define TQ_SPAWN_PTY_ROWS 24
 #define TQ_SPAWN_PTY_COLS 80
@@ -100,6 +112,9 @@ struct tq_child {
 	 * the rest. -1 for none; so is any fd 0-2 (the caller's stdio, never a
 	 * cgroup), so a struct zeroed by an older caller asks for no group. */
 	int cgroup_fd;
+	int pipe_size;             /* stdout and stderr pipes' size; 0:
+				    * TQ_SPAWN_PIPE_SIZE. A larger one the kernel
+				    * refuses leaves its default (64 KiB) */
 
 	/* Outputs, set by tq_spawn_start; -1 when not started or not used. */
 	pid_t pid;                 /* also the child's pgid and sid */
@@ -110,7 +125,7 @@ struct tq_child {
 };
 
 #define TQ_CHILD_INIT { .in = TQ_SPAWN_STDIN_NULL, .umask = -1, .cgroup_fd = -1, \
-	.pid = -1, .in_fd = -1, .out_fd = -1, .err_fd = -1 }
+	.pipe_size = 0, .pid = -1, .in_fd = -1, .out_fd = -1, .err_fd = -1 }
 
 /*
  * Start the child described by c. argv[0] without a '/' is searched in the
@@ -121,7 +136,7 @@ struct tq_child {
  * On success returns 0 with c->pid set and the child running (exec has
  * happened). The caller owns c->in_fd, c->out_fd and c->err_fd (whichever are
  * not -1): all are O_CLOEXEC | O_NONBLOCK; the stdout and stderr pipes hold
- * TQ_SPAWN_PIPE_SIZE bytes (rounded up to a page; the kernel's default,
+ * c->pipe_size or TQ_SPAWN_PIPE_SIZE bytes (rounded up to a page; the kernel's default,
  * 64 KiB, only if it refused to shrink them, which it does only out of
  * memory, and only for as long as the task does not resize them itself);
  * read out_fd and err_fd until EOF
