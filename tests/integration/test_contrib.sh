@@ -199,6 +199,32 @@ PY
 fi
 
 # ---------------------------------------------------------------------------
+# What the docs say a built-in agent profile sets
+
+check "the page, the README and help ask give each profile variable the value profiles.json sets"
+assert_exit 0 tq help ask
+printf '%s\n' "$(out)" >"$TQ_TMP/help-ask.txt"
+"$TQ_PYTHON" - "$TASKQ_SRCDIR/profiles.json" "$PAGE_SRC" "$TASKQ_SRCDIR/README.md" \
+	"$TQ_TMP/help-ask.txt" <<'PY' || fail "a doc gives a profile variable another value"
+import json, re, sys
+profiles = json.load(open(sys.argv[1]))["profiles"]
+sets = {}
+for p in profiles.values():
+    for k, v in (p.get("env") or {}).items():
+        sets.setdefault(k, set()).add(v)
+bad = 0
+for doc in sys.argv[2:]:
+    text = open(doc, encoding="utf-8").read()
+    for k, vals in sets.items():
+        for m in re.finditer(re.escape(k) + r"=([A-Za-z0-9_./-]+)", text):
+            if m.group(1) not in vals:
+                print("%s: %s=%s, but profiles.json sets %s" % (doc, k, m.group(1),
+                      " or ".join(sorted(vals))))
+                bad = 1
+sys.exit(bad)
+PY
+
+# ---------------------------------------------------------------------------
 # bash completion
 
 check "bash completion: the file parses, and registers _taskq for taskq"
