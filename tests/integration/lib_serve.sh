@@ -55,3 +55,31 @@ for rec in data.split(b"\n")[:-1]:
         out.write(rec[1:])
 ' "$TASKQ_HOME/logs/$1.log"
 }
+
+# hold_lock [NAME]: another connection (python's sqlite3) takes the write
+# lock of the test's database (BEGIN IMMEDIATE) and holds it until
+# release_lock NAME, at most 90 s; $TQ_TMP/NAME.held exists while it is
+# held. NAME defaults to "lock".
+hold_lock() {
+	local base="$TQ_TMP/${1:-lock}"
+	"$TQ_PYTHON" - "$TASKQ_HOME/taskq.db" "$base" <<'PY' &
+import os, sqlite3, sys, time
+db, base = sys.argv[1], sys.argv[2]
+c = sqlite3.connect(db, isolation_level=None, timeout=30)
+c.execute("BEGIN IMMEDIATE")
+open(base + ".held", "w").close()
+end = time.monotonic() + 90
+while not os.path.exists(base + ".release") and time.monotonic() < end:
+    time.sleep(0.02)
+c.execute("ROLLBACK")
+os.unlink(base + ".held")
+PY
+	tq_track $!
+	wait_for "[ -e '$base.held' ]" 30 || fail "could not take the write lock"
+}
+
+release_lock() {
+	local base="$TQ_TMP/${1:-lock}"
+	touch "$base.release"
+	wait_for "[ ! -e '$base.held' ]" 30 || fail "lock not released"
+}

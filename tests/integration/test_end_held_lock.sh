@@ -12,30 +12,6 @@
 
 HOLD_MS=12000   # past the workers' busy timeout (10 s): the old code gave up
 
-# hold_lock NAME: hold BEGIN IMMEDIATE until $TQ_TMP/NAME.release exists
-# (at most 90 s); $TQ_TMP/NAME.held exists while it is held.
-hold_lock() {
-	"$TQ_PYTHON" - "$TASKQ_HOME/taskq.db" "$TQ_TMP/$1" <<'PY' &
-import os, sqlite3, sys, time
-db, base = sys.argv[1], sys.argv[2]
-c = sqlite3.connect(db, isolation_level=None, timeout=30)
-c.execute("BEGIN IMMEDIATE")
-open(base + ".held", "w").close()
-end = time.monotonic() + 90
-while not os.path.exists(base + ".release") and time.monotonic() < end:
-    time.sleep(0.02)
-c.execute("ROLLBACK")
-os.unlink(base + ".held")
-PY
-	tq_track $!
-	wait_for "[ -e '$TQ_TMP/$1.held' ]" 30 || fail "could not take the write lock"
-}
-
-release_lock() {
-	touch "$TQ_TMP/$1.release"
-	wait_for "[ ! -e '$TQ_TMP/$1.held' ]" 30 || fail "lock not released"
-}
-
 # timed CMD...: run CMD (as run does); TQ_TOOK gets how long it took (ms)
 timed() {
 	local t0

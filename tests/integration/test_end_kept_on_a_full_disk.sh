@@ -33,29 +33,12 @@ _disk_cleanup() {
 }
 trap '_disk_cleanup; _tq_cleanup' EXIT
 
-# hold_lock / release_lock: another connection holds the write lock, so the
-# store refuses the end whatever room its WAL file has left
-hold_lock() {
-	"$TQ_PYTHON" - "$TASKQ_HOME/taskq.db" "$TQ_TMP/lock" <<'PY' &
-import os, sqlite3, sys, time
-db, base = sys.argv[1], sys.argv[2]
-c = sqlite3.connect(db, isolation_level=None, timeout=30)
-c.execute("BEGIN IMMEDIATE")
-open(base + ".held", "w").close()
-end = time.monotonic() + 90
-while not os.path.exists(base + ".release") and time.monotonic() < end:
-    time.sleep(0.02)
-c.execute("ROLLBACK")
-os.unlink(base + ".held")
-PY
-	tq_track $!
-	wait_for "[ -e '$TQ_TMP/lock.held' ]" 30 || fail "could not take the write lock"
-}
-
 serve_start 1
 id=$(submit_id --retry-lost -- sh -c "echo run >>'$TQ_TMP/runs'; while [ ! -e '$TQ_TMP/go' ]; do sleep 0.02; done; exit 4")
 wait_state "$id" running
 wpid=$(tq_sql "select pid from workers where stopped_at is null")
+# another connection holds the write lock, so the store refuses the end
+# whatever room its WAL file has left
 hold_lock
 dd if=/dev/zero of="$TASKQ_HOME/filler" bs=4k 2>/dev/null || true
 touch "$TQ_TMP/go"
@@ -68,8 +51,7 @@ assert_contains "$(cat "$TQ_TMP/serve.log")" "the disk is full: in the room held
 check "the worker and the supervisor die before there is room again; the next one writes the true end"
 kill -KILL "$SERVE_PID" "$wpid"
 wait_for "! _tq_alive $wpid && ! _tq_alive $SERVE_PID" 10
-touch "$TQ_TMP/lock.release"
-wait_for "[ ! -e '$TQ_TMP/lock.held' ]" 30 || fail "lock not released"
+release_lock
 rm -f "$TASKQ_HOME/filler"
 serve_start 1
 wait_for "[ \"\$(state_of $id)\" = failed ]" 30 ||

@@ -12,29 +12,6 @@ hooks="$TQ_TMP/hooks"
 HOOK="echo \"\$TASKQ_ID \$TASKQ_STATE \$TASKQ_EXIT_CODE\" >>'$hooks'"
 hook_lines() { grep -c "^$1 " "$hooks" 2>/dev/null || true; }
 
-# hold_lock NAME / release_lock NAME: another connection holds the write
-# lock (BEGIN IMMEDIATE) from one to the other (at most 90 s).
-hold_lock() {
-	"$TQ_PYTHON" - "$TASKQ_HOME/taskq.db" "$TQ_TMP/$1" <<'PY' &
-import os, sqlite3, sys, time
-db, base = sys.argv[1], sys.argv[2]
-c = sqlite3.connect(db, isolation_level=None, timeout=30)
-c.execute("BEGIN IMMEDIATE")
-open(base + ".held", "w").close()
-end = time.monotonic() + 90
-while not os.path.exists(base + ".release") and time.monotonic() < end:
-    time.sleep(0.02)
-c.execute("ROLLBACK")
-os.unlink(base + ".held")
-PY
-	tq_track $!
-	wait_for "[ -e '$TQ_TMP/$1.held' ]" 30 || fail "could not take the write lock"
-}
-release_lock() {
-	touch "$TQ_TMP/$1.release"
-	wait_for "[ ! -e '$TQ_TMP/$1.held' ]" 30 || fail "lock not released"
-}
-
 check "the end written from the record by a later supervisor runs the hook, once"
 serve_start 1
 a=$(submit_id --on-exit "$HOOK" -- sh -c "while [ ! -e '$TQ_TMP/go' ]; do sleep 0.02; done; exit 4")

@@ -12,22 +12,6 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_serve.sh"
 
-hold_lock() {
-	"$TQ_PYTHON" - "$TASKQ_HOME/taskq.db" "$TQ_TMP/lock" <<'PY' &
-import os, sqlite3, sys, time
-db, base = sys.argv[1], sys.argv[2]
-c = sqlite3.connect(db, isolation_level=None, timeout=30)
-c.execute("BEGIN IMMEDIATE")
-open(base + ".held", "w").close()
-end = time.monotonic() + 90
-while not os.path.exists(base + ".release") and time.monotonic() < end:
-    time.sleep(0.02)
-c.execute("ROLLBACK")
-os.unlink(base + ".held")
-PY
-	tq_track $!
-	wait_for "[ -e '$TQ_TMP/lock.held' ]" 30 || fail "could not take the write lock"
-}
 probed() { tq_sql "select coalesce((select value from meta where key = 'supervisor_probe'), 0)"; }
 
 serve_start 1 # --lease 1s: stale after 3 s
@@ -46,8 +30,7 @@ kill -STOP "$wpid"
 # value stamped before): a value other than the last refused one
 p0=$(probed)
 t_release=$(_tq_now_ms)
-touch "$TQ_TMP/lock.release"
-wait_for "[ ! -e '$TQ_TMP/lock.held' ]" 30 || fail "lock not released"
+release_lock
 wait_for "[ \"\$(probed)\" != $p0 ]" 30 || fail "the supervisor did not write"
 kill -CONT "$wpid" 2>/dev/null || true
 _tq_alive "$wpid" || fail "the worker was killed: $(grep killing "$TQ_TMP/serve.log" | tail -1)"
