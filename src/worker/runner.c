@@ -88,6 +88,12 @@
 #define RECORD_BUSY_MS 2000
 #define RECORD_RETRY_MIN_MS 250
 #define RECORD_RETRY_MAX_MS 5000
+/* Renewing the lease while the task runs: how long one try may wait for the
+ * lock, then the wait before the next. Not the 10 s of other writes: the
+ * loop that drains the task's pipes, delivers kills and runs its clocks
+ * waits with it (a task writing into an 8 KiB pipe blocked for as long). */
+#define RENEW_BUSY_MS 200
+#define RENEW_RETRY_MS 250
 
 enum run_phase {
 	PHASE_LIVE,      /* the process runs, or its output is still open */
@@ -110,6 +116,7 @@ struct run {
 	int exited;
 	int64_t drain_until;       /* after exit: give up on open pipes then */
 	int64_t next_renew;
+	int64_t renew_busy_since;  /* renewals refused, locked, since (0: none) */
 	/* stdin */
 	unsigned char *in_data;    /* bytes waiting to be written to the child */
 	size_t in_len, in_off;
@@ -521,11 +528,32 @@ static void written_elsewhere(struct run *r);
 static void renew(struct run *r, int64_t now)
 {
 	struct tq_err err = TQ_ERR_INIT;
-	int sig = 0;
-	int rc = tq_queue_renew(r->w->q, r->t->id, r->t->attempt, r->w->id,
-				r->w->o->lease_ms, &sig, &err);
+	int sig = 0, rc;
 
+	if (r->phase == PHASE_LIVE)
+		tq_queue_set_busy_timeout(r->w->q, RENEW_BUSY_MS);
+	rc = tq_queue_renew(r->w->q, r->t->id, r->t->attempt, r->w->id,
+			    r->w->o->lease_ms, &sig, &err);
+	if (rc == 0) /* the heartbeat, as short a wait */
+		tq_worker_beat(r->w, r->t->id, 1);
+	if (r->phase == PHASE_LIVE)
+		tq_queue_set_busy_timeout(r->w->q, TQ_BUSY_TIMEOUT_MS);
 	r->next_renew = now + renew_every(r);
+	if (rc == TQ_EBUSY && r->phase == PHASE_LIVE) {
+		/* locked by another connection: try again soon, say so once */
+		if (r->renew_busy_since == 0) {
+			r->renew_busy_since = now;
+			tq_worker_log(r->w, "task %lld: %s; trying again every %d ms",
+				      (long long)r->t->id, err.msg, RENEW_RETRY_MS);
+		}
+		r->next_renew = tq_mono_ms() + RENEW_RETRY_MS;
+		return;
+	}
+	if (r->renew_busy_since != 0 && rc == 0)
+		tq_worker_log(r->w, "task %lld: lease renewed after %lld ms locked",
+			      (long long)r->t->id,
+			      (long long)(tq_mono_ms() - r->renew_busy_since));
+	r->renew_busy_since = 0;
 	if (rc == TQ_ESTALE && r->phase == PHASE_RECORDING) {
 		/* the supervisor wrote our end from our record */
 		written_elsewhere(r);
@@ -543,7 +571,6 @@ static void renew(struct run *r, int64_t now)
 		tq_worker_log(r->w, "task %lld: %s", (long long)r->t->id, err.msg);
 		return;
 	}
-	tq_worker_beat(r->w, r->t->id, 1);
 	if (sig > 0 && r->kill_sig == 0) {
 		r->kill_sig = sig;
 		stop_task(r, sig);
