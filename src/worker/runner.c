@@ -901,7 +901,9 @@ static void classify_attempt(struct run *r, struct tq_finish *f, char *reason, s
 	pin.transient = c.transient;
 	pin.provider_retry_at = c.retry_at;
 	pin.counted = counted_attempts(r);
-	pin.now_ms = tq_now_ms();
+	/* the backoff counts from the attempt's end, as stored (ended_at),
+	 * not from this moment, which reading the tails made later */
+	pin.now_ms = r->ended_at > 0 ? r->ended_at : tq_now_ms();
 	tq_policy_decide(&pin, arc4random(), &d);
 	f->next = d.next;
 	f->retry_at = d.retry_at;
