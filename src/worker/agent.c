@@ -823,6 +823,76 @@ static const char *const gemini_files[] = { "projects.json", "installation_id", 
 					    "state.json", "google_accounts.json", NULL };
 
 /*
+ * A private copy of one of the user's config directories in which taskq
+ * changed one file, for a CLI pointed at it (GEMINI_CLI_HOME, CODEX_HOME):
+ * the directory name made in dfd (dir's descriptor, 0700), file written
+ * there with text, and a symlink to every other entry of user (the user's
+ * own directory), so that the CLI reads taskq's file and everything else
+ * (sessions, login, history) stays the user's, written through the links.
+ * user/keep (a directory the CLI keeps its sessions in) is made first when
+ * missing, and each name of ahead (NULL-terminated, may be NULL) is linked
+ * even before it exists: what the CLI creates there on a first run must
+ * outlive the copy. what names the purpose in errors ("codex home: link
+ * PATH"). On failure what was made is left for the run's cleanup (it is
+ * inside the run's own directory).
+ */
+static int overlay_dir(int dfd, const char *dir, const char *name, const char *user,
+		       const char *keep, const char *const *ahead, const char *file,
+		       const char *text, const char *what, struct tq_err *err)
+{
+	char link[PATH_MAX + NAME_MAX + 2];
+	struct dirent *e;
+	DIR *d = NULL;
+	int rc = 0, fd = -1;
+
+	if (snprintf(link, sizeof(link), "%s/%s", user, keep) >= (int)sizeof(link)) {
+		rc = tq_err_set(err, TQ_EINVAL, "%s: %s/%s: path too long", what, user, keep);
+		goto out;
+	}
+	if (tq_mkdir_p(link, 0700) < 0) {
+		rc = tq_err_sys(err, "%s: mkdir %s", what, link);
+		goto out;
+	}
+	if (mkdirat(dfd, name, 0700) < 0 ||
+	    (fd = tq_openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0)) < 0) {
+		rc = tq_err_sys(err, "%s: mkdir %s/%s", what, dir, name);
+		goto out;
+	}
+	if ((rc = write_str(fd, file, text, err)) < 0)
+		goto out;
+	if ((d = opendir(user)) == NULL) {
+		rc = tq_err_sys(err, "%s: read %s", what, user);
+		goto out;
+	}
+	while ((e = readdir(d)) != NULL) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
+		    strcmp(e->d_name, file) == 0)
+			continue;
+		if (snprintf(link, sizeof(link), "%s/%s", user, e->d_name) >= (int)sizeof(link)) {
+			rc = tq_err_set(err, TQ_EINVAL, "%s: %s/%s: path too long", what, user,
+					e->d_name);
+			goto out;
+		}
+		if (symlinkat(link, fd, e->d_name) < 0) {
+			rc = tq_err_sys(err, "%s: link %s", what, link);
+			goto out;
+		}
+	}
+	for (size_t i = 0; ahead != NULL && ahead[i] != NULL; i++) {
+		snprintf(link, sizeof(link), "%s/%s", user, ahead[i]);
+		if (symlinkat(link, fd, ahead[i]) < 0 && errno != EEXIST) {
+			rc = tq_err_sys(err, "%s: link %s", what, link);
+			goto out;
+		}
+	}
+out:
+	if (d != NULL)
+		closedir(d);
+	tq_close(fd);
+	return rc;
+}
+
+/*
  * gemini: general.maxAttempts 1 (10 by default: 9 requests in 184 s for a
  * 429). Its system settings file would do, but gemini 0.61 reads one only
  * when root owns it and every directory above it; so the user's own
@@ -837,10 +907,8 @@ static int cap_gemini(const struct tq_env *env, int dfd, const char *dir,
 		      struct tq_env *out_env, struct tq_err *err)
 {
 	const char *home = tq_env_get(env, "GEMINI_CLI_HOME");
-	char user[PATH_MAX], agents[PATH_MAX], link[PATH_MAX + 512], *settings = NULL, *kv = NULL;
-	struct dirent *e;
-	DIR *d = NULL;
-	int rc = 0, gfd = -1;
+	char user[PATH_MAX], agents[PATH_MAX], *settings = NULL, *kv = NULL;
+	int rc = 0;
 
 	if (home == NULL || home[0] != '/')
 		home = tq_env_get(env, "HOME");
@@ -851,39 +919,9 @@ static int cap_gemini(const struct tq_env *env, int dfd, const char *dir,
 	if ((settings = gemini_settings(user)) == NULL)
 		return 0;
 	/* sessions must outlive the overlay: ~/.gemini/tmp */
-	snprintf(link, sizeof(link), "%s/tmp", user);
-	if (tq_mkdir_p(link, 0700) < 0) {
-		rc = tq_err_sys(err, "gemini retries: mkdir %s", link);
+	if ((rc = overlay_dir(dfd, dir, ".gemini", user, "tmp", gemini_files, "settings.json",
+			      settings, "gemini retries", err)) < 0)
 		goto out;
-	}
-	if (mkdirat(dfd, ".gemini", 0700) < 0 ||
-	    (gfd = tq_openat(dfd, ".gemini", O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0)) < 0) {
-		rc = tq_err_sys(err, "gemini retries: mkdir %s/.gemini", dir);
-		goto out;
-	}
-	if ((rc = write_str(gfd, "settings.json", settings, err)) < 0)
-		goto out;
-	if ((d = opendir(user)) == NULL) {
-		rc = tq_err_sys(err, "gemini retries: read %s", user);
-		goto out;
-	}
-	while ((e = readdir(d)) != NULL) {
-		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
-		    strcmp(e->d_name, "settings.json") == 0)
-			continue;
-		snprintf(link, sizeof(link), "%s/%s", user, e->d_name);
-		if (symlinkat(link, gfd, e->d_name) < 0) {
-			rc = tq_err_sys(err, "gemini retries: link %s", link);
-			goto out;
-		}
-	}
-	for (size_t i = 0; gemini_files[i] != NULL; i++) {
-		snprintf(link, sizeof(link), "%s/%s", user, gemini_files[i]);
-		if (symlinkat(link, gfd, gemini_files[i]) < 0 && errno != EEXIST) {
-			rc = tq_err_sys(err, "gemini retries: link %s", link);
-			goto out;
-		}
-	}
 	if (access(agents, F_OK) == 0 && symlinkat(agents, dfd, ".agents") < 0) {
 		rc = tq_err_sys(err, "gemini retries: link %s", agents);
 		goto out;
@@ -895,9 +933,6 @@ static int cap_gemini(const struct tq_env *env, int dfd, const char *dir,
 	}
 	rc = tq_env_set(out_env, kv, err);
 out:
-	if (d != NULL)
-		closedir(d);
-	tq_close(gfd);
 	free(settings);
 	free(kv);
 	return rc;
@@ -1048,10 +1083,8 @@ static char *toml_without_mcp(const char *text)
 static int isolate_codex(const struct tq_env *env, int dfd, const char *dir,
 			 struct tq_env *out_env, struct tq_err *err)
 {
-	char user[PATH_MAX], path[PATH_MAX + 512], *text = NULL, *kept = NULL, *kv = NULL;
-	struct dirent *e;
-	DIR *d = NULL;
-	int rc = 0, cfd = -1;
+	char user[PATH_MAX], path[PATH_MAX + 16], *text = NULL, *kept = NULL, *kv = NULL;
+	int rc = 0;
 
 	if (codex_home(env, user, sizeof(user)) < 0 ||
 	    snprintf(path, sizeof(path), "%s/config.toml", user) >= (int)sizeof(path) ||
@@ -1062,33 +1095,9 @@ static int isolate_codex(const struct tq_env *env, int dfd, const char *dir,
 		goto out;
 	}
 	/* sessions must outlive the copy: ~/.codex/sessions */
-	snprintf(path, sizeof(path), "%s/sessions", user);
-	if (tq_mkdir_p(path, 0700) < 0) {
-		rc = tq_err_sys(err, "codex home: mkdir %s", path);
+	if ((rc = overlay_dir(dfd, dir, TQ_WORKSPACE_CODEX_HOME, user, "sessions", NULL,
+			      "config.toml", kept, "codex home", err)) < 0)
 		goto out;
-	}
-	if (mkdirat(dfd, TQ_WORKSPACE_CODEX_HOME, 0700) < 0 ||
-	    (cfd = tq_openat(dfd, TQ_WORKSPACE_CODEX_HOME, O_RDONLY | O_DIRECTORY | O_NOFOLLOW,
-			     0)) < 0) {
-		rc = tq_err_sys(err, "codex home: mkdir %s/" TQ_WORKSPACE_CODEX_HOME, dir);
-		goto out;
-	}
-	if ((rc = write_str(cfd, "config.toml", kept, err)) < 0)
-		goto out;
-	if ((d = opendir(user)) == NULL) {
-		rc = tq_err_sys(err, "codex home: read %s", user);
-		goto out;
-	}
-	while ((e = readdir(d)) != NULL) {
-		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
-		    strcmp(e->d_name, "config.toml") == 0)
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", user, e->d_name);
-		if (symlinkat(path, cfd, e->d_name) < 0) {
-			rc = tq_err_sys(err, "codex home: link %s", path);
-			goto out;
-		}
-	}
 	if (asprintf(&kv, "CODEX_HOME=%s/" TQ_WORKSPACE_CODEX_HOME, dir) < 0) {
 		kv = NULL;
 		rc = tq_err_set(err, TQ_ENOMEM, "out of memory");
@@ -1096,9 +1105,6 @@ static int isolate_codex(const struct tq_env *env, int dfd, const char *dir,
 	}
 	rc = tq_env_set(out_env, kv, err);
 out:
-	if (d != NULL)
-		closedir(d);
-	tq_close(cfd);
 	free(text);
 	free(kept);
 	free(kv);
