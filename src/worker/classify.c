@@ -1732,6 +1732,7 @@ struct cls {
 	struct view v[2];
 	struct xp xp;
 	int64_t now;
+	size_t regex_bytes;        /* tq_classification.regex_bytes */
 };
 
 static void view_release(struct view *v, size_t npat)
@@ -1930,9 +1931,11 @@ static ssize_t last_obj(const struct view *v, const struct sel *s)
  * tail with REG_STARTEND would cost the tail's size on every line.
  */
 static int re_range(const regex_t *re, const char *t, size_t ls, size_t le, regmatch_t *m,
-		    size_t nm)
+		    size_t nm, size_t *work)
 {
 	regmatch_t one[1];
+
+	*work += le - ls;
 
 	if (nm == 0)
 		m = one;
@@ -1951,7 +1954,7 @@ static int re_range(const regex_t *re, const char *t, size_t ls, size_t le, regm
 /* The last line of t (len bytes) where re matches, trying lines from the
  * end. 1 with *ls, *le and m[] set; 0 none. */
 static int last_line(const regex_t *re, const char *t, size_t len, size_t *ls,
-		     size_t *le, regmatch_t *m, size_t nm)
+		     size_t *le, regmatch_t *m, size_t nm, size_t *work)
 {
 	size_t e = len;
 
@@ -1960,7 +1963,7 @@ static int last_line(const regex_t *re, const char *t, size_t len, size_t *ls,
 
 		while (s > 0 && t[s - 1] != '\n')
 			s--;
-		if (re_range(re, t, s, e, m, nm)) {
+		if (re_range(re, t, s, e, m, nm, work)) {
 			*ls = s;
 			*le = e;
 			return 1;
@@ -1981,8 +1984,8 @@ static int view_match(struct cls *c, struct view *v, const struct rule *p, size_
 	if (v->text == NULL || v->len == 0)
 		return 0;
 	if (!p->prefilter)
-		return re_range(&p->re, v->text, 0, v->len, NULL, 0) &&
-		       last_line(&p->re, v->text, v->len, ls, le, m, nm);
+		return re_range(&p->re, v->text, 0, v->len, NULL, 0, &c->regex_bytes) &&
+		       last_line(&p->re, v->text, v->len, ls, le, m, nm, &c->regex_bytes);
 	if (!v->scanned) {
 		v->scanned = 1;
 		if ((v->cand = calloc(c->R->npat + 1, sizeof(*v->cand))) == NULL) {
@@ -1993,12 +1996,12 @@ static int view_match(struct cls *c, struct view *v, const struct rule *p, size_
 	}
 	if (v->cand == NULL || (k = &v->cand[p->pidx])->n == 0)
 		return 0;
-	if (k->n > CAND_BULK && !re_range(&p->re, v->text, 0, v->len, NULL, 0))
+	if (k->n > CAND_BULK && !re_range(&p->re, v->text, 0, v->len, NULL, 0, &c->regex_bytes))
 		return 0;
 	for (size_t i = k->n; i-- > 0;) {
 		*ls = k->v[i];
 		*le = line_end(v->text, v->len, *ls);
-		if (re_range(&p->re, v->text, *ls, *le, m, nm))
+		if (re_range(&p->re, v->text, *ls, *le, m, nm, &c->regex_bytes))
 			return 1;
 	}
 	return 0;
@@ -2157,7 +2160,7 @@ static void eval_from(struct cls *c, const struct rule *r, struct hits *hs)
 			struct hit *h;
 
 			if (p->kind != K_PATTERN || !(p->streams & v->bit) || !applies(p, c->in) ||
-			    !last_line(&p->re, t, strlen(t), &ls, &le, m, 1))
+			    !last_line(&p->re, t, strlen(t), &ls, &le, m, 1, &c->regex_bytes))
 				continue;
 			any = 1;
 			xp_add(&c->xp, "    text %s matches -> %s", p->id, tq_category_name(p->cat));
@@ -2497,7 +2500,8 @@ static void retry_pattern(struct cls *c, const struct rule *r, int64_t *best)
 			const char *t = from_text(f, &c->v[v]);
 
 			if (t != NULL && (r->streams & c->v[v].bit) &&
-			    last_line(&r->re, t, strlen(t), &ls, &le, m, (size_t)r->group + 1) &&
+			    last_line(&r->re, t, strlen(t), &ls, &le, m, (size_t)r->group + 1,
+				      &c->regex_bytes) &&
 			    group_text(t, m, r->group, &s, &n))
 				hint_seen(c, r, "", s, n, best);
 		}
@@ -2715,6 +2719,8 @@ void tq_classify(const struct tq_rules *R, const struct tq_classify_input *in,
 	if (out->transient && R != NULL)
 		out->retry_at = retry_time(&c);
 done:
+	out->examined_bytes = c.v[0].bytes + c.v[1].bytes;
+	out->regex_bytes = c.regex_bytes;
 	tq_format_time(out->retry_at, when, sizeof(when));
 	xp_last(&c.xp, "result: %s, %s, retry at %s, rule %s",
 		out->category != TQ_CAT_NONE ? tq_category_name(out->category) : "none",

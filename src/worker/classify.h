@@ -119,6 +119,17 @@ struct tq_classification {
 	char reason[TQ_CLASSIFY_REASON_MAX]; /* the line or field that decided,
 				     * trimmed, valid UTF-8, with no control
 				     * characters (safe to store and show) */
+	/* The work done, counted in bytes rather than timed (the same on
+	 * every machine; bench/classify times it): */
+	size_t examined_bytes;      /* of the two tails (at most 2 x
+				     * TQ_CLASSIFY_TAIL), each read once by
+				     * the JSON pass and the literal prefilter */
+	size_t regex_bytes;         /* handed to regexec by the text rules
+				     * and retry hints, summed over its calls:
+				     * the prefilter keeps this to candidate
+				     * lines, not every pattern over every
+				     * tail (a json rule's pattern sees one
+				     * field, not counted) */
 };
 
 /*
