@@ -717,7 +717,7 @@ static int argv_insert(struct tq_agent_run *ar, char *const *argv, size_t argc,
  * (30 requests for a 503 by default), by `-c` after the program name (a
  * global option, before the subcommand; a later -c of the user's wins).
  * The provider is the config's model_provider; the built-in "openai" (the
- * default) cannot be capped. Also remembers the config's model (17.9).
+ * default) cannot be capped.
  */
 static int cap_codex(const struct tq_task *t, const struct tq_env *env,
 		     struct tq_agent_run *ar, struct tq_err *err)
@@ -732,8 +732,6 @@ static int cap_codex(const struct tq_task *t, const struct tq_env *env,
 	    snprintf(path, sizeof(path), "%s/config.toml", dir) >= (int)sizeof(path) ||
 	    (text = slurp(path, TQ_AGENT_CONFIG_MAX)) == NULL)
 		return 0; /* no config: the built-in openai provider */
-	free(ar->conf_model);
-	ar->conf_model = toml_top_string(text, "model");
 	prov = toml_top_string(text, "model_provider");
 	free(text);
 	if (prov == NULL || codex_builtin_provider(prov) ||
@@ -1171,6 +1169,235 @@ static int cap_retries(struct tq_queue *q, const struct tq_task *t, const char *
 	return rc;
 }
 
+/* ------------------------------------------------------------------ */
+/* The model a CLI's own config names (issue 17.9)                    */
+
+/*
+ * Codex and OpenCode print no model. When the command line names none
+ * (tq_agent_model looks there first), the one the run uses is in the CLI's
+ * config, read here at spawn time as the task's environment and directory
+ * point at it, so a result can name it. Measured with codex 0.169 and
+ * opencode 1.18 against the mock (the model of the request it sent):
+ * tests/integration/test_ask_real_clis.sh.
+ */
+
+/* The value of option name (with a value: "NAME V", "NAME=V") last given
+ * in argv before "--", or NULL. alias: a short form ("-p"), or NULL. */
+static const char *opt_value(char *const *v, size_t n, const char *name, const char *alias)
+{
+	const char *found = NULL;
+	size_t len = strlen(name);
+
+	for (size_t i = 1; i < n; i++) {
+		if (strcmp(v[i], "--") == 0)
+			break;
+		if ((strcmp(v[i], name) == 0 || (alias != NULL && strcmp(v[i], alias) == 0)) &&
+		    i + 1 < n)
+			found = v[++i];
+		else if (strncmp(v[i], name, len) == 0 && v[i][len] == '=')
+			found = v[i] + len + 1;
+	}
+	return found;
+}
+
+/* codex's `-c model=V` / `--config model=V` (the last one): V is TOML, and
+ * a bare word is taken as a string, as codex does. malloc'd, or NULL. */
+static char *codex_cli_model(char *const *v, size_t n)
+{
+	const char *val = NULL;
+
+	for (size_t i = 1; i < n; i++) {
+		const char *kv = NULL, *p;
+
+		if (strcmp(v[i], "--") == 0)
+			break;
+		if ((strcmp(v[i], "-c") == 0 || strcmp(v[i], "--config") == 0) && i + 1 < n)
+			kv = v[++i];
+		else if (strncmp(v[i], "--config=", 9) == 0)
+			kv = v[i] + 9;
+		if (kv == NULL)
+			continue;
+		p = kv + strspn(kv, " \t");
+		if (strncmp(p, "model", 5) != 0)
+			continue;
+		p += 5;
+		p += strspn(p, " \t");
+		if (*p == '=')
+			val = p + 1;
+	}
+	if (val == NULL)
+		return NULL;
+	val += strspn(val, " \t");
+	if (*val == '"' || *val == '\'') {
+		size_t k = strcspn(val + 1, *val == '"' ? "\"\\" : "'");
+
+		return val[1 + k] == *val && k > 0 ? strndup(val + 1, k) : NULL;
+	}
+	return *val != '\0' ? strndup(val, strcspn(val, " \t")) : NULL;
+}
+
+/* A top-level string of the TOML file dir/name, malloc'd, or NULL. */
+static char *toml_file_string(const char *dir, const char *name, const char *key)
+{
+	char path[PATH_MAX];
+	char *text, *v;
+
+	if (snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path) ||
+	    (text = slurp(path, TQ_AGENT_CONFIG_MAX)) == NULL)
+		return NULL;
+	v = toml_top_string(text, key);
+	free(text);
+	return v;
+}
+
+/*
+ * codex 0.169: `-c model=V` on the command line, else the model of the
+ * profile --profile/-p names ($CODEX_HOME/NAME.config.toml: 0.169 refuses
+ * the older `profile = ` key and [profiles.NAME] tables), else config.toml's.
+ */
+static char *codex_conf_model(char *const *v, size_t n, const struct tq_env *env)
+{
+	char dir[PATH_MAX], file[NAME_MAX + 1];
+	const char *prof = opt_value(v, n, "--profile", "-p");
+	char *m = codex_cli_model(v, n);
+
+	if (m != NULL || codex_home(env, dir, sizeof(dir)) < 0)
+		return m;
+	if (prof != NULL && prof[0] != '\0' && strchr(prof, '/') == NULL &&
+	    snprintf(file, sizeof(file), "%s.config.toml", prof) < (int)sizeof(file) &&
+	    (m = toml_file_string(dir, file, "model")) != NULL)
+		return m;
+	return toml_file_string(dir, "config.toml", "model");
+}
+
+/* The model a parsed opencode config names for agent (its
+ * agent.AGENT.model) or for every agent ("model"), as asked by top. */
+static const char *oc_model_of(const cJSON *j, const char *agent, int top)
+{
+	const cJSON *m;
+
+	if (top)
+		m = cJSON_GetObjectItemCaseSensitive(j, "model");
+	else
+		m = cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "agent"),
+							 agent), "model");
+	return cJSON_IsString(m) && m->valuestring[0] != '\0' ? m->valuestring : NULL;
+}
+
+/* One opencode config layer: JSON text (comments allowed) or, when path is
+ * not NULL, the file. 1 with *out (malloc'd) when it names the model asked
+ * for; 0 when not, or it cannot be read. */
+static int oc_layer(const char *path, const char *text, const char *agent, int top, char **out)
+{
+	char *buf = path != NULL ? slurp(path, TQ_AGENT_CONFIG_MAX) :
+		    text != NULL ? strdup(text) : NULL;
+	cJSON *j;
+	const char *m;
+
+	if (buf == NULL)
+		return 0;
+	strip_json_comments(buf);
+	j = cJSON_Parse(buf);
+	free(buf);
+	if ((m = oc_model_of(j, agent, top)) != NULL)
+		*out = strdup(m);
+	cJSON_Delete(j);
+	return m != NULL;
+}
+
+/* In dir/sub (sub "" or ".opencode"): opencode.json, then opencode.jsonc. */
+static int oc_dir(const char *dir, const char *sub, const char *agent, int top, char **out)
+{
+	static const char *const names[] = { "opencode.json", "opencode.jsonc" };
+	char path[PATH_MAX];
+
+	for (size_t i = 0; i < 2; i++)
+		if (snprintf(path, sizeof(path), "%s%s%s/%s", dir, *sub ? "/" : "", sub,
+			     names[i]) < (int)sizeof(path) &&
+		    oc_layer(path, NULL, agent, top, out))
+			return 1;
+	return 0;
+}
+
+/* The project's layers from cwd up to its git root (a directory holding
+ * .git), or up to / outside a repository, as opencode 1.18 searches: the
+ * .opencode directories first (they are merged last), then opencode.json,
+ * the nearest first in each. */
+static int oc_project(const char *cwd, const char *agent, int top, char **out)
+{
+	static const char *const subs[] = { ".opencode", "" };
+	char dir[PATH_MAX], git[PATH_MAX + 8];
+
+	for (size_t s = 0; s < 2; s++) {
+		if (strlcpy(dir, cwd, sizeof(dir)) >= sizeof(dir) || dir[0] != '/')
+			return 0;
+		for (;;) {
+			char *slash;
+
+			if (oc_dir(dir, subs[s], agent, top, out))
+				return 1;
+			snprintf(git, sizeof(git), "%s/.git", dir);
+			if (access(git, F_OK) == 0 || (slash = strrchr(dir, '/')) == NULL ||
+			    dir[1] == '\0')
+				break;
+			slash[slash == dir ? 1 : 0] = '\0';
+		}
+	}
+	return 0;
+}
+
+/*
+ * opencode 1.18, highest first: $OPENCODE_CONFIG_CONTENT, the project's
+ * files (oc_project; not with $OPENCODE_DISABLE_PROJECT_CONFIG), the file
+ * $OPENCODE_CONFIG names, the global ($XDG_CONFIG_HOME, else
+ * ~/.config)/opencode/{opencode.json,opencode.jsonc,config.json}. The
+ * agent it runs (--agent, else "build") may have a model of its own in
+ * any layer (agent.NAME.model), which wins over "model" in every one.
+ */
+static char *opencode_conf_model(char *const *v, size_t n, const struct tq_env *env,
+				 const char *cwd)
+{
+	const char *agent = opt_value(v, n, "--agent", NULL);
+	const char *xdg = tq_env_get(env, "XDG_CONFIG_HOME"), *home = tq_env_get(env, "HOME");
+	const char *file = tq_env_get(env, "OPENCODE_CONFIG");
+	int project = tq_env_get(env, "OPENCODE_DISABLE_PROJECT_CONFIG") == NULL;
+	char global[PATH_MAX], path[PATH_MAX + 32];
+	char *m = NULL;
+
+	if (agent == NULL || agent[0] == '\0')
+		agent = "build";
+	global[0] = '\0';
+	if (xdg != NULL && xdg[0] == '/')
+		snprintf(global, sizeof(global), "%s/opencode", xdg);
+	else if (home != NULL && home[0] == '/')
+		snprintf(global, sizeof(global), "%s/.config/opencode", home);
+	for (int top = 0; top < 2; top++) {
+		if (oc_layer(NULL, tq_env_get(env, "OPENCODE_CONFIG_CONTENT"), agent, top, &m) ||
+		    (project && cwd != NULL && oc_project(cwd, agent, top, &m)) ||
+		    (file != NULL && file[0] != '\0' && oc_layer(file, NULL, agent, top, &m)) ||
+		    (global[0] != '\0' && oc_dir(global, "", agent, top, &m)))
+			return m;
+		if (global[0] != '\0' &&
+		    snprintf(path, sizeof(path), "%s/config.json", global) < (int)sizeof(path) &&
+		    oc_layer(path, NULL, agent, top, &m))
+			return m;
+	}
+	return NULL;
+}
+
+/* ar->conf_model for a run of the CLI parser names (argv: what runs). */
+static void conf_model(const char *parser, char *const *v, size_t n, const struct tq_env *env,
+		       struct tq_agent_run *ar)
+{
+	free(ar->conf_model);
+	ar->conf_model = NULL;
+	if (strcmp(parser, "codex") == 0)
+		ar->conf_model = codex_conf_model(v, n, env);
+	else if (strcmp(parser, "opencode") == 0)
+		ar->conf_model = opencode_conf_model(v, n, env, ar->cwd);
+}
+
 /* The stored agent session id goes into argv (--resume ID): only one of
  * the agent's own form (a store written by an older taskq, or by hand, may
  * hold anything, "--dangerously-skip-permissions" included). */
@@ -1202,7 +1429,12 @@ int tq_agent_prepare(struct tq_queue *q, const struct tq_task *t, struct tq_env 
 		 * gemini ...`), recognised by its program's name */
 		const char *prog = base_name(t->argv[0]);
 
-		return known_parser(prog) ? cap_retries(q, t, prog, env, ar, err) : 0;
+		if (!known_parser(prog))
+			return 0;
+		if ((rc = cap_retries(q, t, prog, env, ar, err)) == 0)
+			conf_model(prog, ar->argv != NULL ? ar->argv : t->argv,
+				   ar->argv != NULL ? ar->argc : t->argc, env, ar);
+		return rc;
 	}
 	pick_parser(t, ar->parser, sizeof(ar->parser));
 	if (t->session != NULL && (rc = tq_queue_session_get(q, t->session, &sid, err)) < 0)
@@ -1244,8 +1476,8 @@ int tq_agent_prepare(struct tq_queue *q, const struct tq_task *t, struct tq_env 
 	rc = tq_profile_expand(t->argv, t->argc, &v, &ar->argv, &ar->argc, err);
 	if (rc < 0)
 		tq_err_prefix(err, "command template");
-	else if (ar->parser[0] != '\0')
-		rc = cap_retries(q, t, ar->parser, env, ar, err);
+	else if (ar->parser[0] != '\0' && (rc = cap_retries(q, t, ar->parser, env, ar, err)) == 0)
+		conf_model(ar->parser, ar->argv, ar->argc, env, ar);
 out:
 	free(sid);
 	free(owner);

@@ -11,6 +11,13 @@
 #     for (--model / -m), and `show` says "agent time: - (not reported)",
 #     `result --json` duration_ms null, `stats` "agent time: -"; a timed-out
 #     gemini that exited 0 on SIGTERM shows EXIT "-", not 0;
+#   - issue 17.9: with no model on the command line, a codex or opencode
+#     result names the one the CLI's config gives the run, read at spawn as
+#     the task's environment and directory point at it: codex `-c model=`,
+#     --profile's $CODEX_HOME/NAME.config.toml, config.toml; opencode the
+#     project's opencode.json (the nearest up to the git root), its
+#     .opencode/, $OPENCODE_CONFIG, $OPENCODE_CONFIG_CONTENT, the global
+#     ~/.config/opencode, an agent's own model; none anywhere: '-';
 #   - issue 16.9: an agent session id that is an option
 #     ("--dangerously-skip-permissions") is never stored nor put in the next
 #     link's argv, and the attempt's reason says why.
@@ -105,6 +112,92 @@ assert_exit 0 tq stats --group codex
 grep -Eq '^agent time: +-$' "$TQ_OUT" || fail "stats: $(grep 'agent time' "$TQ_OUT")"
 assert_exit 0 tq stats --group codex --json
 assert_eq null "$(out | pyjson 'd["agent_ms"]')" "stats --json agent_ms"
+
+# model_of ID: the model `taskq result ID --json` names ("None": null).
+model_of() {
+	assert_exit 0 tq result "$1" --json
+	out | pyjson 'str(d["model"])'
+}
+
+check "17.9: codex without -m: the model of config.toml, --profile's file, -c model="
+stand_in codex codex-0.169-success
+mkdir -p "$HOME/.codex"
+printf 'model = "cfg-model"\nmodel_provider = "openai"\n[notice]\nmodel = "not-this"\n' \
+	>"$HOME/.codex/config.toml"
+printf '# the profile\nmodel = "prof-model"\n' >"$HOME/.codex/p3.config.toml"
+id=$(submit_id --retries 0 -- codex exec --json --skip-git-repo-check -- hello)
+id2=$(submit_id --retries 0 -- codex exec --json --profile p3 --skip-git-repo-check -- hello)
+id3=$(submit_id --retries 0 -- codex -c 'model="cli-model"' exec --json -p p3 -- hello)
+id4=$(submit_id --retries 0 -- codex -c model=bare-model exec --json -- -c model=prompt)
+wait_state "$id4" succeeded 30
+for i in "$id" "$id2" "$id3"; do wait_state "$i" succeeded 30; done
+assert_eq "cfg-model" "$(model_of "$id")" "config.toml"
+assert_eq "prof-model" "$(model_of "$id2")" "--profile p3"
+assert_eq "cli-model" "$(model_of "$id3")" "-c model= over the profile"
+assert_eq "bare-model" "$(model_of "$id4")" "a bare -c value; nothing after --"
+assert_exit 0 tq show "$id2"
+grep -Eq '^ +model: +prof-model$' "$TQ_OUT" || fail "show: $(grep 'model' "$TQ_OUT")"
+assert_exit 0 tq show "$id2" --json
+assert_eq "prof-model" "$(out | pyjson 'd["attempts"][-1]["model"]')" "show --json"
+CODEX_HOME="$TQ_TMP/codexhome"
+export CODEX_HOME
+mkdir -p "$CODEX_HOME"
+printf "model = 'home-model'\n" >"$CODEX_HOME/config.toml"
+id=$(submit_id --retries 0 -- codex exec --json -- hello)
+wait_state "$id" succeeded 30
+assert_eq "home-model" "$(model_of "$id")" "\$CODEX_HOME/config.toml"
+unset CODEX_HOME
+rm -rf "$HOME/.codex" "$TQ_TMP/codexhome"
+id=$(submit_id --retries 0 -- codex exec --json -- hello)
+wait_state "$id" succeeded 30
+assert_eq "None" "$(model_of "$id")" "no model anywhere"
+assert_exit 0 tq show "$id"
+grep -Eq '^ +model: +- \(not reported\)$' "$TQ_OUT" || fail "show: $(grep 'model' "$TQ_OUT")"
+
+check "17.9: opencode without --model: the model its config gives the run"
+stand_in opencode opencode-1.18-success
+mkdir -p "$HOME/.config/opencode" "$TQ_TMP/proj/.git" "$TQ_TMP/proj/sub/deeper"
+printf '{\n  // the user global config\n  "model": "g/global-model"\n}\n' \
+	>"$HOME/.config/opencode/opencode.json"
+id=$(tq ask --agent opencode --retries 0 "hello")
+wait_state "$id" succeeded 30
+assert_eq "g/global-model" "$(model_of "$id")" "global"
+id=$(tq ask --agent opencode --isolate --retries 0 "hello")
+wait_state "$id" succeeded 30
+assert_eq "g/global-model" "$(model_of "$id")" "isolated: the workspace's opencode.json names none"
+printf '{"model":"p/project-model"}\n' >"$TQ_TMP/proj/opencode.json"
+printf '{"model":"p/above-the-repo"}\n' >"$TQ_TMP/opencode.json"
+id=$(cd "$TQ_TMP/proj/sub/deeper" && tq ask --agent opencode --retries 0 "hello")
+wait_state "$id" succeeded 30
+assert_eq "p/project-model" "$(model_of "$id")" "the nearest project file, up to the git root"
+rm "$TQ_TMP/opencode.json"
+mkdir -p "$TQ_TMP/proj/sub/.opencode"
+printf '{"model":"p/dot-model"}\n' >"$TQ_TMP/proj/sub/.opencode/opencode.json"
+id=$(cd "$TQ_TMP/proj/sub/deeper" && submit_id --retries 0 -- opencode run --format json -- hello)
+wait_state "$id" succeeded 30
+assert_eq "p/dot-model" "$(model_of "$id")" ".opencode/ over opencode.json"
+printf '{"agent":{"build":{"model":"a/build-model"},"plan":{"model":"a/plan-model"}}}\n' \
+	>"$TQ_TMP/proj/sub/deeper/opencode.json"
+id=$(cd "$TQ_TMP/proj/sub/deeper" && submit_id --retries 0 -- opencode run --format json -- hello)
+id2=$(cd "$TQ_TMP/proj/sub/deeper" &&
+	submit_id --retries 0 -- opencode run --agent plan --format json -- hello)
+id3=$(cd "$TQ_TMP/proj/sub/deeper" &&
+	submit_id --retries 0 -- opencode run -m x/argv-model --format json -- hello)
+for i in "$id" "$id2" "$id3"; do wait_state "$i" succeeded 30; done
+assert_eq "a/build-model" "$(model_of "$id")" "the build agent's own model"
+assert_eq "a/plan-model" "$(model_of "$id2")" "--agent plan"
+assert_eq "x/argv-model" "$(model_of "$id3")" "-m first"
+rm -rf "$TQ_TMP/proj"
+printf '{"model":"e/file-model"}\n' >"$TQ_TMP/oc.json"
+id=$(OPENCODE_CONFIG="$TQ_TMP/oc.json" tq ask --agent opencode --retries 0 "hello")
+id2=$(OPENCODE_CONFIG_CONTENT='{"model":"e/inline-model"}' tq ask --agent opencode --retries 0 "hello")
+for i in "$id" "$id2"; do wait_state "$i" succeeded 30; done
+assert_eq "e/file-model" "$(model_of "$id")" "\$OPENCODE_CONFIG"
+assert_eq "e/inline-model" "$(model_of "$id2")" "\$OPENCODE_CONFIG_CONTENT"
+rm -rf "$HOME/.config/opencode"
+id=$(tq ask --agent opencode --retries 0 "hello")
+wait_state "$id" succeeded 30
+assert_eq "None" "$(model_of "$id")" "no model anywhere"
 
 check "17.9: a timed-out gemini that exited 0 on SIGTERM shows EXIT -, not 0"
 stand_in gemini hang:gemini-0.61-stream-sigterm

@@ -16,7 +16,10 @@
 #   - 17.1: `ask --agent codex --isolate` does not start an MCP server of the
 #     user's ~/.codex/config.toml (a stdio server that records that it
 #     started), while the provider of that config still answers and a
-#     --session resumes; without --isolate the server starts (the control).
+#     --session resumes; without --isolate the server starts (the control);
+#   - 17.9: codex and opencode name no model in their output: with none on
+#     the command line, the one stored is the one their config gave the run
+#     (the model of the request the mock received).
 # Each claude or codex run takes 0.5-3 s here.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_agents.sh"
@@ -25,10 +28,11 @@
 agent_bin claude
 agent_bin codex
 agent_bin gemini
+agent_bin opencode
 mock_start ok
 codex_setup
 gemini_setup
-PATH="$(agent_path claude codex gemini):$PATH"
+PATH="$(agent_path claude codex gemini opencode):$PATH"
 export PATH
 mkdir -p "$TQ_TMP/work"
 cd "$TQ_TMP/work" || exit 1
@@ -108,6 +112,7 @@ id=$(submit_id --retries 0 -- codex exec --json --skip-git-repo-check -- overloa
 wait_state "$id" failed 90
 assert_eq "$((n0 + 1))" "$(mock_requests openai)" "codex requests (submit)"
 assert_eq "gpt-mock" "$(att "$id" model)" "the model of the user's config (17.9)"
+assert_eq "gpt-mock" "$(mock_request -1 'd["body"]["model"]')" "the model codex sent"
 cmp -s "$CODEX_CONFIG" "$TQ_TMP/codex-config.orig" || fail "config.toml changed"
 tq resume codex >/dev/null 2>&1 || true
 
@@ -183,6 +188,20 @@ id=$(submit_id --retries 0 -- claude -p hi --output-format stream-json --verbose
 wait_state "$id" failed 90
 assert_eq "$((n0 + 1))" "$(mock_requests anthropic)" "claude requests"
 mock_mode ok
+
+check "17.9: opencode (ask, no --model): the stored model is the one its config gave the run, as sent"
+opencode_setup
+n0=$(mock_requests)
+id=$("$TASKQ_BIN" ask --agent opencode --retries 0 "hello")
+wait_state "$id" succeeded 120
+# opencode 1.18 sends two requests for a prompt (a title, the answer)
+n1=$(mock_requests)
+[ "$n1" -gt "$n0" ] || fail "opencode sent no request"
+for ((n = n0 + 1; n <= n1; n++)); do
+	assert_eq "anthropic claude-mock" "$(mock_request "$n" 'd["api"] + " " + d["body"]["model"]')" \
+		"the API and model of opencode's request $n"
+done
+assert_eq "mockant/claude-mock" "$(att "$id" model)" "the model of the user's opencode.json"
 
 cd "$TQ_TMP" || exit 1
 echo "ok: $TQ_TEST ($TQ_CHECKS checks)"
