@@ -35,7 +35,7 @@
 #include <bsd/stdlib.h>
 
 #include "common/sys.h"
-#include "worker/classify.h"
+#include "classify/classify.h"
 #include "classify_tails.h"
 
 #define ROUNDS_MAX 16

@@ -25,7 +25,7 @@
 #include "common/secret.h"
 #include "common/sys.h"
 #include "queue/logstore.h"
-#include "worker/classify.h"
+#include "classify/classify.h"
 #include "worker/evidence.h"
 
 

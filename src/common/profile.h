@@ -6,7 +6,7 @@
  * in; its "_doc" is the manual of the format); $TASKQ_CONFIG, else
  * $XDG_CONFIG_HOME/taskq/config.json, else ~/.config/taskq/config.json may
  * override or add profiles under its "profiles" key, field by field (the
- * same file holds the classification rules of src/worker/classify.c under
+ * same file holds the classification rules of src/classify/rules.c under
  * "rules"; each module reads only its own keys).
  *
  * A command template is a list of argv elements with placeholders {prompt},

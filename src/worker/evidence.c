@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "../queue/logstore.h"
-#include "classify.h"
+#include "classify/classify.h"
 
 static int tail_line(const struct tq_log_line *l, void *arg)
 {

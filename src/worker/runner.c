@@ -56,7 +56,7 @@
 #include "../common/sys.h"
 #include "../queue/logstore.h"
 #include "agent.h"
-#include "classify.h"
+#include "classify/classify.h"
 #include "contain.h"
 #include "doorbell.h"
 #include "endrec.h"

@@ -11,7 +11,7 @@
 #include "../common/secret.h"
 #include "../queue/queue.h"
 #include "cgroup.h"
-#include "classify.h"
+#include "classify/classify.h"
 #include "contain.h"
 #include "worker.h"
 

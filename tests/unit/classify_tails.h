@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "worker/classify.h"
+#include "classify/classify.h"
 
 /* What the last line becomes for the case where nothing matches: an error
  * result no rule knows, so every stage and every text rule runs. */

@@ -1,5 +1,5 @@
 /*
- * test_classify.c - the classifier (worker/classify.h) over real outputs of
+ * test_classify.c - the classifier (classify/classify.h) over real outputs of
  * the agent CLIs, as measured in agent-clis.md and kept byte for byte in
  * tests/fixtures/agent-outputs/: every failure row of Claude Code 2.1.x
  * (and 2.1.330, 2.0.x, 1.0.x, text mode), Gemini CLI, Codex and OpenCode,
@@ -29,7 +29,7 @@
 #include <unistd.h>
 
 #include "common/sys.h"
-#include "worker/classify.h"
+#include "classify/classify.h"
 #include "classify_tails.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))

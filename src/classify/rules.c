@@ -63,9 +63,9 @@
 
 #include <cjson/cJSON.h>
 
-#include "../common/profile.h"
-#include "../common/parse.h"
-#include "../common/sys.h"
+#include "common/profile.h"
+#include "common/parse.h"
+#include "common/sys.h"
 #include "rules_json.h"
 
 #define RULES_MAX 4096          /* rules in one file */

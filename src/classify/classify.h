@@ -50,8 +50,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../common/err.h"
-#include "../queue/queue.h"
+#include "common/err.h"
+#include "queue/queue.h"
 
 #define TQ_CLASSIFY_TAIL (64 * 1024)   /* bytes of each stream examined */
 #define TQ_CLASSIFY_REASON_MAX 512
