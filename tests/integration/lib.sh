@@ -292,13 +292,200 @@ print(json.dumps(r) if isinstance(r, (list, tuple, dict, bool)) or r is None els
 ' "$1"
 }
 
-# The environment stored for task ID, one "K=V" per line (from the database).
-db_env() {
-	tq_sql "select hex(e.data) from tasks t join envs e on e.id = t.env_id where t.id = $1" |
-		"$TQ_PYTHON" -c '
-import binascii, sys
-for v in binascii.unhexlify(sys.stdin.read().strip()).split(b"\0"):
-    if v:
-        sys.stdout.buffer.write(v + b"\n")
-'
+# The environment stored for task ID, one "K=V" per line: task_env (the
+# old name, until no test calls it).
+db_env() { task_env "$@"; }
+
+# ---------------------------------------------------------------------------
+# What was stored, read through the CLI's --json (issue 18)
+#
+# Tests read results as a user's script does, through `taskq ... --json`,
+# never with SQL: the same suite then runs against any store backend.
+# tq_sql is for the tests of the database itself (a damaged database, a
+# migration), each use on a line marked "# SQL: the database itself (why)";
+# test_no_sql_in_tests checks that no other test calls it.
+
+# json_get [--in PATH] [--where KEY VALUE] [--each] PATH... < JSON
+# The values at each PATH of the JSON document on stdin, on one line joined
+# by '|' as sqlite3 joins columns. A PATH is keys and array indexes
+# separated by '.' ("attempts.0.outcome", "tasks.queued"; -1 is the last
+# item; "" the document itself). null prints as the empty string (as
+# sqlite3 prints NULL), true and false as themselves, lists and objects as
+# their JSON text. A key that is absent is an error -- a typo must not read
+# as null -- unless it ends in '?' ("agent_session?": fields a document
+# has only sometimes, as an attempt's result fields): then it prints empty.
+# An error prints "<json_get: ...>" on stdout and stderr and returns 1, so
+# that no comparison can pass on it.
+#   --in PATH          go to PATH first
+#   --where KEY VALUE  there, an array: the first element whose KEY prints
+#                      as VALUE; no line at all when none does
+#   --each             there, an array: one line per element
+json_get() {
+	"$TQ_PYTHON" -c '
+import json, sys
+
+def fail(msg):
+    print("<json_get: %s>" % msg)
+    print("json_get: %s" % msg, file=sys.stderr)
+    sys.exit(1)
+
+def get(v, path):
+    for k in path.split(".") if path != "" else []:
+        opt = k.endswith("?")
+        k = k.rstrip("?")
+        if isinstance(v, dict) and k in v:
+            v = v[k]
+        elif isinstance(v, list) and k.lstrip("-").isdigit() and -len(v) <= int(k) < len(v):
+            v = v[int(k)]
+        elif opt:
+            return None
+        else:
+            fail("no %s in %s" % (k, json.dumps(v)[:200]))
+    return v
+
+def text(v):
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (list, dict)):
+        return json.dumps(v)
+    return str(v)
+
+args = sys.argv[1:]
+at, where, each = "", None, False
+while args and args[0] in ("--in", "--where", "--each"):
+    if args[0] == "--in":
+        at, args = args[1], args[2:]
+    elif args[0] == "--where":
+        where, args = (args[1], args[2]), args[3:]
+    else:
+        each, args = True, args[1:]
+try:
+    d = json.load(sys.stdin)
+except ValueError as e:
+    fail("not JSON: %s" % e)
+d = get(d, at)
+items = [d]
+if where is not None or each:
+    if not isinstance(d, list):
+        fail("not an array: %s" % json.dumps(d)[:200])
+    items = d
+    if where is not None:
+        items = [x for x in d if text(get(x, where[0])) == where[1]][:1]
+for x in items:
+    print("|".join(text(get(x, p)) for p in args))
+' "$@"
+}
+
+# tq_json CMD... -- PATH...: run taskq CMD... (which prints JSON: put
+# --json in it) and print json_get PATH... of its output. The last "--"
+# separates the command from the paths. Fails (with taskq's stderr) when
+# taskq does.
+tq_json() {
+	local -a cmd=() paths=()
+	local i sep=0 j
+	for ((i = $#; i > 0; i--)); do
+		[ "${!i}" = -- ] && { sep=$i; break; }
+	done
+	[ "$sep" -gt 0 ] || { echo "<tq_json: no -- before the paths>"; return 1; }
+	cmd=("${@:1:sep-1}")
+	paths=("${@:sep+1}")
+	j=$("$TASKQ_BIN" "${cmd[@]}") || return
+	json_get "${paths[@]}" <<<"$j"
+}
+
+# task_field ID PATH...: fields of `taskq show ID --json` ("state",
+# "reason", "group", "after", "attempts.-1.pid", ...).
+task_field() {
+	local id=$1
+	shift
+	tq_json show "$id" --json -- "$@"
+}
+
+# attempt_field ID N PATH...: fields of task ID's attempt N (its number;
+# "last": the latest), from show --json; no line when it has none yet.
+attempt_field() {
+	local id=$1 n=$2 j
+	shift 2
+	j=$("$TASKQ_BIN" show "$id" --json) || return
+	if [ "$n" = last ]; then
+		json_get --in attempts --each "$@" <<<"$j" | tail -n 1
+	else
+		json_get --in attempts --where attempt "$n" "$@" <<<"$j"
+	fi
+}
+
+# attempts_of ID PATH...: each attempt of task ID, oldest first, one line
+# each ("failed|rate_limit" for attempts_of ID outcome category).
+attempts_of() {
+	local id=$1
+	shift
+	tq_json show "$id" --json -- --in attempts --each "$@"
+}
+
+# attempt_count ID: how many attempts task ID has.
+attempt_count() {
+	local j
+	j=$("$TASKQ_BIN" show "$1" --json) || return
+	"$TQ_PYTHON" -c 'import json, sys; print(len(json.load(sys.stdin)["attempts"]))' <<<"$j"
+}
+
+# task_ids [LIST-OPTION...]: the ids of the tasks `taskq list` shows with
+# those options (--batch B, --state S, --group G, ...), oldest first, one
+# a line; every such task, not the 50 newest.
+task_ids() {
+	local j
+	j=$("$TASKQ_BIN" list --json --limit 0 "$@") || return
+	"$TQ_PYTHON" -c '
+import json, sys
+for t in reversed(json.load(sys.stdin)):
+    print(t["id"])
+' <<<"$j"
+}
+
+# task_count [LIST-OPTION...]: how many tasks those are.
+task_count() {
+	local j
+	j=$("$TASKQ_BIN" list --json --limit 0 "$@") || return
+	"$TQ_PYTHON" -c 'import json, sys; print(len(json.load(sys.stdin)))' <<<"$j"
+}
+
+# group_field NAME PATH...: fields of group NAME in `taskq group list
+# --json`; no line when there is no such group.
+group_field() {
+	local name=$1
+	shift
+	tq_json group list --json -- --where name "$name" "$@"
+}
+
+# task_env ID: the environment stored for task ID, one "K=V" per line, its
+# exact bytes (show --json --show-env: nothing masked; env_base64 when a
+# value is not UTF-8).
+task_env() {
+	local j
+	j=$("$TASKQ_BIN" show "$1" --json --show-env) || return
+	"$TQ_PYTHON" -c '
+import base64, json, sys
+d = json.load(sys.stdin)
+env = [base64.b64decode(v) for v in d["env_base64"]] if "env_base64" in d \
+    else [v.encode() for v in d["env"]]
+for v in env:
+    sys.stdout.buffer.write(v + b"\n")
+' <<<"$j"
+}
+
+# task_argv_hex ID: task ID's argv as the store keeps it ("a\0b\0"), in
+# upper-case hex, to compare with hex_args: every byte, from show --json
+# (argv_base64 when an argument is not UTF-8).
+task_argv_hex() {
+	local j
+	j=$("$TASKQ_BIN" show "$1" --json) || return
+	"$TQ_PYTHON" -c '
+import base64, json, sys
+d = json.load(sys.stdin)
+argv = [base64.b64decode(v) for v in d["argv_base64"]] if "argv_base64" in d \
+    else [v.encode() for v in d["argv"]]
+print(b"".join(a + b"\0" for a in argv).hex().upper())
+' <<<"$j"
 }

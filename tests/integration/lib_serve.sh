@@ -12,27 +12,45 @@ serve_start() {
 		fail "supervisor did not start: $(cat "$TQ_TMP/serve.log")"
 }
 
+# The pids of the workers the store lists (not marked stopped: taskq status
+# --json's worker_list), one a line; none before there is a database.
+worker_pids() {
+	local j
+	j=$("$TASKQ_BIN" status --json 2>/dev/null) || return 0
+	json_get --in worker_list --each pid <<<"$j"
+}
+
 # Workers whose process is alive.
 live_workers() {
 	local n=0 pid
-	for pid in $(tq_sql "select pid from workers where stopped_at is null" 2>/dev/null); do
+	for pid in $(worker_pids); do
 		_tq_alive "$pid" && n=$((n + 1))
 	done
 	echo "$n"
 }
 
-state_of() { tq_sql "select state from tasks where id = $1"; }
-outcome_of() { tq_sql "select coalesce(outcome,'') from tasks where id = $1"; }
+# The state of task ID (nothing when there is no such task). Read from show
+# --json, whose object begins {"id":N,"state":"S", without python: the one
+# helper every wait polls.
+state_of() {
+	local j
+	j=$("$TASKQ_BIN" show "$1" --json 2>/dev/null) || return 0
+	[[ $j =~ ^\{\"id\":[0-9]+,\"state\":\"([a-z_]+)\" ]] && echo "${BASH_REMATCH[1]}"
+	return 0
+}
+outcome_of() { task_field "$1" outcome; }
 
 # wait_state ID STATE [SECONDS]
 wait_state() {
 	wait_for "[ \"\$(state_of $1)\" = $2 ]" "${3:-20}" ||
-		fail "task $1: expected state $2, it is $(state_of "$1") ($(tq_sql "select reason from tasks where id = $1"))"
+		fail "task $1: expected state $2, it is $(state_of "$1") ($(task_field "$1" reason))"
 }
 
 # The pid of task ID's current attempt, once it has one.
 task_pid() {
-	tq_sql "select a.pid from attempts a join tasks t on t.id = a.task_id and a.attempt = t.attempt where t.id = $1 and a.pid is not null"
+	local j
+	j=$("$TASKQ_BIN" show "$1" --json) || return
+	pyjson 'next((a["pid"] for a in d["attempts"] if a["attempt"] == d["attempt"] and a["pid"]), "")' <<<"$j"
 }
 
 # submit_id ARGS...: submit and print the id.
@@ -65,7 +83,7 @@ hold_lock() {
 	"$TQ_PYTHON" - "$TASKQ_HOME/taskq.db" "$base" <<'PY' &
 import os, sqlite3, sys, time
 db, base = sys.argv[1], sys.argv[2]
-c = sqlite3.connect(db, isolation_level=None, timeout=30)
+c = sqlite3.connect(db, isolation_level=None, timeout=30) # SQL: the database itself (another connection holds its write lock)
 c.execute("BEGIN IMMEDIATE")
 open(base + ".held", "w").close()
 end = time.monotonic() + 90
