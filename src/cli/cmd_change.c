@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #include "common/sys.h"
-#include "worker/proc.h"
+#include "proc/proc.h"
 
 /* How long remove waits for a killed task's end beyond its kill grace. */
 #define REMOVE_WAIT_MARGIN_MS 15000

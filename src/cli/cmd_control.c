@@ -22,8 +22,8 @@
 
 #include "common/parse.h"
 #include "common/sys.h"
+#include "proc/proc.h"
 #include "worker/endrec.h"
-#include "worker/proc.h"
 
 enum { O_SIGNAL = 256, O_NOWAIT, O_EOF, O_LINE, O_FILE };
 

@@ -17,8 +17,8 @@
 #include "common/parse.h"
 #include "common/sys.h"
 #include "output.h"
+#include "proc/proc.h"
 #include "worker/endrec.h"
-#include "worker/proc.h"
 #include "worker/supervisor.h"
 #include "worker/worker.h"
 

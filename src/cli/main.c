@@ -295,7 +295,7 @@ int main(int argc, char **argv)
 			 * which names the state directory, is long enough):
 			 * its environment must stay where the kernel shows it,
 			 * in /proc/PID/environ, since it holds the worker's
-			 * mark (TASKQ_WORKER_PROC, worker/proc.h). */
+			 * mark (TASKQ_WORKER_PROC, proc/proc.h). */
 			setproctitle_init(argc, argv, (char *[]){ NULL });
 		rc = cmd->run(&c, argc - at, argv + at);
 	}

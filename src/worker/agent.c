@@ -36,9 +36,9 @@
 
 #include "../common/profile.h"
 #include "../common/sys.h"
-#include "proc.h"
+#include "proc/proc.h"
+#include "proc/spawn.h"
 #include "result.h"
-#include "spawn.h"
 
 #define OWNER_MAX 4096             /* bytes of a .taskq-task file */
 #define UUID_LEN 36

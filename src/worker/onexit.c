@@ -38,8 +38,8 @@
 #include "../common/env.h"
 #include "../common/parse.h"
 #include "../common/sys.h"
-#include "proc.h"
-#include "spawn.h"
+#include "proc/proc.h"
+#include "proc/spawn.h"
 
 #define ON_EXIT_KILL_GRACE_MS 2000
 #define ON_EXIT_DRAIN_MS 1000     /* after exit and sweep: wait this long for EOF */

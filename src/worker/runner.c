@@ -57,15 +57,15 @@
 #include "../queue/logstore.h"
 #include "agent.h"
 #include "classify/classify.h"
-#include "contain.h"
 #include "doorbell.h"
 #include "endrec.h"
 #include "evidence.h"
 #include "onexit.h"
 #include "policy.h"
-#include "proc.h"
+#include "proc/contain.h"
+#include "proc/proc.h"
+#include "proc/spawn.h"
 #include "result.h"
-#include "spawn.h"
 #include "stall.h"
 
 #define READ_CHUNK (64 * 1024)  /* one read: a pipe, unless the task grew it */

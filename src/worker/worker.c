@@ -28,11 +28,11 @@
 
 #include "../common/diag.h"
 #include "../common/sys.h"
-#include "contain.h"
 #include "doorbell.h"
 #include "endrec.h"
 #include "onexit.h"
-#include "proc.h"
+#include "proc/contain.h"
+#include "proc/proc.h"
 
 #define IDLE_BEAT_MS 10000     /* heartbeat while idle */
 #define BUSY_RETRY_MS 200      /* the store was locked: try again soon */

@@ -10,9 +10,9 @@
 
 #include "../common/secret.h"
 #include "../queue/queue.h"
-#include "cgroup.h"
 #include "classify/classify.h"
-#include "contain.h"
+#include "proc/cgroup.h"
+#include "proc/contain.h"
 #include "worker.h"
 
 struct worker {

@@ -28,10 +28,10 @@
 #include <unistd.h>
 
 #include "common/sys.h"
-#include "worker/cgroup.h"
-#include "worker/contain.h"
-#include "worker/proc.h"
-#include "worker/spawn.h"
+#include "proc/cgroup.h"
+#include "proc/contain.h"
+#include "proc/proc.h"
+#include "proc/spawn.h"
 
 #define WAIT_MS 10000
 #define TASK 41

@@ -27,8 +27,8 @@
 #include <bsd/stdlib.h>
 
 #include "common/sys.h"
-#include "worker/proc.h"
-#include "worker/spawn.h"
+#include "proc/proc.h"
+#include "proc/spawn.h"
 
 #define WAIT_MS 10000
 #define OUT_MAX 4096

@@ -22,8 +22,8 @@
 #include <unistd.h>
 
 #include "common/sys.h"
-#include "worker/proc.h"
-#include "worker/spawn.h"
+#include "proc/proc.h"
+#include "proc/spawn.h"
 
 /* How long any one event may take before a test fails. */
 #define WAIT_MS 10000

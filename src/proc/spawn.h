@@ -46,7 +46,7 @@
 
 #include <sys/types.h>
 
-#include "../common/err.h"
+#include "common/err.h"
 
 /* PATH used to find argv[0] when the task's own environment has none. */
 #define TQ_SPAWN_DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"

@@ -26,7 +26,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "../common/err.h"
+#include "common/err.h"
 
 /* Largest /proc/PID/stat we accept (the real one is a few hundred bytes). */
 #define TQ_PROC_STAT_MAX 4096

@@ -54,7 +54,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../common/sys.h"
+#include "common/sys.h"
 
 /* The steps of a forked or cloned child, reported back with their errno
  * on failure. */

@@ -35,7 +35,7 @@
 #include <bsd/string.h>
 #include <linux/magic.h>
 
-#include "../common/sys.h"
+#include "common/sys.h"
 #include "proc.h"
 
 /* Largest cgroup.procs we read at once, in bytes (a pid a line). */

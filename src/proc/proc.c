@@ -26,7 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../common/sys.h"
+#include "common/sys.h"
 
 /* Longest decimal field we parse out of /proc/PID/stat. */
 #define STAT_FIELD_MAX 32

@@ -62,8 +62,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "../common/err.h"
 #include "cgroup.h"
+#include "common/err.h"
 #include "proc.h"
 
 /* The directory of the records, inside the state directory. */

@@ -29,7 +29,7 @@
 #include <bsd/stdlib.h>
 #include <bsd/string.h>
 
-#include "../common/sys.h"
+#include "common/sys.h"
 
 #define MAGIC "taskq-procs 2 "
 #define KIND_CGROUP "cgroup"

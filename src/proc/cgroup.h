@@ -33,7 +33,7 @@
 #include <stdint.h>
 #include <stddef.h>
 
-#include "../common/err.h"
+#include "common/err.h"
 
 /* "0" here forces the process-tree record even where a cgroup could be had
  * (to test that path, or to keep taskq out of a cgroup tree you manage);
