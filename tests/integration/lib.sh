@@ -305,6 +305,9 @@ db_env() { task_env "$@"; }
 # migration), each use on a line marked "# SQL: the database itself (why)";
 # test_no_sql_in_tests checks that no other test calls it.
 
+# The test's own stderr, for a message from inside a redirected wait_for.
+exec {TQ_STDERR_FD}>&2
+
 # json_get [--in PATH] [--where KEY VALUE] [--each] PATH... < JSON
 # The values at each PATH of the JSON document on stdin, on one line joined
 # by '|' as sqlite3 joins columns. A PATH is keys and array indexes
@@ -314,8 +317,9 @@ db_env() { task_env "$@"; }
 # their JSON text. A key that is absent is an error -- a typo must not read
 # as null -- unless it ends in '?' ("agent_session?": fields a document
 # has only sometimes, as an attempt's result fields): then it prints empty.
-# An error prints "<json_get: ...>" on stdout and stderr and returns 1, so
-# that no comparison can pass on it.
+# Such a path fails the whole test (TERM to the test's shell, also from a
+# $(...) or a wait_for condition), and prints "<json_get: ...>" so that no
+# comparison on the way can pass; input that is not JSON returns 1.
 #   --in PATH          go to PATH first
 #   --where KEY VALUE  there, an array: the first element whose KEY prints
 #                      as VALUE; no line at all when none does
@@ -324,10 +328,10 @@ json_get() {
 	"$TQ_PYTHON" -c '
 import json, sys
 
-def fail(msg):
+def fail(msg, rc=3):
     print("<json_get: %s>" % msg)
     print("json_get: %s" % msg, file=sys.stderr)
-    sys.exit(1)
+    sys.exit(rc)
 
 def get(v, path):
     for k in path.split(".") if path != "" else []:
@@ -364,7 +368,7 @@ while args and args[0] in ("--in", "--where", "--each"):
 try:
     d = json.load(sys.stdin)
 except ValueError as e:
-    fail("not JSON: %s" % e)
+    fail("not JSON: %s" % e, 1)
 d = get(d, at)
 items = [d]
 if where is not None or each:
@@ -375,7 +379,13 @@ if where is not None or each:
         items = [x for x in d if text(get(x, where[0])) == where[1]][:1]
 for x in items:
     print("|".join(text(get(x, p)) for p in args))
-' "$@"
+' "$@" && return 0
+	local rc=$?
+	if [ "$rc" -eq 3 ]; then
+		echo "FAIL: $TQ_TEST: json_get $*: a path that names nothing" >&"$TQ_STDERR_FD"
+		kill -TERM $$
+	fi
+	return "$rc"
 }
 
 # tq_json CMD... -- PATH...: run taskq CMD... (which prints JSON: put
