@@ -453,6 +453,10 @@ static cJSON *group_json(const struct tq_group *g, int *oom)
 	cli_json_int(o, "parallel", g->parallel, 1, oom);
 	cli_json_bool(o, "paused", g->paused, oom);
 	cli_json_int(o, "paused_until", g->paused_until, g->paused_until > tq_now_ms(), oom);
+	/* the same end kept once it passed (paused_until is null then): a
+	 * script sees when its group's last rate limit let go; a resume clears
+	 * it, and only a rate limit sets it */
+	cli_json_int(o, "rate_limited_until", g->paused_until, g->paused_until > 0, oom);
 	cli_json_bytes(o, "pause_reason", g->pause_reason, oom);
 	/* after a rate limit: one task first (probe_task), the rest after it */
 	cli_json_bool(o, "probe", g->probe, oom);
@@ -579,7 +583,13 @@ const struct cli_cmd cli_cmd_group = {
 	"it ended without a rate limit (taskq help status).\n"
 	"\n"
 	"  -p, --parallel N    0 (unlimited) to 100000\n"
-	"      --json          group list: an array of objects\n",
+	"      --json          group list: an array of objects: name, parallel,\n"
+	"                      paused, paused_until (while a rate limit's pause\n"
+	"                      lasts), rate_limited_until (the end of the last\n"
+	"                      one, also once passed; null after a resume),\n"
+	"                      pause_reason, probe, probing, probe_task, queued,\n"
+	"                      scheduled, blocked, running (times in ms since\n"
+	"                      the epoch)\n",
 	.run = run_group,
 };
 

@@ -17,9 +17,17 @@ check "a task of group api hits a rate limit twice (retry-after 2 s): the group 
 # its third run succeeds; each run takes 2 s, so a probe is seen running
 a=$(submit_id --group api --backoff 1s --backoff-max 1s -- "${FA[@]}" --mode rate_limit \
 	--retry-after 2 --fail-times 2 --state-file "$TQ_TMP/a.n" --sleep 2)
-wait_for "[ \"\$(tq_sql \"select paused_until > 0 from groups where name = 'api'\")\" = 1 ]" 20 ||
+wait_for "[ -n \"\$(group_field api rate_limited_until)\" ]" 20 ||
 	fail "the rate limit did not pause group api"
-assert_eq rate_limit "$(tq_sql "select category from attempts where task_id = $a and attempt = 1")"
+assert_eq rate_limit "$(attempt_field "$a" 1 category)"
+# group list --json: the pause's end is attempt 1's retry time; paused_until
+# says it while it lasts, rate_limited_until also once it has passed
+assert_eq "$(attempt_field "$a" 1 retry_at)" "$(group_field api rate_limited_until)" \
+	"group api rate-limited until the retry time"
+IFS="|" read -r until_now rl < <(tq_json group list --json -- --where name api paused_until rate_limited_until)
+now=$(_tq_now_ms)
+[ -z "$until_now" ] && [ "$rl" -le "$now" ] || [ "$until_now" = "$rl" ] ||
+	fail "paused_until [$until_now] is not rate_limited_until [$rl] while the pause lasts"
 
 check "three more tasks of the group wait in the pause"
 others=()
@@ -31,7 +39,7 @@ for id in "${others[@]}"; do
 done
 
 check "the pause lifts: one task runs (the probe), status and group list say probing"
-wait_for "[ \"\$(tq_sql \"select count(*) from attempts where task_id = $a\")\" -ge 2 ]" 20 ||
+wait_for "[ \"\$(attempt_count $a)\" -ge 2 ]" 20 ||
 	fail "task $a was not retried"
 probe_task() {
 	tq status --json | "$TQ_PYTHON" -c '
@@ -52,10 +60,10 @@ else
 fi
 
 check "the probe hits the limit again: the group pauses again, the others still wait"
-wait_for "[ \"\$(tq_sql \"select count(*) from attempts where task_id = $a and ended_at is not null\")\" -ge 2 ]" 20
-assert_eq rate_limit "$(tq_sql "select category from attempts where task_id = $a and attempt = 2")"
+wait_for "[ -n \"\$(attempt_field $a 2 ended_at)\" ]" 20
+assert_eq rate_limit "$(attempt_field "$a" 2 category)"
 for id in "${others[@]}"; do
-	assert_eq 0 "$(tq_sql "select count(*) from attempts where task_id = $id")" \
+	assert_eq 0 "$(attempt_count "$id")" \
 		"task $id started while the probe ran"
 done
 
@@ -64,19 +72,22 @@ wait_state "$a" succeeded 30
 for id in "${others[@]}"; do
 	wait_state "$id" succeeded 20
 done
-probe_end=$(tq_sql "select ended_at from attempts where task_id = $a and attempt = 3")
-probe_start=$(tq_sql "select started_at from attempts where task_id = $a and attempt = 3")
+IFS='|' read -r probe_start probe_end < <(attempt_field "$a" 3 started_at ended_at)
 for id in "${others[@]}"; do
-	start=$(tq_sql "select started_at from attempts where task_id = $id and attempt = 1")
+	start=$(attempt_field "$id" 1 started_at)
 	[ "$start" -ge "$probe_end" ] ||
 		fail "task $id started at $start, before the probe ended at $probe_end (started $probe_start)"
-	assert_eq 1 "$(tq_sql "select count(*) from attempts where task_id = $id")"
+	assert_eq 1 "$(attempt_count "$id")"
 done
-assert_eq "rate_limit|rate_limit|" "$(tq_sql "select group_concat(coalesce(category,''), '|') from (select category from attempts where task_id = $a order by attempt)")"
+assert_eq "rate_limit|rate_limit|" "$(attempts_of "$a" category | paste -sd'|')"
 
-check "released: the group is no longer probing"
+check "released: the group is no longer probing; rate_limited_until keeps the last pause's end"
 assert_exit 0 tq group list --json
 assert_eq "[false, false, null]" "$(out | pyjson '[[g["probe"], g["probing"], g.get("probe_task")] for g in d if g["name"] == "api"][0]')"
+assert_eq "|$(attempt_field "$a" 2 retry_at)" "$(group_field api paused_until rate_limited_until)" \
+	"group api: no pause now; the last one ended at attempt 2's retry time"
+assert_exit 0 tq resume api
+assert_eq "|" "$(group_field api paused_until rate_limited_until)" "group api after a resume"
 
 check "a pause by hand is not probed: resume starts every queued task at once"
 assert_exit 0 tq pause hand
@@ -85,5 +96,6 @@ for n in 1 2 3; do
 	h+=("$(submit_id --group hand -- "${FA[@]}" --sleep 2)")
 done
 assert_exit 0 tq resume hand
-wait_for "[ \"\$(tq_sql \"select count(*) from tasks where grp = 'hand' and state = 'running'\")\" = 3 ]" 20 ||
-	fail "resume did not start the three tasks together: $(tq_sql "select id, state from tasks where grp = 'hand'")"
+wait_for "[ \"\$(task_count --group hand --state running)\" = 3 ]" 20 ||
+	fail "resume did not start the three tasks together: $(tq list --group hand)"
+assert_eq "" "$(group_field hand rate_limited_until)" "a pause by hand is no rate limit"

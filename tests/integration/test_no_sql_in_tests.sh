@@ -37,7 +37,6 @@ PENDING=(
 	test_end_kept_on_a_full_disk.sh
 	test_end_records_foreign_files.sh
 	test_group_parallel.sh
-	test_group_probe.sh
 	test_home.sh
 	test_import.sh
 	test_import_chunks.sh
