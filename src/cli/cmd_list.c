@@ -402,7 +402,10 @@ static const char show_help[] =
 	"  --json       one JSON object: the fields of list --json plus the rest;\n"
 	"               strings that are not valid UTF-8 carry U+FFFD and an exact\n"
 	"               copy in a *_base64 field (argv_base64, env_base64,\n"
-	"               cwd_base64, ...)\n";
+	"               cwd_base64, ...); each attempt has its worker_id, pid,\n"
+	"               pgid, proc_start (the process's start time), times,\n"
+	"               exit, outcome, retry_at, and counted (false: a shutdown\n"
+	"               interrupted it, not counted against --retries)\n";
 
 enum { OPT_SHOW_ENV = 300, OPT_SHOW_JSON };
 
@@ -453,6 +456,8 @@ static void attempt_json(cJSON *arr, const struct tq_attempt *a, int *oom)
 	cli_json_int(o, "attempt", a->attempt, 1, oom);
 	cli_json_int(o, "worker_id", a->worker_id, a->worker_id > 0, oom);
 	cli_json_int(o, "pid", a->pid, a->pid > 0, oom);
+	cli_json_int(o, "pgid", a->pgid, a->pgid > 0, oom);
+	cli_json_int(o, "proc_start", a->proc_start, a->proc_start > 0, oom);
 	cli_json_int(o, "started_at", a->started_at, a->started_at > 0, oom);
 	cli_json_int(o, "ended_at", a->ended_at, ended, oom);
 	cli_json_int(o, "runtime_ms", a->ended_at - a->started_at, ended, oom);
@@ -462,6 +467,8 @@ static void attempt_json(cJSON *arr, const struct tq_attempt *a, int *oom)
 	cli_json_name(o, "category", category_or_null(a->category), oom);
 	cli_json_bytes(o, "reason", a->reason, oom);
 	cli_json_int(o, "retry_at", a->retry_at, a->retry_at > 0, oom);
+	/* false: a shutdown interrupted it; it does not count against --retries */
+	cli_json_bool(o, "counted", a->counted, oom);
 	if (!a->has_result)
 		return;
 	cli_json_bytes(o, "result", a->result, oom);

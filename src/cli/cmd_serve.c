@@ -194,6 +194,9 @@ struct status {
 	int64_t workers_target;
 	char *containment;         /* how its workers contain tasks (meta) */
 	int64_t retention_ms;      /* in force, or that the next supervisor uses */
+	int64_t log_size;          /* serve.log's bounds, the same way */
+	int64_t log_files;
+	int on_exit_due;           /* some task's --on-exit hook is owed */
 	int64_t counts[TQ_STATE_COUNT];
 	struct tq_worker_info *ws;
 	size_t nws;
@@ -226,6 +229,21 @@ static int64_t retention_of(struct tq_queue *q)
 	return ms;
 }
 
+/* A bound of serve.log a supervisor stored, else the default it would use
+ * (as the supervisor reads it: a value out of [lo, hi] is not used). */
+static int64_t log_bound_of(struct tq_queue *q, const char *key, int64_t lo, int64_t hi,
+			    int64_t def)
+{
+	char *v = NULL;
+	int64_t n = def;
+
+	if (tq_queue_meta_get(q, key, &v, NULL) == 0 && v != NULL &&
+	    tq_parse_int(v, lo, hi, &n, NULL) < 0)
+		n = def;
+	free(v);
+	return n;
+}
+
 /* Workers in slot order (rows come in the order they registered: a
  * restarted worker 1 came after worker 2). */
 static int by_slot(const void *a, const void *b)
@@ -253,7 +271,12 @@ static int load_status(const struct cli_ctx *c, struct tq_queue *q, const char *
 
 	s->running = tq_supervisor_running(home, &s->pid);
 	s->retention_ms = retention_of(q);
+	s->log_size = log_bound_of(q, TQ_META_LOG_SIZE, TQ_DIAG_LOG_SIZE_MIN,
+				   TQ_DIAG_LOG_SIZE_MAX, TQ_DIAG_LOG_SIZE);
+	s->log_files = log_bound_of(q, TQ_META_LOG_FILES, 1, TQ_DIAG_LOG_FILES_MAX,
+				    TQ_DIAG_LOG_FILES);
 	if (tq_queue_counts(q, s->counts, &err) < 0 ||
+	    tq_queue_on_exit_due(q, &s->on_exit_due, &err) < 0 ||
 	    tq_queue_workers(q, &s->ws, &s->nws, &err) < 0 ||
 	    tq_queue_groups(q, &s->gs, &s->ngs, &err) < 0)
 		return cli_fail(c, &err);
@@ -401,12 +424,16 @@ static cJSON *status_json(const struct status *s, const char *home)
 	}
 	cli_json_bytes(o, "home", home, &oom);
 	cJSON_AddNumberToObject(o, "retention_ms", (double)s->retention_ms);
+	cJSON_AddNumberToObject(o, "serve_log_size", (double)s->log_size);
+	cJSON_AddNumberToObject(o, "serve_log_files", (double)s->log_files);
+	cJSON_AddBoolToObject(o, "on_exit_due", s->on_exit_due);
 	t = cJSON_AddObjectToObject(o, "tasks");
 	for (int i = 0; i < TQ_STATE_COUNT; i++)
 		cJSON_AddNumberToObject(t, tq_state_name((enum tq_state)i), (double)s->counts[i]);
 	w = cJSON_AddArrayToObject(o, "worker_list");
 	for (size_t i = 0; i < s->nws; i++) {
 		cJSON *x = cJSON_CreateObject();
+		cJSON_AddNumberToObject(x, "id", (double)s->ws[i].id);
 		cJSON_AddNumberToObject(x, "slot", s->ws[i].slot);
 		cJSON_AddNumberToObject(x, "pid", s->ws[i].pid);
 		if (s->ws[i].task_id)
@@ -658,7 +685,13 @@ const struct cli_cmd cli_cmd_status = {
 	"\n"
 	"      --json          one JSON object; each group has probe (a rate limit\n"
 	"                      paused it: it will be or is being probed), probing\n"
-	"                      (now) and probe_task (the probe running, or null)\n",
+	"                      (now) and probe_task (the probe running, or null);\n"
+	"                      each worker its id (show --json's worker_id);\n"
+	"                      serve_log_size and serve_log_files (serve.log's\n"
+	"                      bounds: a supervisor's, or those the next one\n"
+	"                      takes); on_exit_due (true while an --on-exit hook\n"
+	"                      is owed: an end written by a recovery or from an\n"
+	"                      end record, whose hook a worker runs next)\n",
 	.run = run_status,
 };
 

@@ -1069,9 +1069,6 @@ static int setup_signals(struct sup *s)
 	return s->sigfd < 0 ? -1 : 0;
 }
 
-#define META_LOG_SIZE "serve_log_size"
-#define META_LOG_FILES "serve_log_files"
-
 /* One setting of the log: the flag's value (stored for later supervisors,
  * an autostarted one too), else the stored one, else 0 (the default). */
 static int64_t log_setting(struct sup *s, const char *key, int64_t flag, int64_t lo,
@@ -1095,9 +1092,9 @@ static int64_t log_setting(struct sup *s, const char *key, int64_t flag, int64_t
 /* The log's bounds: --log-size and --log-files, else what was stored. */
 static void log_limits(struct sup *s)
 {
-	int64_t size = log_setting(s, META_LOG_SIZE, s->o->log_size, TQ_DIAG_LOG_SIZE_MIN,
+	int64_t size = log_setting(s, TQ_META_LOG_SIZE, s->o->log_size, TQ_DIAG_LOG_SIZE_MIN,
 				   TQ_DIAG_LOG_SIZE_MAX);
-	int64_t files = log_setting(s, META_LOG_FILES, s->o->log_files, 1,
+	int64_t files = log_setting(s, TQ_META_LOG_FILES, s->o->log_files, 1,
 				    TQ_DIAG_LOG_FILES_MAX);
 
 	tq_diag_log_limits(size, (int)files);

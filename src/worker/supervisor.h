@@ -58,6 +58,11 @@ int tq_supervisor_main(const struct tq_serve_opts *o);
  * (WHY)" (contain.h); `taskq status` shows it. */
 #define TQ_META_CONTAINMENT "supervisor_containment"
 
+/* The meta keys of serve.log's bounds a supervisor stored (--log-size,
+ * --log-files: decimal), for the next supervisors and `taskq status`. */
+#define TQ_META_LOG_SIZE "serve_log_size"
+#define TQ_META_LOG_FILES "serve_log_files"
+
 /* Whether a supervisor holds home's lock; *pid (may be NULL) gets its pid
  * from the pid file when it does. Never takes the lock. */
 int tq_supervisor_running(const char *home, pid_t *pid);

@@ -51,7 +51,19 @@ d=$(submit_id --on-exit "$HOOK" -- true)
 wait_state "$d" succeeded 30
 wait_for "[ \"\$(hook_lines $d)\" -ge 1 ]" 30 || fail "the hook of task $d did not run"
 # and none is owed any more: none can run again
-assert_eq 0 "$(tq_sql "select count(*) from tasks where on_exit_due != 0")" "hooks owed"
+assert_exit 0 tq status --json
+assert_eq false "$(out | pyjson 'd["on_exit_due"]')" "a hook owed"
 for id in "$a" "$b" "$c" "$d"; do
 	assert_eq 1 "$(hook_lines "$id")" "runs of the hook of task $id ($(cat "$hooks"))"
 done
+
+check "a hook owed when no supervisor runs: status --json says so; the next supervisor runs it"
+assert_exit 0 tq shutdown
+# (a hook owed, as a recovery or an end record leaves one)
+tq_sql "update tasks set on_exit_due = 1 where id = $d" # SQL: the database itself (setup: no command makes a hook owed)
+assert_exit 0 tq status --json
+assert_eq true "$(out | pyjson 'd["on_exit_due"]')" "a hook owed"
+serve_start 1
+wait_for "[ \"\$(hook_lines $d)\" -ge 2 ]" 30 || fail "the owed hook of task $d did not run"
+assert_exit 0 tq status --json
+assert_eq false "$(out | pyjson 'd["on_exit_due"]')" "a hook owed once it ran"

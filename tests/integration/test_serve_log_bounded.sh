@@ -101,9 +101,13 @@ assert_one_line_error
 assert_exit 2 tq drain --log-size 1M
 assert_one_line_error
 rm -f "$LOG"*
-daemon_start --workers 2 --log-size 64K --log-files 3
-assert_eq "65536|3" "$(tq_sql "select group_concat(value, '|') from (select value from meta
-	where key in ('serve_log_size', 'serve_log_files') order by key desc)")"
+assert_exit 0 tq status --json
+assert_eq "10485760|3" "$(out | pyjson '"%d|%d" % (d["serve_log_size"], d["serve_log_files"])')" \
+	"the default bounds, before any supervisor stored its own"
+daemon_start --workers 2 --log-size 64K --log-files 4
+assert_exit 0 tq status --json
+assert_eq "65536|4" "$(out | pyjson '"%d|%d" % (d["serve_log_size"], d["serve_log_files"])')" \
+	"the bounds stored for later supervisors"
 
 check "rotated by size, supervisor and worker lines alike, under the bound, nothing lost"
 garbage 6 "$TQ_TMP/sent"
@@ -123,7 +127,7 @@ wait_for "[ \$(cat '$LOG'* | grep -c 'on-exit stdout: hook-') -ge 400 ]" 30 ||
 daemon_stop
 ls -l "$LOG"* | sed 's/^/    /'
 [ -e "$LOG.1" ] && [ -e "$LOG.2" ] || fail "the log was not rotated: $(ls "$TASKQ_HOME")"
-[ ! -e "$LOG.4" ] || fail "more files than --log-files 3"
+[ ! -e "$LOG.5" ] || fail "more files than --log-files 4"
 # within the bound, but for what another process writes while one rotates
 # (diag.h): a line or two, a burst of a hook's lines if the rotating one is
 # descheduled just then

@@ -102,12 +102,12 @@ check "attempts and the outcome, as a worker would have recorded them"
 now=$(($(date +%s) * 1000))
 tq_sql "update tasks set state='failed', attempt=2, started_at=$now-3000, finished_at=$now-1000,
 	exit_code=1, outcome='failed', category='rate_limit', reason='HTTP 429' where id=$id;
-	insert into attempts(task_id, attempt, worker_id, pid, started_at, ended_at, signal,
-		outcome, category, reason) values ($id, 1, 1, 4242, $now-9000, $now-8000, 15,
-		'signaled', 'unknown', 'terminated');
-	insert into attempts(task_id, attempt, worker_id, pid, started_at, ended_at, exit_code,
-		outcome, category, reason) values ($id, 2, 1, 4243, $now-3000, $now-1000, 1,
-		'failed', 'rate_limit', 'HTTP 429');"
+	insert into attempts(task_id, attempt, worker_id, pid, pgid, proc_start, started_at,
+		ended_at, signal, outcome, category, reason, counted) values ($id, 1, 1, 4242, 4242,
+		777001, $now-9000, $now-8000, 15, 'signaled', 'unknown', 'terminated', 0);
+	insert into attempts(task_id, attempt, worker_id, pid, pgid, proc_start, started_at,
+		ended_at, exit_code, outcome, category, reason) values ($id, 2, 1, 4243, 4243,
+		777002, $now-3000, $now-1000, 1, 'failed', 'rate_limit', 'HTTP 429');"
 assert_exit 0 tq show "$id"
 shown=$(out)
 assert_contains "$shown" "attempts:     2"
@@ -127,6 +127,9 @@ assert_contains "$a2" "HTTP 429"
 assert_exit 0 tq show "$id" --json
 assert_eq '[[1, 15, null, "signaled", 1000], [2, null, 1, "failed", 2000]]' \
 	"$(out | pyjson '[(a["attempt"], a["signal"], a["exit_code"], a["outcome"], a["runtime_ms"]) for a in d["attempts"]]')"
+assert_eq '[[1, 4242, 4242, 777001, false], [2, 4243, 4243, 777002, true]]' \
+	"$(out | pyjson '[(a["attempt"], a["pid"], a["pgid"], a["proc_start"], a["counted"]) for a in d["attempts"]]')" \
+	"each attempt's process, its identity, and whether it counts against --retries"
 
 check "dependencies are listed"
 tq_sql "insert into deps(task_id, dep_id) values ($id2, $id)"

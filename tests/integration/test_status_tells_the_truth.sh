@@ -46,13 +46,17 @@ assert_eq 1 "$(out | grep -c '^worker 2:')" "lines for worker 2: $(out)"
 check "a worker killed while no supervisor watches: dead, not running its task"
 long=$(submit_id -- sleep 300)
 wait_state "$long" running
-wid=$(tq_sql "select worker_id from attempts where task_id = $long")
-wpid=$(tq_sql "select pid from workers where id = $wid")
+# its worker: the one whose id is the attempt's worker_id (status --json)
+wid=$(tq show "$long" --json | pyjson 'd["attempts"][-1]["worker_id"]')
+assert_exit 0 tq status --json
+wpid=$(out | pyjson "next(w['pid'] for w in d['worker_list'] if w['id'] == $wid)")
+slot=$(out | pyjson "next(w['slot'] for w in d['worker_list'] if w['id'] == $wid)")
+assert_eq "$long" "$(out | pyjson "next(w['task'] for w in d['worker_list'] if w['id'] == $wid)")" \
+	"the task of worker $wid (pid $wpid)"
 kill -KILL "$SERVE_PID"
 wait_for "! _tq_alive $SERVE_PID" 10 || fail "the supervisor did not die"
 kill -KILL "$wpid"
 wait_for "! _tq_alive $wpid" 10 || fail "the worker did not die"
-slot=$(tq_sql "select slot from workers where id = $wid")
 wait_for "tq status --json | pyjson 'next(w for w in d[\"worker_list\"] if w[\"pid\"] == $wpid)[\"alive\"]' | grep -qx false" 10 ||
 	fail "status still calls worker pid $wpid alive: $(tq status --json)"
 assert_exit 0 tq status
