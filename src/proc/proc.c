@@ -6,8 +6,8 @@
  * own child, we hold a pidfd first and verify through /proc after opening
  * it, so a pid that is recycled in between gets ESRCH, not the signal.
  *
- * Not here: spawning (spawn.c), the event loop and its clock (the caller),
- * anything that touches the database.
+ * Not here: spawning (spawn.c), TERM -> KILL (term.c), the event loop and
+ * its clock (the caller), anything that touches the database.
  */
 #include "proc.h"
 
@@ -210,70 +210,6 @@ int tq_proc_kill_group(pid_t pgid, int sig, struct tq_err *err)
 		return tq_err_sys(err, "kill group %ld with signal %d",
 			(long)pgid, sig);
 	return 0;
-}
-
-/* ---- TERM -> grace -> KILL ------------------------------------------- */
-
-void tq_term_init(struct tq_term *t, pid_t pgid, int64_t now,
-	int64_t timeout_ms, int64_t grace_ms)
-{
-	memset(t, 0, sizeof(*t));
-	t->pgid = pgid;
-	t->sig = SIGTERM;
-	t->grace_ms = grace_ms;
-	t->state = TQ_TERM_RUNNING;
-	t->deadline = timeout_ms > 0 ? now + timeout_ms : TQ_TERM_NEVER;
-}
-
-static int term_kill(struct tq_term *t, struct tq_err *err)
-{
-	t->state = TQ_TERM_KILLING;
-	t->deadline = TQ_TERM_NEVER;
-	t->killed = 1;
-	return tq_proc_kill_group(t->pgid, SIGKILL, err);
-}
-
-static int term_stop(struct tq_term *t, int64_t now, struct tq_err *err)
-{
-	if (t->sig == SIGKILL)
-		return term_kill(t, err);
-	t->state = TQ_TERM_STOPPING;
-	t->deadline = now + t->grace_ms;
-	return tq_proc_kill_group(t->pgid, t->sig, err);
-}
-
-int tq_term_step(struct tq_term *t, enum tq_term_event ev, int64_t now,
-	struct tq_err *err)
-{
-	if (t->state == TQ_TERM_DONE)
-		return 0;
-	if (ev == TQ_TERM_EXITED) {
-		t->state = TQ_TERM_DONE;
-		t->deadline = TQ_TERM_NEVER;
-		return 0;
-	}
-	if (ev == TQ_TERM_STOP)
-		return t->state == TQ_TERM_RUNNING ? term_stop(t, now, err) : 0;
-	if (now < t->deadline)
-		return 0;
-	if (t->state == TQ_TERM_RUNNING) {
-		t->timed_out = 1;
-		return term_stop(t, now, err);
-	}
-	if (t->state == TQ_TERM_STOPPING)
-		return term_kill(t, err);
-	return 0;
-}
-
-int tq_term_poll_timeout(const struct tq_term *t, int64_t now)
-{
-	if (t->deadline == TQ_TERM_NEVER)
-		return -1;
-	if (t->deadline <= now)
-		return 0;
-	if (t->deadline - now > INT_MAX)
-		return INT_MAX;
-	return (int)(t->deadline - now);
 }
 
 /* ---- the sweep ------------------------------------------------------- */

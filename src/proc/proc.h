@@ -1,7 +1,8 @@
 /*
  * proc.h - process control for the runner and the supervisor: subreaper,
- * pid identity from /proc, group signals, the TERM -> grace -> KILL state
- * machine, the sweep of leftover descendants, reaping, and exit statuses.
+ * pid identity from /proc, group signals, the sweep of leftover
+ * descendants, reaping, and exit statuses. The TERM -> grace -> KILL state
+ * machine that uses the group signals is term.h.
  *
  * Nothing here sleeps to wait for an event: the caller's one ppoll loop owns
  * time (style rule 7), and these functions say what to do and when. The one
@@ -101,70 +102,6 @@ int tq_proc_signal(pid_t pid, int64_t start_time, int sig, struct tq_err *err);
  * reused), or one checked with tq_proc_same. Returns 0 or a TQ_E* code.
  */
 int tq_proc_kill_group(pid_t pgid, int sig, struct tq_err *err);
-
-/*
- * Stopping a task: sig (SIGTERM unless the caller sets another) to its
- * group, then SIGKILL to the group if the task has not exited by the end of
- * the grace period. "Exited" is only ever learnt from waitpid: the caller
- * feeds TQ_TERM_EXITED when it reaps the task's main process.
- *
- *   state \ event   TICK (now >= deadline)    STOP              EXITED
- *   RUNNING         timed_out, as STOP         sig to group,     DONE
- *                   (only with a timeout)      -> STOPPING
- *   STOPPING        SIGKILL to group,          -                 DONE
- *                   -> KILLING
- *   KILLING         -                          -                 DONE
- *   DONE            -                          -                 -
- *
- * STOP with sig == SIGKILL goes straight to KILLING. A TICK before the
- * deadline does nothing. deadline is absolute CLOCK_MONOTONIC milliseconds
- * (tq_mono_ms), TQ_TERM_NEVER when nothing is due; tq_term_poll_timeout
- * turns it into a poll(2) timeout. After DONE the caller sweeps
- * (tq_proc_sweep) what remains of the task.
- */
-enum tq_term_state {
-	TQ_TERM_RUNNING = 0,
-	TQ_TERM_STOPPING,
-	TQ_TERM_KILLING,
-	TQ_TERM_DONE,
-};
-
-enum tq_term_event {
-	TQ_TERM_TICK = 0,  /* time has passed; acts only at the deadline */
-	TQ_TERM_STOP,      /* timeout, `taskq kill`, shutdown: stop the task */
-	TQ_TERM_EXITED,    /* waitpid returned the task's main process */
-};
-
-#define TQ_TERM_NEVER INT64_MAX
-
-struct tq_term {
-	pid_t pgid;              /* the task's group (== its pid) */
-	int sig;                 /* first signal, SIGTERM by default */
-	int64_t grace_ms;        /* from sig to SIGKILL */
-	enum tq_term_state state;
-	int64_t deadline;        /* next TICK that acts, or TQ_TERM_NEVER */
-	unsigned timed_out : 1;  /* the stop came from the timeout */
-	unsigned killed : 1;     /* SIGKILL was sent */
-};
-
-/*
- * Start tracking a task in group pgid at monotonic time now: RUNNING, with
- * its timeout (ms, 0 for none) as the first deadline. Never fails.
- */
-void tq_term_init(struct tq_term *t, pid_t pgid, int64_t now,
-	int64_t timeout_ms, int64_t grace_ms);
-
-/*
- * Feed one event at monotonic time now (the table above); sends the signals
- * itself. Returns 0, or a TQ_E* code with err set when a signal could not be
- * sent (the state has still moved, so the caller can carry on).
- */
-int tq_term_step(struct tq_term *t, enum tq_term_event ev, int64_t now,
-	struct tq_err *err);
-
-/* Milliseconds from now to t's deadline, for poll(2): 0 if due, -1 if never,
- * capped at INT_MAX. */
-int tq_term_poll_timeout(const struct tq_term *t, int64_t now);
 
 /*
  * Kill and reap every child of the calling process, except the pids in

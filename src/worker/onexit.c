@@ -9,7 +9,8 @@
  * copied to the worker's log (the first ON_EXIT_LOG_LINES lines, escaped;
  * the rest counted and dropped). It is bounded: at its timeout (60 s, or
  * $TASKQ_ON_EXIT_TIMEOUT in the worker's environment) its group gets
- * SIGTERM, then SIGKILL ON_EXIT_KILL_GRACE_MS later. It is reaped with
+ * SIGTERM, then SIGKILL ON_EXIT_KILL_GRACE_MS later (term.h, as a task's
+ * timeout). It is reaped with
  * waitpid(WNOHANG) whenever SIGCHLD arrives on the worker's signalfd (the
  * one poll waits on that, the pipes and the deadline), never by a blocking
  * wait that could outlast the timeout. When it has exited, whatever it
@@ -40,6 +41,7 @@
 #include "../common/sys.h"
 #include "proc/proc.h"
 #include "proc/spawn.h"
+#include "proc/term.h"
 
 #define ON_EXIT_KILL_GRACE_MS 2000
 #define ON_EXIT_DRAIN_MS 1000     /* after exit and sweep: wait this long for EOF */
@@ -53,8 +55,7 @@ struct hook {
 	struct tq_child child;
 	int status;
 	int exited;
-	int64_t deadline;           /* mono ms: TERM, then KILL */
-	int stage;                  /* 0 running, 1 TERM sent, 2 KILL sent */
+	struct tq_term term;        /* its timeout: TERM, then KILL */
 	/* output, by line; one partial line per stream */
 	char part[2][ON_EXIT_LINE_MAX + 1];
 	size_t plen[2];
@@ -183,6 +184,7 @@ static void reap(struct hook *h)
 	if (tq_waitpid(h->child.pid, &status, WNOHANG) == h->child.pid) {
 		h->status = status;
 		h->exited = 1;
+		tq_term_step(&h->term, TQ_TERM_EXITED, tq_mono_ms(), NULL);
 	}
 }
 
@@ -195,28 +197,27 @@ static void read_signals(struct hook *h)
 		if (si.ssi_signo == SIGCHLD)
 			continue; /* reaped below; strays are swept after the hook */
 		tq_worker_on_signal(h->w, &si);
-		if (h->w->stopping && h->stage == 0 && h->w->stop_at < h->deadline)
-			h->deadline = h->w->stop_at;
+		if (h->w->stopping)
+			tq_term_due(&h->term, h->w->stop_at);
 	}
 	reap(h);
 }
 
-/* The deadline passed: TERM to the group, then KILL. The group is ours to
- * signal: its leader is our child and not reaped yet. */
-static void on_deadline(struct hook *h, int64_t timeout)
+/* Its deadline passed: TERM to the group, then KILL (term.h). The group is
+ * ours to signal: its leader is our child and not reaped yet. A shutdown's
+ * grace that cut its time (tq_term_due) says the same as its timeout. */
+static void on_deadline(struct hook *h, int64_t timeout, int64_t now)
 {
 	struct tq_err err = TQ_ERR_INIT;
 	char buf[32];
 
-	if (h->stage == 0) {
+	if (h->term.state == TQ_TERM_RUNNING) {
 		tq_format_duration(timeout, buf, sizeof(buf));
 		tq_worker_log(h->w, "task %lld on-exit: still running after %s; stopping it",
 			      (long long)h->id, buf);
 	}
-	if (tq_proc_kill_group(h->child.pid, h->stage == 0 ? SIGTERM : SIGKILL, &err) < 0)
+	if (tq_term_step(&h->term, TQ_TERM_TICK, now, &err) < 0)
 		tq_worker_log(h->w, "task %lld on-exit: %s", (long long)h->id, err.msg);
-	h->stage++;
-	h->deadline = h->stage == 1 ? tq_mono_ms() + ON_EXIT_KILL_GRACE_MS : TQ_TERM_NEVER;
 }
 
 static int poll_ms(int64_t at, int64_t now)
@@ -258,9 +259,9 @@ static void loop(struct hook *h, int64_t timeout)
 		if (h->exited && ((h->child.out_fd < 0 && h->child.err_fd < 0) ||
 				  now >= drain_until))
 			return;
-		if (!h->exited && now >= h->deadline)
-			on_deadline(h, timeout);
-		if (poll(p, 3, poll_ms(h->exited ? drain_until : h->deadline, now)) < 0 &&
+		if (!h->exited && now >= h->term.deadline)
+			on_deadline(h, timeout, now);
+		if (poll(p, 3, poll_ms(h->exited ? drain_until : h->term.deadline, now)) < 0 &&
 		    errno != EINTR) {
 			tq_worker_log(h->w, "on-exit: poll: %s", strerror(errno));
 			tq_sleep_ms(10);
@@ -282,11 +283,11 @@ static void report(struct hook *h)
 		tq_worker_log(h->w, "task %lld on-exit: %lld more line%s of output not logged",
 			      (long long)h->id, (long long)h->dropped,
 			      h->dropped == 1 ? "" : "s");
-	if (WIFEXITED(h->status) && WEXITSTATUS(h->status) == 0 && h->stage == 0)
+	if (WIFEXITED(h->status) && WEXITSTATUS(h->status) == 0 && !h->term.timed_out)
 		return;
 	tq_proc_status_str(h->status, buf, sizeof(buf));
 	tq_worker_log(h->w, "task %lld on-exit: failed (%s%s); the task stays as recorded",
-		      (long long)h->id, buf, h->stage > 0 ? ", at its timeout" : "");
+		      (long long)h->id, buf, h->term.timed_out ? ", at its timeout" : "");
 }
 
 void tq_on_exit_run(struct worker *w, const struct tq_task *t, enum tq_state state,
@@ -308,9 +309,9 @@ void tq_on_exit_run(struct worker *w, const struct tq_task *t, enum tq_state sta
 		return;
 	}
 	tq_env_release(&env);
-	h.deadline = tq_mono_ms() + timeout;
-	if (w->stopping && w->stop_at < h.deadline)
-		h.deadline = w->stop_at;
+	tq_term_init(&h.term, h.child.pid, tq_mono_ms(), timeout, ON_EXIT_KILL_GRACE_MS);
+	if (w->stopping)
+		tq_term_due(&h.term, w->stop_at);
 	loop(&h, timeout); /* returns once the hook is reaped */
 	h.child.pid = -1;
 	report(&h);

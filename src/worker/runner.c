@@ -65,6 +65,7 @@
 #include "proc/contain.h"
 #include "proc/proc.h"
 #include "proc/spawn.h"
+#include "proc/term.h"
 #include "result.h"
 #include "stall.h"
 

@@ -29,6 +29,7 @@
 #include "common/sys.h"
 #include "proc/proc.h"
 #include "proc/spawn.h"
+#include "proc/term.h"
 
 #define WAIT_MS 10000
 #define OUT_MAX 4096
@@ -424,6 +425,38 @@ static void test_term_escalates(void **state)
 	assert_true(tq_mono_ms() - t0 >= GRACE_MS);
 }
 
+/* tq_term_due: a sooner deadline while RUNNING (a shutdown's grace ending
+ * before an on-exit hook's timeout) stops it as its timeout would; a later
+ * one, or one in any other state, changes nothing. */
+static void test_term_due(void **state)
+{
+	struct tq_child c = TQ_CHILD_INIT;
+	struct tq_term t;
+	int64_t t0;
+	int status;
+
+	(void)state;
+	start_sleep(&c);
+	t0 = tq_mono_ms();
+	tq_term_init(&t, c.pid, t0, 60000, 5000);
+	tq_term_due(&t, t0 + 120000);
+	assert_int_equal(t.deadline, t0 + 60000);
+	tq_term_due(&t, t0 + 100);
+	assert_int_equal(t.deadline, t0 + 100);
+	status = drive(&t, c.pid);
+	tq_spawn_release(&c);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
+	assert_true(t.timed_out);
+	assert_false(t.killed);
+	/* not RUNNING any more: nothing moves */
+	tq_term_due(&t, t0);
+	assert_int_equal(t.deadline, TQ_TERM_NEVER);
+	t.state = TQ_TERM_STOPPING;
+	t.deadline = t0 + 5000;
+	tq_term_due(&t, t0);
+	assert_int_equal(t.deadline, t0 + 5000);
+}
+
 static void test_term_sigkill_first(void **state)
 {
 	struct tq_child c = TQ_CHILD_INIT;
@@ -692,6 +725,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_term_timeout, teardown),
 		cmocka_unit_test_teardown(test_term_escalates, teardown),
 		cmocka_unit_test_teardown(test_term_sigkill_first, teardown),
+		cmocka_unit_test_teardown(test_term_due, teardown),
 		cmocka_unit_test_teardown(test_sweep_daemon, teardown),
 		cmocka_unit_test_teardown(test_sweep_tree, teardown),
 		cmocka_unit_test_teardown(test_sweep_keep, teardown),
