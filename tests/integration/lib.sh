@@ -426,6 +426,25 @@ attempt_field() {
 	fi
 }
 
+# retry_wait ID N: how long task ID's attempt N was to wait for its retry
+# (retry_at - ended_at, in ms); empty when it has no retry time.
+# retry_gap ID N: how long after that retry time attempt N + 1 started (ms;
+# negative: before it); empty when either is missing.
+retry_wait() { _tq_attempt_diff "$1" "$2" retry_at "$2" ended_at; }
+retry_gap() { _tq_attempt_diff "$1" $(($2 + 1)) started_at "$2" retry_at; }
+_tq_attempt_diff() {
+	local j
+	j=$("$TASKQ_BIN" show "$1" --json) || return
+	"$TQ_PYTHON" -c '
+import json, sys
+d = json.load(sys.stdin)
+att = {a["attempt"]: a for a in d["attempts"]}
+x = att.get(int(sys.argv[1]), {}).get(sys.argv[2])
+y = att.get(int(sys.argv[3]), {}).get(sys.argv[4])
+print("" if x is None or y is None else x - y)
+' "${@:2}" <<<"$j"
+}
+
 # attempts_of ID PATH...: each attempt of task ID, oldest first, one line
 # each ("failed|rate_limit" for attempts_of ID outcome category).
 attempts_of() {

@@ -44,15 +44,10 @@ fake_case() {
 	FAKE_PATH="$dir/$name"
 }
 
-# att ID N COLUMN...: columns of attempt N of task ID, joined by '|'.
-att() {
-	local id=$1 n=$2 cols
-	shift 2
-	cols=$(printf "coalesce(%s,'')," "$@")
-	tq_sql "select ${cols%,} from attempts where task_id = $id and attempt = $n"
-}
+# att ID N FIELD...: fields of attempt N of task ID, joined by '|'.
+att() { attempt_field "$@"; }
 
-n_attempts() { tq_sql "select count(*) from attempts where task_id = $1"; }
+n_attempts() { attempt_count "$1"; }
 
 # in_range N LO HI: LO <= N <= HI.
 in_range() { [ "$1" -ge "$2" ] && [ "$1" -le "$3" ]; }
@@ -68,12 +63,12 @@ pause_probes() {
 	local a=$1 n ra bc bs cc cs held=0 ran=0 shown=0
 	for n in 1 2; do
 		ra=$(att "$a" "$n" retry_at)
-		bc=$(tq_sql "select created_at from tasks where id = ${B[$n]}")
-		bs=$(tq_sql "select started_at from attempts where task_id = ${B[$n]} and attempt = 1")
-		cc=$(tq_sql "select created_at from tasks where id = ${C[$n]}")
-		cs=$(tq_sql "select started_at from attempts where task_id = ${C[$n]} and attempt = 1")
+		bc=$(task_field "${B[$n]}" created_at)
+		bs=$(att "${B[$n]}" 1 started_at)
+		cc=$(task_field "${C[$n]}" created_at)
+		cs=$(att "${C[$n]}" 1 started_at)
 		if [ "${ST_END[$n]}" -lt "$ra" ]; then
-			assert_contains "${ST[$n]}" "group $(tq_sql "select grp from tasks where id = $a"): " "pause $n: taskq status"
+			assert_contains "${ST[$n]}" "group $(task_field "$a" group): " "pause $n: taskq status"
 			assert_contains "${ST[$n]}" "paused until" "pause $n: taskq status"
 			shown=$((shown + 1))
 		fi
@@ -91,9 +86,9 @@ pause_probes() {
 	[ "$ran" -ge 1 ] || fail "no task of group other started inside a pause"
 	[ "$shown" -ge 1 ] || fail "taskq status never ran inside a pause (machine too slow?)"
 	assert_eq "$(att "$a" 2 retry_at)" \
-		"$(tq_sql "select paused_until from groups where name = (select grp from tasks where id = $a)")" \
+		"$(group_field "$(task_field "$a" group)" rate_limited_until)" \
 		"the group paused until the last retry time"
-	assert_eq 0 "$(tq_sql "select count(*) from groups where name = 'other' and paused_until > 0")" \
+	assert_eq "other|" "$(group_field other name rate_limited_until)" \
 		"group other never paused"
 }
 
@@ -177,15 +172,21 @@ check "every case ends in its final state, classified and retried (or not) as th
 while IFS='|' read -r case prog _ _ cat outcome state natt rule why; do
 	id=${ID[$case]}
 	wait_state "$id" "$state" 30
-	# one query: the task, its attempt 1 and (if any) attempt 2
+	# one read (show --json): the task, its attempt 1 and (if any) attempt 2
 	IFS=$'\x1f' read -r n a1_outcome a1_cat reason waited gap a2 t_outcome t_cat t_reason < <(
-		tq_sql -separator $'\x1f' "select (select count(*) from attempts where task_id = t.id),
-			a1.outcome, a1.category, a1.reason, coalesce(a1.retry_at - a1.ended_at, ''),
-			coalesce(a2.started_at - a1.retry_at, ''),
-			coalesce(a2.outcome || '/' || coalesce(a2.category, '-'), ''),
-			t.outcome, coalesce(t.category, ''), coalesce(t.reason, '')
-			from tasks t join attempts a1 on a1.task_id = t.id and a1.attempt = 1
-			left join attempts a2 on a2.task_id = t.id and a2.attempt = 2 where t.id = $id")
+		tq show "$id" --json | "$TQ_PYTHON" -c '
+import json, sys
+d = json.load(sys.stdin)
+att = {a["attempt"]: a for a in d["attempts"]}
+a1, a2 = att[1], att.get(2)
+def sub(x, y):
+    return None if x is None or y is None else x - y
+print("\x1f".join("" if v is None else str(v) for v in (
+    len(d["attempts"]), a1["outcome"], a1["category"], a1["reason"],
+    sub(a1["retry_at"], a1["ended_at"]),
+    sub(a2["started_at"], a1["retry_at"]) if a2 else None,
+    a2["outcome"] + "/" + (a2["category"] or "-") if a2 and a2["outcome"] else None,
+    d["outcome"], d["category"], d["reason"])))')
 	assert_eq "$natt" "$n" "$case (task $id): attempts"
 	assert_eq "$outcome|$cat" "$a1_outcome|$a1_cat" "$case (task $id): attempt 1 outcome|category"
 	assert_contains "$reason" "$why" "$case (task $id): attempt 1's reason"
@@ -250,7 +251,7 @@ PATH="$(fake_agents_path):$PATH"
 export PATH
 fake_agent_args claude --mode rate_limit --fail-times 2 --state-file "$TQ_TMP/a.n"
 a=$(submit_id --backoff 1s --backoff-max 4s --env CLAUDE_CODE_MAX_RETRIES=0 -- claude "${CLAUDE_ARGS[@]}")
-assert_eq claude "$(tq_sql "select grp from tasks where id = $a")" "the default group of a claude task"
+assert_eq claude "$(task_field "$a" group)" "the default group of a claude task"
 
 declare -A B C ST ST_END
 # probe N: `taskq status` (its output in ST[N], its end time in ST_END[N]),
@@ -278,7 +279,7 @@ probe() {
 # pauses are probed, as the machine's speed decides whether a probe lands
 # inside its window; at least one must (pause_probes).
 for n in 1 2; do
-	wait_for "[ -n \"\$(tq_sql 'select ended_at from attempts where task_id = $a and attempt = $n')\" ]" 30 ||
+	wait_for "[ -n \"\$(att $a $n ended_at)\" ]" 30 ||
 		fail "task $a: attempt $n did not end ($(state_of "$a"))"
 	probe "$n"
 done
@@ -291,7 +292,7 @@ done
 check "it ended succeeded after 3 attempts: rate_limit, rate_limit, success"
 assert_eq 3 "$(n_attempts "$a")" "attempts of the rate-limited task"
 assert_eq "failed|rate_limit;failed|rate_limit;succeeded|" \
-	"$(tq_sql "select group_concat(outcome || '|' || coalesce(category,''), ';') from (select * from attempts where task_id = $a order by attempt)")"
+	"$(attempts_of "$a" outcome category | paste -sd';')"
 assert_eq 3 "$(cat "$TQ_TMP/a.n")" "runs of the fake"
 for n in 1 2; do
 	explain_has "$a" "$n" claude.assistant.rate_limit rate_limit
@@ -301,10 +302,10 @@ done
 check "backoff within its jitter bounds: [d/2, d] for d = 1 s, then 2 s; each retry at or after its time"
 for n in 1 2; do
 	d=$((1000 << (n - 1)))
-	w=$(tq_sql "select retry_at - ended_at from attempts where task_id = $a and attempt = $n")
+	w=$(retry_wait "$a" "$n")
 	in_range "$w" $((d / 2)) "$d" ||
 		fail "attempt $n waited $w ms, not within [$((d / 2)), $d]"
-	gap=$(tq_sql "select (select started_at from attempts where task_id = $a and attempt = $((n + 1))) - retry_at from attempts where task_id = $a and attempt = $n")
+	gap=$(retry_gap "$a" "$n")
 	[ "$gap" -ge 0 ] || fail "attempt $((n + 1)) started $((-gap)) ms before its retry time"
 	echo "    attempt $n: waited $w ms (d = $d); attempt $((n + 1)) started $gap ms after its retry time"
 done
@@ -316,6 +317,6 @@ check "--retries 0: the same rate limit fails at once"
 fake_agent_args claude --mode rate_limit
 d=$(submit_id --retries 0 --backoff 200ms --env CLAUDE_CODE_MAX_RETRIES=0 -- claude "${CLAUDE_ARGS[@]}")
 wait_state "$d" failed
-assert_eq "1|failed|rate_limit" "$(tq_sql "select attempt, outcome, category from tasks where id = $d")"
+assert_eq "1|failed|rate_limit" "$(task_field "$d" attempt outcome category)"
 fake_agent_args claude
 echo "    total $(($(_tq_now_ms) - T0)) ms"

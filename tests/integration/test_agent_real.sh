@@ -34,15 +34,10 @@ ENVS=(--env "ANTHROPIC_BASE_URL=$MOCK_URL" --env ANTHROPIC_API_KEY=dummy
 	--env CLAUDE_CODE_MAX_RETRIES=0)
 CLAUDE=(claude -p hi --output-format stream-json --verbose)
 
-# att ID N COLUMN...: columns of attempt N of task ID, joined by '|'.
-att() {
-	local id=$1 n=$2 cols
-	shift 2
-	cols=$(printf "coalesce(%s,'')," "$@")
-	tq_sql "select ${cols%,} from attempts where task_id = $id and attempt = $n"
-}
+# att ID N FIELD...: fields of attempt N of task ID, joined by '|'.
+att() { attempt_field "$@"; }
 
-n_attempts() { tq_sql "select count(*) from attempts where task_id = $1"; }
+n_attempts() { attempt_count "$1"; }
 
 # in_range N LO HI: LO <= N <= HI.
 in_range() { [ "$1" -ge "$2" ] && [ "$1" -le "$3" ]; }
@@ -58,12 +53,12 @@ pause_probes() {
 	local a=$1 n ra bc bs cc cs held=0 ran=0 shown=0
 	for n in 1 2; do
 		ra=$(att "$a" "$n" retry_at)
-		bc=$(tq_sql "select created_at from tasks where id = ${B[$n]}")
-		bs=$(tq_sql "select started_at from attempts where task_id = ${B[$n]} and attempt = 1")
-		cc=$(tq_sql "select created_at from tasks where id = ${C[$n]}")
-		cs=$(tq_sql "select started_at from attempts where task_id = ${C[$n]} and attempt = 1")
+		bc=$(task_field "${B[$n]}" created_at)
+		bs=$(att "${B[$n]}" 1 started_at)
+		cc=$(task_field "${C[$n]}" created_at)
+		cs=$(att "${C[$n]}" 1 started_at)
 		if [ "${ST_END[$n]}" -lt "$ra" ]; then
-			assert_contains "${ST[$n]}" "group $(tq_sql "select grp from tasks where id = $a"): " "pause $n: taskq status"
+			assert_contains "${ST[$n]}" "group $(task_field "$a" group): " "pause $n: taskq status"
 			assert_contains "${ST[$n]}" "paused until" "pause $n: taskq status"
 			shown=$((shown + 1))
 		fi
@@ -81,9 +76,9 @@ pause_probes() {
 	[ "$ran" -ge 1 ] || fail "no task of group other started inside a pause"
 	[ "$shown" -ge 1 ] || fail "taskq status never ran inside a pause (machine too slow?)"
 	assert_eq "$(att "$a" 2 retry_at)" \
-		"$(tq_sql "select paused_until from groups where name = (select grp from tasks where id = $a)")" \
+		"$(group_field "$(task_field "$a" group)" rate_limited_until)" \
 		"the group paused until the last retry time"
-	assert_eq 0 "$(tq_sql "select count(*) from groups where name = 'other' and paused_until > 0")" \
+	assert_eq "other|" "$(group_field other name rate_limited_until)" \
 		"group other never paused"
 }
 
@@ -143,21 +138,21 @@ real_case() {
 		assert_contains "$reason" "$why" "task $id ($modes): attempt $n's reason"
 		explain_has "$id" "$n" "$rule" "$cat"
 		if [ "$n" -lt "$natt" ]; then
-			w=$(tq_sql "select retry_at - ended_at from attempts where task_id = $id and attempt = $n")
+			w=$(retry_wait "$id" "$n")
 			in_range "$w" 100 200 ||
 				fail "task $id ($modes): attempt $n waited $w ms for its retry, not within [100, 200]"
-			gap=$(tq_sql "select (select started_at from attempts where task_id = $id and attempt = $((n + 1))) - retry_at from attempts where task_id = $id and attempt = $n")
+			gap=$(retry_gap "$id" "$n")
 			[ "$gap" -ge 0 ] || fail "task $id ($modes): attempt $((n + 1)) started $((-gap)) ms before its retry time"
 		else
 			assert_eq "" "$(att "$id" "$n" retry_at)" "task $id ($modes): retry_at of the last attempt"
-			assert_eq "failed|$cat|$reason" "$(tq_sql "select outcome, category, reason from tasks where id = $id")" \
+			assert_eq "failed|$cat|$reason" "$(task_field "$id" outcome category reason)" \
 				"task $id ($modes): the task's outcome|category|reason"
 		fi
 		echo "    task $id attempt $n: $cat by $rule: $reason"
 	done
 	if [ "$state" = succeeded ]; then
 		assert_eq "succeeded||0" "$(att "$id" "$natt" outcome category exit_code)" "task $id ($modes): attempt $natt"
-		assert_eq "succeeded|" "$(tq_sql "select outcome, coalesce(category,'') from tasks where id = $id")"
+		assert_eq "succeeded|" "$(task_field "$id" outcome category)"
 		assert_eq "Hello from the mock." "$(claude_said "$id")" "task $id: the last attempt's result"
 	fi
 	echo "    task $id: $state after $natt attempt(s), $(($(_tq_now_ms) - t)) ms"
@@ -172,7 +167,7 @@ check "success: succeeded, no category, the mock's answer stored"
 mock_mode ok
 ok=$(submit_id "${ENVS[@]}" -- "${CLAUDE[@]}")
 wait_state "$ok" succeeded 60
-assert_eq "1|succeeded||0" "$(tq_sql "select attempt, outcome, coalesce(category,''), exit_code from tasks where id = $ok")"
+assert_eq "1|succeeded||0" "$(task_field "$ok" attempt outcome category exit_code)"
 assert_eq "Hello from the mock." "$(claude_said "$ok")"
 assert_eq 1 "$(mock_requests)"
 assert_contains "$(mock_request 1 'd["headers"]["user-agent"]')" "claude-cli/2.1.197"
@@ -197,7 +192,7 @@ check "429, 429, ok: a claude task of the default group claude, --backoff 500ms 
 mock_mode '429:0,429:0,ok'
 n0=$(mock_requests)
 a=$(submit_id --backoff 500ms --backoff-max 2s "${ENVS[@]}" -- "${CLAUDE[@]}")
-assert_eq claude "$(tq_sql "select grp from tasks where id = $a")" "the default group of a claude task"
+assert_eq claude "$(task_field "$a" group)" "the default group of a claude task"
 
 declare -A B C ST ST_END
 # probe N: `taskq status` (its output in ST[N], its end time in ST_END[N]),
@@ -225,7 +220,7 @@ probe() {
 # pauses are probed, as the machine's speed decides whether a probe lands
 # inside its window; at least one must (pause_probes).
 for n in 1 2; do
-	wait_for "[ -n \"\$(tq_sql 'select ended_at from attempts where task_id = $a and attempt = $n')\" ]" 60 ||
+	wait_for "[ -n \"\$(att $a $n ended_at)\" ]" 60 ||
 		fail "task $a: attempt $n did not end ($(state_of "$a"))"
 	probe "$n"
 done
@@ -238,8 +233,8 @@ done
 check "it ended succeeded after 3 attempts: rate_limit, rate_limit, success; one request each"
 assert_eq 3 "$(n_attempts "$a")" "attempts"
 assert_eq "failed|rate_limit;failed|rate_limit;succeeded|" \
-	"$(tq_sql "select group_concat(outcome || '|' || coalesce(category,''), ';') from (select * from attempts where task_id = $a order by attempt)")"
-assert_eq "succeeded|3" "$(tq_sql "select outcome, attempt from tasks where id = $a")"
+	"$(attempts_of "$a" outcome category | paste -sd';')"
+assert_eq "succeeded|3" "$(task_field "$a" outcome attempt)"
 assert_eq "$((n0 + 3))" "$(mock_requests)" "model requests"
 assert_eq "Hello from the mock." "$(claude_said "$a")"
 for n in 1 2; do
@@ -251,10 +246,10 @@ done
 check "the waits: [d/2, d] for d = 500 ms, then 1 s; each retry started at or after its time"
 for n in 1 2; do
 	d=$((500 << (n - 1)))
-	w=$(tq_sql "select retry_at - ended_at from attempts where task_id = $a and attempt = $n")
+	w=$(retry_wait "$a" "$n")
 	in_range "$w" $((d / 2)) "$d" ||
 		fail "attempt $n waited $w ms, not within [$((d / 2)), $d]"
-	gap=$(tq_sql "select (select started_at from attempts where task_id = $a and attempt = $((n + 1))) - retry_at from attempts where task_id = $a and attempt = $n")
+	gap=$(retry_gap "$a" "$n")
 	[ "$gap" -ge 0 ] || fail "attempt $((n + 1)) started $((-gap)) ms before its retry time"
 	echo "    attempt $n: waited $w ms (d = $d); attempt $((n + 1)) started $gap ms after its retry time"
 done
