@@ -54,7 +54,6 @@ PENDING=(
 	test_run_kill.sh
 	test_run_many.sh
 	test_run_shutdown.sh
-	test_serve_log_bounded.sh
 	test_serve_log_replaced.sh
 	test_serve_stops_without_fds.sh
 	test_session.sh
