@@ -324,6 +324,7 @@ exec {TQ_STDERR_FD}>&2
 #   --where KEY VALUE  there, an array: the first element whose KEY prints
 #                      as VALUE; no line at all when none does
 #   --each             there, an array: one line per element
+#   --null K1,K2...    in what is picked, these keys read as null when absent
 json_get() {
 	"$TQ_PYTHON" -c '
 import json, sys
@@ -357,12 +358,14 @@ def text(v):
     return str(v)
 
 args = sys.argv[1:]
-at, where, each = "", None, False
-while args and args[0] in ("--in", "--where", "--each"):
+at, where, each, nulls = "", None, False, []
+while args and args[0] in ("--in", "--where", "--each", "--null"):
     if args[0] == "--in":
         at, args = args[1], args[2:]
     elif args[0] == "--where":
         where, args = (args[1], args[2]), args[3:]
+    elif args[0] == "--null":
+        nulls, args = args[1].split(","), args[2:]
     else:
         each, args = True, args[1:]
 try:
@@ -378,6 +381,8 @@ if where is not None or each:
     if where is not None:
         items = [x for x in d if text(get(x, where[0])) == where[1]][:1]
 for x in items:
+    if isinstance(x, dict):
+        x = dict({k: None for k in nulls}, **x)
     print("|".join(text(get(x, p)) for p in args))
 ' "$@" && return 0
 	local rc=$?
@@ -413,6 +418,12 @@ task_field() {
 	tq_json show "$id" --json -- "$@"
 }
 
+# The fields show --json gives an attempt only when it has an agent's
+# result: attempt_field and attempts_of read them as null without one, as
+# the store holds them.
+TQ_RESULT_FIELDS=result,is_error,subtype,agent_session,model,duration_ms,num_turns
+TQ_RESULT_FIELDS+=,input_tokens,output_tokens,cache_read_tokens,cache_creation_tokens,cost_usd
+
 # attempt_field ID N PATH...: fields of task ID's attempt N (its number;
 # "last": the latest), from show --json; no line when it has none yet.
 attempt_field() {
@@ -420,9 +431,9 @@ attempt_field() {
 	shift 2
 	j=$("$TASKQ_BIN" show "$id" --json) || return
 	if [ "$n" = last ]; then
-		json_get --in attempts --each "$@" <<<"$j" | tail -n 1
+		json_get --in attempts --each --null "$TQ_RESULT_FIELDS" "$@" <<<"$j" | tail -n 1
 	else
-		json_get --in attempts --where attempt "$n" "$@" <<<"$j"
+		json_get --in attempts --where attempt "$n" --null "$TQ_RESULT_FIELDS" "$@" <<<"$j"
 	fi
 }
 
@@ -450,7 +461,7 @@ print("" if x is None or y is None else x - y)
 attempts_of() {
 	local id=$1
 	shift
-	tq_json show "$id" --json -- --in attempts --each "$@"
+	tq_json show "$id" --json -- --in attempts --each --null "$TQ_RESULT_FIELDS" "$@"
 }
 
 # attempt_count ID: how many attempts task ID has.

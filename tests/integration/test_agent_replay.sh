@@ -63,13 +63,8 @@ PATH="$BIN:$PATH"
 export PATH
 serve_start 2
 
-# att ID N COLUMN...: columns of attempt N of task ID, joined by '|'.
-att() {
-	local id=$1 n=$2 cols
-	shift 2
-	cols=$(printf "coalesce(%s,'')," "$@")
-	tq_sql "select ${cols%,} from attempts where task_id = $id and attempt = $n"
-}
+# att ID N FIELD...: fields of attempt N of task ID, joined by '|'.
+att() { attempt_field "$@"; }
 
 check "17.2: opencode's dropped connection is network, retried; explain names opencode.retryable"
 stand_in opencode opencode-1.18-drop opencode-1.18-success
@@ -94,8 +89,7 @@ stand_in opencode opencode-1.18-success
 id=$(tq ask --agent opencode --model mockant/claude-mock --retries 0 "hello")
 wait_state "$id" succeeded 30
 assert_eq "mockant/claude-mock|Hello from the mock." "$(att "$id" 1 model result)"
-assert_eq 1 "$(tq_sql "select duration_ms is null from attempts where task_id = $id")" \
-	"duration_ms stored as NULL"
+assert_eq "" "$(att "$id" 1 duration_ms)" "duration_ms stored as NULL (with the result above)"
 assert_exit 0 tq show "$id"
 grep -Eq '^ +agent time: +- \(not reported\)$' "$TQ_OUT" || fail "show: $(grep 'agent time' "$TQ_OUT")"
 grep -Eq '^ +model: +mockant/claude-mock$' "$TQ_OUT" || fail "show: $(grep 'model' "$TQ_OUT")"
@@ -203,7 +197,7 @@ check "17.9: a timed-out gemini that exited 0 on SIGTERM shows EXIT -, not 0"
 stand_in gemini hang:gemini-0.61-stream-sigterm
 id=$(submit_id --timeout 2s --retries 0 -- gemini --output-format stream-json --prompt=hello)
 wait_state "$id" timed_out 30
-assert_eq "0" "$(tq_sql "select exit_code from attempts where task_id = $id")" "the real exit status is kept"
+assert_eq "1|0" "$(attempts_of "$id" attempt exit_code)" "the real exit status is kept"
 assert_exit 0 tq show "$id"
 grep -Eq '^exit: +-$' "$TQ_OUT" || fail "show: exit is not '-': $(grep '^exit' "$TQ_OUT")"
 grep -Eq '^1 .* timed_out +unknown +- +timed out' "$TQ_OUT" ||
@@ -231,11 +225,12 @@ check "16.9: an option stored as a session's id (an older taskq) stops the link 
 stand_in codex codex-0.169-success
 s1=$(tq ask --agent codex --session evil --retries 0 "first")
 wait_state "$s1" succeeded 30
-tq_sql "update sessions set agent_session = '--dangerously-bypass-approvals-and-sandbox' where key = 'evil'"
+# an older taskq stored such an id; this one refuses to, so only SQL can
+tq_sql "update sessions set agent_session = '--dangerously-bypass-approvals-and-sandbox' where key = 'evil'" # SQL: the database itself (a row an older taskq wrote)
 : >"$BIN/codex.argv"
 s2=$(tq ask --agent codex --session evil --retries 0 "second")
 wait_state "$s2" failed 30
-assert_contains "$(tq_sql "select reason from tasks where id = $s2")" \
+assert_contains "$(task_field "$s2" reason)" \
 	"agent session id \"--dangerously-bypass-approvals-and-sandb...\" of the session refused (starts with '-'); the session cannot continue"
 assert_eq 0 "$(wc -l <"$BIN/codex.argv")" "codex did not run"
 

@@ -4,7 +4,7 @@
 # submitted as a plain command (the runner picks the parser from the
 # program's name) and run by a supervisor with real workers. Each agent's
 # result text, cost, tokens, model and session id are stored on the attempt
-# (read back with the sqlite3 shell and checked against what the agent
+# (read back with taskq show --json and checked against what the agent
 # printed), and shown by `taskq result` (text and --json), `taskq list`
 # (COST), `taskq show` and `taskq stats`. Also: a result after 5 MB of other
 # output, an error result, a command that is not an agent printing JSON,
@@ -29,12 +29,21 @@ done
 
 serve_start 2
 
-# att ID COLUMN...: columns of task ID's last attempt, joined by '|'.
+# att ID FIELD...: fields of task ID's last attempt (show --json), joined by
+# '|': NULL for null, or for a result's field when there is no result; 0 and
+# 1 for false and true.
 att() {
-	local id=$1 cols
+	local id=$1
 	shift
-	cols=$(printf "coalesce(%s,'NULL')," "$@")
-	tq_sql "select ${cols%,} from attempts where task_id = $id order by attempt desc limit 1"
+	tq show "$id" --json | "$TQ_PYTHON" -c '
+import json, sys
+a = json.load(sys.stdin)["attempts"][-1]
+result = sys.argv[1].split(",")
+def text(k):
+    v = a[k] if k in a or k not in result else None
+    return "NULL" if v is None else str(int(v)) if isinstance(v, bool) else str(v)
+print("|".join(text(k) for k in sys.argv[2:]))
+' "$TQ_RESULT_FIELDS" "$@"
 }
 
 check "every agent's output parsed, submitted as a plain command"
@@ -91,7 +100,7 @@ for l in sys.stdin:
 assert_eq "$want" "$(att "$X1" agent_session)" "codex thread id"
 
 check "opencode json: the text, its cost (0), the session id"
-assert_eq "opencode says six|0|0.0|12|6" \
+assert_eq "opencode says six|0|0|12|6" \
 	"$(att "$O1" result is_error cost_usd input_tokens output_tokens)"
 assert_contains "$(att "$O1" agent_session)" "ses_"
 
@@ -164,10 +173,19 @@ assert_exit 0 tq show "$C1" --json
 assert_eq "claude says one|0.00021|0.00021" \
 	"$(out | pyjson '"|".join(str(x) for x in (d["attempts"][0]["result"], d["attempts"][0]["cost_usd"], d["cost_usd"]))')"
 
-check "taskq stats sums what the database holds"
+check "taskq stats sums what the attempts hold (every task's show --json)"
 assert_exit 0 tq stats --json
-want=$(tq_sql "select printf('%d|%d|%d|%.6f|%d|%d', count(distinct task_id), count(*),
-	count(is_error), total(cost_usd), sum(input_tokens), sum(output_tokens)) from attempts")
+# the same sums over every attempt of every task, from show --json: tasks
+# that ran, attempts, results, cost, input and output tokens
+want=$(for id in $(task_ids); do tq show "$id" --json; done | "$TQ_PYTHON" -c '
+import json, sys
+tasks = [json.loads(line)["attempts"] for line in sys.stdin]
+att = [a for t in tasks for a in t]
+res = [a for a in att if "is_error" in a]
+print("%d|%d|%d|%.6f|%d|%d" % (sum(1 for t in tasks if t), len(att), len(res),
+    sum(a["cost_usd"] or 0 for a in res), sum(a["input_tokens"] for a in res),
+    sum(a["output_tokens"] for a in res)))
+')
 assert_eq "$want" \
 	"$(out | pyjson '"%d|%d|%d|%.6f|%d|%d" % (d["tasks"], d["attempts"], d["results"], d["cost_usd"], d["input_tokens"], d["output_tokens"])')"
 assert_eq "1" "$(out | pyjson 'd["errors"]')"

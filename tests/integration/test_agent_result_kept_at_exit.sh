@@ -54,7 +54,7 @@ wait_state "$id" succeeded 60
 assert_exit 0 tq result "$id"
 assert_eq "$want" "$(head -c -1 "$TQ_OUT" | wc -c)" "result bytes"
 assert_eq "0b8e0f53-7c3b-4d2c-9d6c-0d5cbe5a0b11" \
-	"$(tq_sql "select coalesce(agent_session,'') from attempts where task_id = $id")" "agent session"
+	"$(attempts_of "$id" agent_session)" "agent session (of its one attempt)"
 assert_eq "3" "$(tq log "$id" | grep -c '"session_id"' || true)" "log: its three lines"
 
 check "a plain submit of claude: the same"

@@ -21,9 +21,6 @@ DB_TESTS=(
 # below fails on a stale entry), and when the list is empty it goes.
 PENDING=(
 	test_after_scale.sh
-	test_agent_replay.sh
-	test_agent_result.sh
-	test_agent_result_kept_at_exit.sh
 	test_ask.sh
 	test_ask_real.sh
 	test_ask_real_clis.sh
