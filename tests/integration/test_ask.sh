@@ -45,7 +45,7 @@ runs() { if [ -f "$REC" ]; then wc -l <"$REC"; else echo 0; fi; }
 # The recorded argv without the program's path, as JSON.
 argv_of() { rec "$1" 'd["argv"][1:]'; }
 
-col() { tq_sql "select coalesce($2,'') from tasks where id = $1"; }
+col() { task_field "$1" "$2"; }
 
 serve_start 2
 
@@ -64,12 +64,12 @@ assert_eq "0" "$(rec 1 'd["env"].get("CLAUDE_CODE_MAX_RETRIES")')" \
 assert_eq "None|None|None|None" \
 	"$(rec 1 '"|".join(str(d["env"].get(k)) for k in ("CLAUDECODE", "CLAUDE_CODE_SESSION_ID", "CLAUDE_CODE_ENTRYPOINT", "AI_AGENT"))')" \
 	"agent-session variables of the submitter"
-assert_eq "claude|claude|claude|3600000|0" \
-	"$(tq_sql "select name, grp, agent, timeout_ms, isolate from tasks where id = $id")" "task columns"
+assert_eq "claude|claude|claude|3600000|false" \
+	"$(task_field "$id" name group agent timeout_ms isolate)" "task fields"
 assert_eq "review the code" "$(col "$id" prompt)" "stored prompt"
 assert_exit 0 tq show "$id"
 assert_contains "$(out)" '"{?session_id}--resume"' "show: the template"
-assert_eq "Hello from fakeagent." "$(tq_sql "select result from attempts where task_id = $id")" "parsed result"
+assert_eq "Hello from fakeagent." "$(attempts_of "$id" result)" "parsed result (its one attempt)"
 
 check "gemini, codex, opencode: each profile's command, with --model"
 g=$(ask --agent gemini --model gemini-2.5-flash --retries 0 "g prompt")
@@ -92,22 +92,22 @@ for n in 2 3 4; do
 	*) fail "run $n: unexpected style $(rec "$n" 'd["style"]')" ;;
 	esac
 done
-assert_eq "gemini|gemini|gemini-2.5-flash" "$(tq_sql "select name, grp, model from tasks where id = $g")" \
+assert_eq "gemini|gemini|gemini-2.5-flash" "$(task_field "$g" name group model)" \
 	"gemini task"
-assert_eq "codex|gpt-5" "$(tq_sql "select name, model from tasks where id = $c")" "codex task"
-assert_eq "opencode|prov/m1" "$(tq_sql "select name, model from tasks where id = $o")" "opencode task"
-assert_eq "Hello from fakeagent." "$(tq_sql "select result from attempts where task_id = $c")" "codex result"
+assert_eq "codex|gpt-5" "$(task_field "$c" name model)" "codex task"
+assert_eq "opencode|prov/m1" "$(task_field "$o" name model)" "opencode task"
+assert_eq "Hello from fakeagent." "$(attempts_of "$c" result)" "codex result"
 
 check "--session: the second task resumes the first's agent session"
 s1=$(ask --session chat --retries 0 "remember kiwi")
 s2=$(ask --session chat --retries 0 --model opus "which fruit?")
 wait_state "$s1" succeeded
 wait_state "$s2" succeeded
-first=$(tq_sql "select agent_session from attempts where task_id = $s1")
+first=$(attempts_of "$s1" agent_session)
 [ -n "$first" ] || fail "task $s1 stored no agent session"
 assert_eq "[\"-p\", \"--output-format\", \"stream-json\", \"--verbose\", \"--model\", \"opus\", \"--resume\", \"$first\", \"--\", \"which fruit?\"]" \
 	"$(argv_of -1)" "the second link's command"
-assert_eq "$first" "$(tq_sql "select agent_session from attempts where task_id = $s2")" \
+assert_eq "$first" "$(attempts_of "$s2" agent_session)" \
 	"the resumed session keeps its id"
 
 check "--env and --unset win over the profile's settings"
@@ -139,7 +139,7 @@ wait_state "$id" succeeded
 assert_eq '["-p", "--output-format", "stream-json", "--verbose", "--"]' "$(argv_of -1)" "argv without the prompt"
 assert_eq "150004|True" "$(rec -1 'str(d["stdin_bytes"]) + "|" + str(d["prompt"].endswith(" END"))')" \
 	"the agent read the prompt on stdin"
-assert_eq file "$(col "$id" stdin_mode)" "stored stdin"
+assert_eq file "$(col "$id" stdin)" "stored stdin"
 run ask --agent opencode --stdin-file "$TQ_TMP/p.md" --prompt-file "$TQ_TMP/big.md"
 assert_eq 2 "$TQ_RC" "a long prompt with a stdin of the user's"
 assert_one_line_error
@@ -169,10 +169,10 @@ assert_eq '["-p", "--output-format", "stream-json", "--verbose", "--max-turns", 
 	"$(argv_of -1)" "the user's profile"
 assert_eq "yes|0" "$(rec -1 'd["env"].get("REVIEWER") + "|" + d["env"].get("CLAUDE_CODE_MAX_RETRIES")')" \
 	"its env, on top of claude's"
-assert_eq "reviewer|reviewer" "$(tq_sql "select name, agent from tasks where id = $id")" "name and agent"
+assert_eq "reviewer|reviewer" "$(task_field "$id" name agent)" "name and agent"
 
 check "usage errors: one line, exit 2"
-n0=$(tq_sql "select count(*) from tasks")
+n0=$(task_count)
 printf '{"profiles": {"claude": {"comand": ["x"]}}}' >"$TQ_TMP/config.json"
 assert_exit 2 ask "hi"
 assert_one_line_error
@@ -201,7 +201,7 @@ assert_exit 2 ask --interactive --batch b "hi"
 assert_one_line_error
 assert_exit 2 ask --shell "echo" "hi"
 assert_one_line_error
-assert_eq "$n0" "$(tq_sql "select count(*) from tasks")" "nothing was stored"
+assert_eq "$n0" "$(task_count)" "nothing was stored"
 
 check "ask --help"
 assert_exit 0 ask --help

@@ -26,13 +26,8 @@ export PATH
 mkdir -p "$TQ_TMP/work"
 cd "$TQ_TMP/work" || exit 1
 
-# att ID COLUMN...: columns of task ID's last attempt, joined by '|'.
-att() {
-	local id=$1 cols
-	shift
-	cols=$(printf "coalesce(%s,'')," "$@")
-	tq_sql "select ${cols%,} from attempts where task_id = $id order by attempt desc limit 1"
-}
+# att ID FIELD...: fields of task ID's last attempt, joined by '|'.
+att() { attempt_field "$1" last "${@:2}"; }
 
 # ask ARGS...: taskq ask, printing the id.
 ask() { "$TASKQ_BIN" ask "$@"; }
@@ -44,8 +39,8 @@ check "ask: the result text, cost and session id are stored; taskq result prints
 mock_mode ok
 id=$(CLAUDECODE=1 CLAUDE_CODE_SESSION_ID=x ask --retries 0 "say hello")
 wait_state "$id" succeeded 90
-assert_eq "claude" "$(tq_sql "select agent from tasks where id = $id")" "the task's agent"
-assert_eq "Hello from the mock.|0|success" "$(att "$id" result is_error subtype)"
+assert_eq "claude" "$(task_field "$id" agent)" "the task's agent"
+assert_eq "Hello from the mock.|false|success" "$(att "$id" result is_error subtype)"
 cost=$(att "$id" cost_usd)
 [ -n "$cost" ] && "$TQ_PYTHON" -c "import sys; sys.exit(0 if float('$cost') > 0 else 1)" ||
 	fail "task $id: cost_usd is [$cost]"
@@ -80,8 +75,10 @@ mock_request_has -1 "which word?" || fail "the second request lacks its own prom
 assert_exit 0 tq session show chat
 assert_contains "$(out)" "$first" "session show names the agent session"
 # the second started only after the first ended
-assert_eq 1 "$(tq_sql "select (select started_at from attempts where task_id = $s2) >= (select ended_at from attempts where task_id = $s1)")" \
-	"the session ran one task at a time"
+s1_end=$(attempts_of "$s1" ended_at)
+s2_start=$(attempts_of "$s2" started_at)
+[ "$s2_start" -ge "$s1_end" ] ||
+	fail "the session ran two tasks at once: $s2 started at $s2_start, before $s1 ended at $s1_end"
 
 check "a tool_use turn whose Bash tool leaves a background process: gone after the task"
 mock_mode tool
@@ -106,7 +103,7 @@ mock_mode '429:0,ok'
 id=$(ask --backoff 200ms --backoff-max 200ms "hit the limit")
 wait_state "$id" succeeded 90
 assert_eq "failed|rate_limit;succeeded|" \
-	"$(tq_sql "select group_concat(outcome || '|' || coalesce(category,''), ';') from (select * from attempts where task_id = $id order by attempt)")" \
+	"$(attempts_of "$id" outcome category | paste -sd';')" \
 	"attempts"
 tq resume claude >/dev/null 2>&1 || true
 

@@ -63,13 +63,8 @@ assert_eq "Invalid API key · Fix external API key" "$(out)"
 assert_contains "$(err)" "failed: "
 mock_mode ok
 
-# att ID COLUMN...: columns of task ID's last attempt, joined by '|'.
-att() {
-	local id=$1 cols
-	shift
-	cols=$(printf "coalesce(%s,'')," "$@")
-	tq_sql "select ${cols%,} from attempts where task_id = $id order by attempt desc limit 1"
-}
+# att ID FIELD...: fields of task ID's last attempt, joined by '|'.
+att() { attempt_field "$1" last "${@:2}"; }
 cp "$HOME/.gemini/settings.json" "$TQ_TMP/gemini-settings.orig"
 cp "$CODEX_CONFIG" "$TQ_TMP/codex-config.orig"
 

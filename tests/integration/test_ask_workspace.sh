@@ -123,7 +123,7 @@ id=$(ask --source gone="$TQ_TMP/src/gone.txt" --delay 1s --retries 0 "late")
 rm "$TQ_TMP/src/gone.txt"
 wait_state "$id" failed
 assert_eq spawn_failed "$(outcome_of "$id")" "outcome"
-assert_contains "$(tq_sql "select reason from tasks where id = $id")" \
+assert_contains "$(task_field "$id" reason)" \
 	"source \"gone\": $TQ_TMP/src/gone.txt: No such file or directory" "reason"
 assert_eq 0 "$(ws_count)" "workspaces"
 
@@ -132,13 +132,13 @@ s1=$(ask --isolate --session iso --retries 0 "remember kiwi")
 s2=$(ask --isolate --session iso --retries 0 "which fruit?")
 wait_state "$s1" succeeded
 wait_state "$s2" succeeded
-sid=$(tq_sql "select agent_session from attempts where task_id = $s1")
+sid=$(attempts_of "$s1" agent_session)
 [ -n "$sid" ] || fail "task $s1 stored no agent session"
 c1=$("$TQ_PYTHON" -c 'import json,sys; print(json.loads(open(sys.argv[1]).readlines()[-2])["cwd"])' "$REC")
 c2=$("$TQ_PYTHON" -c 'import json,sys; print(json.loads(open(sys.argv[1]).readlines()[-1])["cwd"])' "$REC")
 assert_eq "$c1" "$c2" "the session's workspace path"
 assert_contains "$(tail -n 1 "$REC")" "\"--resume\", \"$sid\"" "the second link resumes"
-assert_eq "$sid" "$(tq_sql "select agent_session from attempts where task_id = $s2")" \
+assert_eq "$sid" "$(attempts_of "$s2" agent_session)" \
 	"the fake found the session in that directory"
 wait_for "[ \"\$(ws_count)\" -eq 0 ]" 10 || fail "workspaces left: $(ls -A "$WORK")"
 
@@ -201,7 +201,7 @@ wait_for "[ ! -e '$run_ws' ]" 10 || fail "the killed task's workspace was left"
 tq cancel "$waiting" >/dev/null
 
 check "--interactive: foreground, our stdin and stdout, a workspace gone afterwards, its status"
-n0=$(tq_sql "select count(*) from tasks")
+n0=$(task_count)
 fake_agent_args claude --record "$REC" --key-order real --stdin --result "got {prompt}"
 run sh -c 'printf "abc" | "$0" ask --interactive "hi there"' "$TASKQ_BIN"
 assert_eq 0 "$TQ_RC" "exit status ($(err))"
@@ -216,7 +216,7 @@ assert_contains "$line" "\"argv\": [\"$FAKE_AGENTS_DIR/claude\", \"--mcp-config\
 fake_agent_args claude --record "$REC" --exit 7
 assert_exit 7 ask --interactive "exit seven"
 fake_agent_args claude --record "$REC" --key-order real
-assert_eq "$n0" "$(tq_sql "select count(*) from tasks")" "--interactive stores no task"
+assert_eq "$n0" "$(task_count)" "--interactive stores no task"
 
 check "--interactive with a probe: the workspace's files; --session resumes the chain"
 export PROBE_OUT="$TQ_TMP/probe-i.out"

@@ -21,10 +21,6 @@ DB_TESTS=(
 # below fails on a stale entry), and when the list is empty it goes.
 PENDING=(
 	test_after_scale.sh
-	test_ask.sh
-	test_ask_real.sh
-	test_ask_real_clis.sh
-	test_ask_workspace.sh
 	test_cancel_remove.sh
 	test_cron.sh
 	test_double_crash_escapee.sh
