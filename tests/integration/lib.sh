@@ -529,3 +529,52 @@ argv = [base64.b64decode(v) for v in d["argv_base64"]] if "argv_base64" in d \
 print(b"".join(a + b"\0" for a in argv).hex().upper())
 ' <<<"$j"
 }
+
+# ---------------------------------------------------------------------------
+# json2's helpers (issue 18): whether a task is there, the workers that
+# hold tasks, counts by state -- read through --json as the rest.
+
+# task_exists ID: 1 when taskq show has task ID, 0 when it says there is no
+# such task (as a count of its rows did); anything else fails the caller.
+task_exists() {
+	local e
+	if e=$("$TASKQ_BIN" show "$1" --json 2>&1 >/dev/null); then
+		echo 1
+		return 0
+	fi
+	case $e in
+	*"task $1: no such task"*) echo 0 ;;
+	*)
+		echo "<task_exists $1: $e>"
+		return 1
+		;;
+	esac
+}
+
+# state_count STATE: how many tasks are in STATE (status --json's counts).
+state_count() {
+	tq_json status --json -- "tasks.$1"
+}
+
+# worker_field WID PATH...: fields of the worker whose id is WID (show
+# --json's worker_id) in status --json's worker_list, which lists the
+# workers not stopped; no line when it is not there.
+worker_field() {
+	local w=$1
+	shift
+	tq_json status --json -- --in worker_list --where id "$w" "$@"
+}
+
+# task_worker_pid ID: the pid of the worker task ID's lease names (its
+# worker_id); nothing when it has none.
+task_worker_pid() {
+	local w
+	w=$(task_field "$1" worker_id) || return
+	[ -z "$w" ] || worker_field "$w" pid
+}
+
+# running_worker_pid ID: the pid of the worker that says it runs task ID
+# (worker_list's task, from its heartbeat); nothing when none does.
+running_worker_pid() {
+	tq_json status --json -- --in worker_list --where task "$1" pid
+}

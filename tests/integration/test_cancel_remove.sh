@@ -5,7 +5,7 @@
 # (exit 2); every id is parsed before any is touched.
 . "$(dirname "$0")/lib.sh"
 
-state() { tq_sql "select state from tasks where id = $1"; }
+state() { task_field "$1" state; }
 
 check "with no state directory yet: exit 2, one line saying so, nothing created"
 assert_exit 2 tq cancel 1
@@ -21,8 +21,8 @@ check "cancel a queued task: state and outcome canceled, reported on stdout"
 assert_exit 0 tq cancel 1
 assert_eq "1 canceled" "$(out)"
 assert_eq "" "$(err)"
-assert_eq "canceled|canceled" "$(tq_sql "select state, outcome from tasks where id = 1")"
-assert_eq 1 "$(tq_sql "select finished_at > 0 from tasks where id = 1")"
+assert_eq "canceled|canceled" "$(task_field 1 state outcome)"
+assert_eq 1 "$(task_field 1 finished_at | awk '{ print ($1 > 0) }')" "finished_at set"
 
 check "canceling a canceled task is not an error"
 assert_exit 0 tq cancel 1
@@ -43,11 +43,13 @@ assert_eq queued "$(state 4)"
 assert_exit 2 tq remove 4 0
 assert_eq queued "$(state 4)"
 
-# 5 runs, 6 has finished (as a worker would have recorded)
+# 5 runs, 6 has finished (as a worker would have recorded; 5 with no
+# worker alive, which no command makes)
 now=$(($(date +%s) * 1000))
-tq_sql "update tasks set state='running', started_at=$now, attempt=1 where id=5;
+ends="update tasks set state='running', started_at=$now, attempt=1 where id=5;
 	update tasks set state='succeeded', started_at=$now-10, finished_at=$now,
 	exit_code=0, outcome='succeeded', attempt=1 where id=6;"
+tq_sql "$ends" # SQL: the database itself (setup: a task running with no live worker, one ended)
 
 check "cancel refuses a running or finished task: exit 1, untouched"
 assert_exit 1 tq cancel 5
@@ -63,12 +65,13 @@ check "remove deletes the task, its attempts and labels, and its log"
 tq submit --label k=v true >/dev/null # 7
 mkdir -p "$TASKQ_HOME/logs"
 echo "output" >"$TASKQ_HOME/logs/7.log"
-tq_sql "insert into attempts(task_id, attempt, started_at) values (7, 1, $now)"
+tq_sql "insert into attempts(task_id, attempt, started_at) values (7, 1, $now)" # SQL: the database itself (setup: an attempt without running the task)
+assert_eq '{"k": "v"}|1' "$(task_field 7 labels attempts.0.attempt)" "its label and attempt, before"
 assert_exit 0 tq remove 7
 assert_eq "7 removed" "$(out)"
-assert_eq 0 "$(tq_sql "select count(*) from tasks where id = 7")"
-assert_eq 0 "$(tq_sql "select count(*) from attempts where task_id = 7")"
-assert_eq 0 "$(tq_sql "select count(*) from labels where task_id = 7")"
+assert_eq 0 "$(task_exists 7)"
+assert_eq 0 "$(tq_sql "select count(*) from attempts where task_id = 7")" # SQL: the database itself (no row of a removed task is left; no command reads one)
+assert_eq 0 "$(tq_sql "select count(*) from labels where task_id = 7")" # SQL: the database itself (no row of a removed task is left; no command reads one)
 assert_eq no "$([ -e "$TASKQ_HOME/logs/7.log" ] && echo yes || echo no)" "log removed"
 assert_exit 2 tq show 7
 assert_exit 2 tq remove 7
@@ -77,7 +80,7 @@ assert_eq 'taskq: remove: task 7: no such task' "$(err)"
 check "remove works on finished and canceled tasks, without a log file too"
 assert_exit 0 tq rm 6 1
 assert_eq $'6 removed\n1 removed' "$(out)"
-assert_eq 0 "$(tq_sql "select count(*) from tasks where id in (1, 6)")"
+assert_eq "0 0" "$(task_exists 1) $(task_exists 6)"
 
 check "remove refuses a running task no live worker holds: exit 1, the task and its log stay"
 # (a running task with a live worker is killed, then removed: test_remove_running.sh)

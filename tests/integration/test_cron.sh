@@ -185,8 +185,8 @@ assert_contains "$(cat "$JOBLOG")" "TASKQ_HOME=$TASKQ_HOME" "the crontab passed 
 mapfile -t first < <(awk '/^submit / && !seen[$3]++ { print $3 "=" $4 }' "$JOBLOG")
 assert_eq "alpha=1 beta=2 gamma=3" "${first[*]}" "the first run's ids"
 for id in 1 2 3; do
-	wait_for "[ \"\$(tq_sql 'select state from tasks where id = $id')\" = running ]" 30 ||
-		fail "task $id is not running: $(tq_sql "select state, reason from tasks where id = $id"); drain: $(cat "$CR"/drain.*.log)"
+	wait_for "[ \"\$(task_field $id state)\" = running ]" 30 ||
+		fail "task $id is not running: $(task_field "$id" state reason); drain: $(cat "$CR"/drain.*.log)"
 done
 
 check "the second firing, a minute later, finds them still running: no duplicate"
@@ -208,8 +208,9 @@ assert_eq 3 "$(grep -c "^submit $second .* rc=0\$" "$JOBLOG")" "a --unique no-op
 assert_eq "3" "$(wc -l <"$CR/submit.err")" "one note on stderr per no-op submit ($(cat "$CR/submit.err"))"
 assert_contains "$(grep "^drain $second " "$JOBLOG")" "rc=1" "the second drain refused"
 assert_contains "$(cat "$CR/drain.$second.log")" "already running" "the second drain's message"
-assert_eq "3" "$(tq_sql "select count(*) from tasks")" "tasks in the queue"
-assert_eq "3|3" "$(tq_sql "select count(*), count(distinct name) from tasks where batch = 'nightly' and state = 'running'")" \
+assert_eq "3" "$(task_count)" "tasks in the queue"
+assert_exit 0 tq list --json --batch nightly --state running
+assert_eq "3|3" "$(out | pyjson '"%d|%d" % (len(d), len(set(t["name"] for t in d)))')" \
 	"one unfinished task per unique key"
 
 check "taskq wait --batch times out (124) while the batch runs"
@@ -223,9 +224,10 @@ echo "wait --json: $(out)"
 assert_eq "True 1 3 2 1 gamma" "$(pyjson '" ".join(str(x) for x in [d["done"], d["exit_status"], d["total"],
 	d["counts"]["succeeded"], d["counts"]["failed"]] + [t["name"] for t in d["tasks"] if t["state"] != "succeeded"])' <"$TQ_OUT")" \
 	"wait --json: done, exit status, counts, the failed task"
+assert_exit 0 tq list --json --limit 0
 assert_eq "succeeded|alpha
 succeeded|beta
-failed|gamma" "$(tq_sql "select state, name from tasks order by id")"
+failed|gamma" "$(out | json_get --each state name | tac)"
 assert_exit 0 tq wait 1 2 --timeout 5s
 assert_exit 3 tq wait 3 --timeout 5s
 assert_exit 0 tq log 1

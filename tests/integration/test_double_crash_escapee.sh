@@ -69,7 +69,7 @@ double_crash() {
 		assert_eq "0::$REL/$PREFIX.$t.1" "$(grep '^0::' "/proc/$e/cgroup")" \
 			"the escapee is in its task's cgroup"
 	fi
-	w=$(tq_sql "select pid from workers where task_id = $t and stopped_at is null")
+	w=$(running_worker_pid "$t")
 	[ -n "$w" ] || fail "no worker runs task $t"
 	kill -9 "$w" "$SERVE_PID"
 	wait_for "! _tq_alive $SERVE_PID && ! _tq_alive $w" 10 || fail "supervisor or worker still alive"

@@ -76,7 +76,7 @@ assert_eq 1 "$(pyjson 'len(d["attempts"])' <"$TQ_OUT")" "attempts"
 assert_eq 1 "$(wc -l <"$TQ_TMP/runs1")" "runs"
 wait_for "[ ! -e '$TASKQ_HOME/ends/$id.1' ]" 10 || fail "end record left behind"
 # the end's time is when it ended, not when it could be written
-fin=$(tq_sql "select finished_at from tasks where id = $id")
+fin=$(task_field "$id" finished_at)
 [ $((fin - t_end)) -lt $((HOLD_MS - 2000)) ] ||
 	fail "finished_at $fin is the time of the write, not of the end ($t_end)"
 wait_for "! _tq_alive $DRAIN_PID" 30 || fail "drain did not exit: $(tail -5 "$TQ_TMP/serve.log")"
@@ -89,7 +89,7 @@ serve_start 1
 tq submit --retry-lost -- sh -c "echo run >>'$TQ_TMP/runs2'; while [ ! -e '$TQ_TMP/go2' ]; do sleep 0.02; done; exit 3" >"$TQ_TMP/id2"
 id=$(cat "$TQ_TMP/id2")
 wait_for "[ \"\$(state_of $id)\" = running ] && [ -s '$TQ_TMP/runs2' ]" 20 || fail "task 2 did not start"
-wpid=$(tq_sql "select pid from workers where stopped_at is null")
+wpid=$(worker_pids)
 hold_lock b
 t_end=$(_tq_now_ms)
 touch "$TQ_TMP/go2"
@@ -101,13 +101,13 @@ wait_for "[ \$((\$(_tq_now_ms) - $t_end)) -ge $HOLD_MS ]" 60
 release_lock b
 serve_start 1
 wait_for "[ \"\$(state_of $id)\" = failed ]" 30 ||
-	fail "task 2 is $(state_of "$id") ($(tq_sql "select outcome, reason from tasks where id = $id")): $(tail -5 "$TQ_TMP/serve.log")"
+	fail "task 2 is $(state_of "$id") ($(task_field "$id" outcome reason)): $(tail -5 "$TQ_TMP/serve.log")"
 assert_exit 0 tq show "$id" --json
 assert_eq 3 "$(pyjson 'd["exit_code"]' <"$TQ_OUT")" "exit code of task 2"
 assert_eq failed "$(pyjson 'd["outcome"]' <"$TQ_OUT")" "outcome of task 2 (never lost)"
 assert_eq 1 "$(pyjson 'len(d["attempts"])' <"$TQ_OUT")" "attempts of task 2"
 assert_contains "$(cat "$TQ_TMP/serve.log")" "written from its end record"
-assert_not_contains "$(tq_sql "select group_concat(outcome) from attempts where task_id = $id")" lost
+assert_not_contains "$(attempts_of "$id" outcome)" lost
 wait_for "[ ! -e '$TASKQ_HOME/ends/$id.1' ]" 10 || fail "end record 2 left behind"
 # final, not a retry waiting: it never runs a second time
 assert_eq 1 "$(wc -l <"$TQ_TMP/runs2")" "runs of task 2"

@@ -36,7 +36,7 @@ trap '_disk_cleanup; _tq_cleanup' EXIT
 serve_start 1
 id=$(submit_id --retry-lost -- sh -c "echo run >>'$TQ_TMP/runs'; while [ ! -e '$TQ_TMP/go' ]; do sleep 0.02; done; exit 4")
 wait_state "$id" running
-wpid=$(tq_sql "select pid from workers where stopped_at is null")
+wpid=$(worker_pids)
 # another connection holds the write lock, so the store refuses the end
 # whatever room its WAL file has left
 hold_lock
@@ -56,8 +56,8 @@ rm -f "$TASKQ_HOME/filler"
 serve_start 1
 wait_for "[ \"\$(state_of $id)\" = failed ]" 30 ||
 	fail "task $id is $(state_of "$id") ($(outcome_of "$id")): $(tail -5 "$TQ_TMP/serve.log")"
-assert_eq "failed|4" "$(tq_sql "select outcome || '|' || exit_code from tasks where id = $id")"
-assert_eq 1 "$(tq_sql "select count(*) from attempts where task_id = $id")" "attempts"
+assert_eq "failed|4" "$(task_field "$id" outcome exit_code)"
+assert_eq 1 "$(attempt_count "$id")" "attempts"
 assert_eq 1 "$(wc -l <"$TQ_TMP/runs")" "runs (--retry-lost: a lost end would run it again)"
 wait_for "[ ! -e '$TASKQ_HOME/ends/$id.1' ]" 10 || fail "end record left behind"
 

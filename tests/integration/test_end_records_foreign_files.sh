@@ -31,10 +31,10 @@ wait_state "$a" killed
 check "a FIFO and a symlink as the records of two dead workers' tasks: both recovered"
 mkfifo "$ends/$b.1"
 ln -s /etc/hostname "$ends/$c.1"
-wb=$(tq_sql "select worker_id from tasks where id = $b")
-wc=$(tq_sql "select worker_id from tasks where id = $c")
-kill -KILL "$(tq_sql "select pid from workers where id = $wb")" \
-	"$(tq_sql "select pid from workers where id = $wc")"
+pb=$(task_worker_pid "$b")
+pc=$(task_worker_pid "$c")
+[ -n "$pb" ] && [ -n "$pc" ] || fail "no worker for $b ($pb) or $c ($pc)"
+kill -KILL "$pb" "$pc"
 wait_for "[ \"\$(state_of $b)\" = failed ] && [ \"\$(state_of $c)\" = failed ]" 30 ||
 	fail "not recovered: $b $(state_of "$b"), $c $(state_of "$c"): $(tail -5 "$TQ_TMP/serve.log")"
 assert_eq lost "$(outcome_of "$b")" "outcome of $b"
@@ -53,7 +53,9 @@ e=$(submit_id -- sleep 300)
 wait_state "$e" running
 mv "$ends" "$TQ_TMP/ends.real"
 ln -s "$TQ_TMP/ends.real" "$ends"
-kill -KILL "$(tq_sql "select w.pid from workers w join tasks t on t.worker_id = w.id where t.id = $e")"
+pe=$(task_worker_pid "$e")
+[ -n "$pe" ] || fail "no worker for $e"
+kill -KILL "$pe"
 wait_for "[ \"\$(state_of $e)\" = failed ]" 30 ||
 	fail "task $e is $(state_of "$e"): $(tail -5 "$TQ_TMP/serve.log")"
 assert_eq lost "$(outcome_of "$e")" "outcome of $e"

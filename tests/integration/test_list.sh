@@ -24,7 +24,7 @@ tq submit --name six true >/dev/null
 now=$(($(date +%s) * 1000))
 # 2 succeeded after 65 s; 3 failed with exit 3; 4 killed by SIGKILL; 5 runs;
 # 6 has a name with a terminal escape
-tq_sql "update tasks set state='succeeded', started_at=$now-100000, finished_at=$now-35000,
+ends="update tasks set state='succeeded', started_at=$now-100000, finished_at=$now-35000,
 	exit_code=0, outcome='succeeded', attempt=1 where id=2;
 	update tasks set state='failed', started_at=$now-10000, finished_at=$now-9500,
 	exit_code=3, outcome='failed', attempt=1 where id=3;
@@ -32,6 +32,7 @@ tq_sql "update tasks set state='succeeded', started_at=$now-100000, finished_at=
 	signal=9, outcome='killed', attempt=1 where id=4;
 	update tasks set state='running', started_at=$now-5000, attempt=1 where id=5;
 	update tasks set name = 'evil' || char(27) || '[2Jname' where id=6;"
+tq_sql "$ends" # SQL: the database itself (setup: ends at chosen times, a name submit refuses)
 # (submit refuses control characters in names; the store may still hold
 # them from elsewhere, and list must not pass them to a terminal)
 tq cancel 1 >/dev/null

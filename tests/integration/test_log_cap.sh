@@ -14,7 +14,7 @@ wait_state "$yes_id" failed 60
 wait_state "$both" failed 60
 for id in "$yes_id" "$both"; do
 	assert_eq output_overflow "$(outcome_of "$id")"
-	assert_contains "$(tq_sql "select reason from tasks where id = $id")" "output cap of 1.0M"
+	assert_contains "$(task_field "$id" reason)" "output cap of 1.0M"
 	assert_eq 1048576 "$(tq log "$id" --offset 0 --raw | wc -c)"
 done
 check "what was kept is the output's start, unchanged"

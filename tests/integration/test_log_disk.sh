@@ -43,12 +43,12 @@ wait_state "$first" succeeded
 check "a task that writes 5 MB into 1 MB: output_lost, saying the disk is full"
 big=$(submit_id -- sh -c 'yes 0123456789abcdefghijklmnopqrstuvwxyz | head -c 5000000')
 wait_state "$big" failed 60
-reason=$(tq_sql "select reason from tasks where id = $big")
+reason=$(task_field "$big" reason)
 assert_contains "$reason" "its output could not all be stored: log write "
 assert_contains "$reason" "No space left on device (ENOSPC)"
 assert_contains "$reason" "of its 5000000 bytes of output kept"
 assert_eq output_lost "$(outcome_of "$big")"
-assert_eq 0 "$(tq_sql "select exit_code from tasks where id = $big")" "its own exit code"
+assert_eq 0 "$(task_field "$big" exit_code)" "its own exit code"
 check "what reached the disk is whole lines of its output"
 tq log "$big" --offset 0 >"$TQ_TMP/big.out"
 n=$(wc -l <"$TQ_TMP/big.out")
@@ -59,8 +59,8 @@ check "echo small into a full disk: output_lost, exit code 0, 0 bytes kept; log 
 dd if=/dev/zero of="$logs/filler" bs=64k 2>/dev/null || true # fill what is left
 small=$(submit_id -- echo small)
 wait_state "$small" failed 60
-assert_eq "output_lost|0" "$(tq_sql "select outcome || '|' || exit_code from tasks where id = $small")"
-assert_contains "$(tq_sql "select reason from tasks where id = $small")" \
+assert_eq "output_lost|0" "$(task_field "$small" outcome exit_code)"
+assert_contains "$(task_field "$small" reason)" \
 	"(ENOSPC); 0 of its 6 bytes of output kept, the rest dropped; the command itself ended with exit 0"
 assert_exit 0 tq log "$small"
 assert_eq "" "$(out)"

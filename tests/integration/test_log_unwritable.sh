@@ -87,8 +87,8 @@ assert_contains "$(err)" "output missing: attempt 1 could not store all of it"
 check "a command that fails on its own keeps its exit code beside the lost output"
 id3=$(tq submit --shell "$(big 3)")
 wait_for "[ \"\$(state_of $id3)\" = failed ]" 60 || fail "task $id3 is $(state_of "$id3")"
-assert_eq "output_lost|3" "$(tq_sql "select outcome || '|' || exit_code from tasks where id = $id3")"
-assert_contains "$(tq_sql "select reason from tasks where id = $id3")" "the command itself ended with exit 3"
+assert_eq "output_lost|3" "$(task_field "$id3" outcome exit_code)"
+assert_contains "$(task_field "$id3" reason)" "the command itself ended with exit 3"
 assert_exit 3 tq wait "$id3"
 
 check "a task with a small log is unaffected"

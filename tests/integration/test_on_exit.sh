@@ -75,6 +75,6 @@ grep -q "task $hang on-exit: still running after 1.0s; stopping it" "$TQ_TMP/ser
 grep -q "task $hang on-exit: failed (signal 15 (SIGTERM), at its timeout)" "$TQ_TMP/serve.log" ||
 	fail "no failure line: $(grep on-exit "$TQ_TMP/serve.log")"
 # it took the timeout, not the sleep: the next task ran within seconds
-started=$(tq_sql "select started_at from tasks where id = $after")
-ended=$(tq_sql "select finished_at from tasks where id = $hang")
+started=$(task_field "$after" started_at)
+ended=$(task_field "$hang" finished_at)
 [ $((started - ended)) -lt 15000 ] || fail "the next task waited $((started - ended)) ms"

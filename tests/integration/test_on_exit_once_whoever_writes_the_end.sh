@@ -16,7 +16,7 @@ check "the end written from the record by a later supervisor runs the hook, once
 serve_start 1
 a=$(submit_id --on-exit "$HOOK" -- sh -c "while [ ! -e '$TQ_TMP/go' ]; do sleep 0.02; done; exit 4")
 wait_state "$a" running
-wpid=$(tq_sql "select pid from workers where stopped_at is null")
+wpid=$(worker_pids)
 hold_lock a
 touch "$TQ_TMP/go"
 wait_for "[ -e '$TASKQ_HOME/ends/$a.1' ]" 20 || fail "no end record: $(tail -3 "$TQ_TMP/serve.log")"
@@ -25,7 +25,7 @@ wait_for "! _tq_alive $wpid && ! _tq_alive $SERVE_PID" 10
 release_lock a
 serve_start 1
 wait_state "$a" failed 30
-assert_eq 4 "$(tq_sql "select exit_code from tasks where id = $a")" "exit code of $a"
+assert_eq 4 "$(task_field "$a" exit_code)" "exit code of $a"
 wait_for "[ \"\$(hook_lines $a)\" -ge 1 ]" 30 ||
 	fail "the hook of task $a did not run: $(grep -i hook "$TQ_TMP/serve.log" | tail -3)"
 assert_eq "$a failed 4" "$(grep "^$a " "$hooks")" "the hook's environment"
@@ -33,7 +33,9 @@ assert_eq "$a failed 4" "$(grep "^$a " "$hooks")" "the hook's environment"
 check "a lost attempt's final end runs the hook, once"
 b=$(submit_id --on-exit "$HOOK" -- sleep 300)
 wait_state "$b" running
-kill -KILL "$(tq_sql "select w.pid from workers w join tasks t on t.worker_id = w.id where t.id = $b")"
+pb=$(task_worker_pid "$b")
+[ -n "$pb" ] || fail "no worker for $b"
+kill -KILL "$pb"
 wait_state "$b" failed 30
 assert_eq lost "$(outcome_of "$b")"
 wait_for "[ \"\$(hook_lines $b)\" -ge 1 ]" 30 || fail "the hook of lost task $b did not run"
@@ -43,7 +45,7 @@ check "a hook that had started when its worker died is not run again"
 c=$(submit_id --on-exit "echo \$TASKQ_ID started >>'$hooks'; exec sleep 300" -- true)
 wait_for "[ \"\$(hook_lines $c)\" -ge 1 ]" 30 || fail "the hook of task $c did not start"
 wait_for "[ \"\$(live_workers)\" -ge 1 ]" 30
-kill -KILL "$SERVE_PID" $(tq_sql "select pid from workers where stopped_at is null")
+kill -KILL "$SERVE_PID" $(worker_pids)
 serve_start 1
 
 check "a task submitted after all that ran: every hook ran exactly once"

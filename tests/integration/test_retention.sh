@@ -11,9 +11,9 @@
 
 day=$((24 * 3600 * 1000))
 age() { # age ID DAYS: it finished DAYS days ago
-	tq_sql "update tasks set finished_at = finished_at - $2 * $day where id = $1"
+	tq_sql "update tasks set finished_at = finished_at - $2 * $day where id = $1" # SQL: the database itself (setup: age a timestamp)
 }
-exists() { tq_sql "select count(*) from tasks where id = $1"; }
+exists() { task_exists "$1"; }
 has_log() { [ -e "$TASKQ_HOME/logs/$1.log" ] && echo yes || echo no; }
 drain() { tq drain --workers 1 "$@" 2>>"$TQ_TMP/serve.log"; }
 
@@ -24,15 +24,17 @@ drain || true
 tq poll "$t1" >/dev/null   # a cursor row
 held=$(submit_id --group held -- echo held)
 tq pause held >/dev/null
-tq_sql "update tasks set created_at = created_at - 30 * $day where id = $held"
+tq_sql "update tasks set created_at = created_at - 30 * $day where id = $held" # SQL: the database itself (setup: age a timestamp)
 age "$t1" 10
 age "$t2" 8
 age "$t3" 6
 
 check "setup: logs, attempts, labels and a cursor exist"
 assert_eq "yes yes yes" "$(has_log "$t1") $(has_log "$t2") $(has_log "$t3")"
-assert_eq 1 "$(tq_sql "select count(*) from cursors where task_id = $t1")"
-assert_eq 1 "$(tq_sql "select count(*) from labels where task_id = $t1")"
+assert_exit 0 tq poll "$t1" --json
+assert_eq "[]|1" "$(out | json_get lines total)" "the default reader's cursor, past the task's one line"
+assert_eq '{"k": "v"}' "$(task_field "$t1" labels)"
+assert_eq "1 1" "$(attempt_count "$t1") $(attempt_count "$t2")" "attempts"
 
 check "status shows the default retention before any supervisor stored one"
 assert_exit 0 tq status
@@ -43,9 +45,9 @@ serve_start 1
 wait_for "[ \"\$(exists $t1)\$(exists $t2)\" = 00 ]" 20 || fail "old tasks were not removed"
 assert_eq "no no" "$(has_log "$t1") $(has_log "$t2")"
 assert_eq no "$([ -e "$TASKQ_HOME/logs/$t1.idx" ] && echo yes || echo no)" "index removed"
-assert_eq 0 "$(tq_sql "select count(*) from attempts where task_id in ($t1, $t2)")"
-assert_eq 0 "$(tq_sql "select count(*) from labels where task_id = $t1")"
-assert_eq 0 "$(tq_sql "select count(*) from cursors where task_id = $t1")"
+assert_eq 0 "$(tq_sql "select count(*) from attempts where task_id in ($t1, $t2)")" # SQL: the database itself (no row of a removed task is left; no command reads one)
+assert_eq 0 "$(tq_sql "select count(*) from labels where task_id = $t1")" # SQL: the database itself (no row of a removed task is left; no command reads one)
+assert_eq 0 "$(tq_sql "select count(*) from cursors where task_id = $t1")" # SQL: the database itself (no row of a removed task is left; no command reads one)
 check "and keeps the rest: a newer finished task, an old unfinished one"
 assert_eq 1 "$(exists "$t3")"
 assert_eq yes "$(has_log "$t3")"
@@ -58,7 +60,7 @@ tq shutdown >/dev/null
 check "--retention 0 keeps everything, and is remembered by the next supervisor"
 age "$t3" 400
 drain --retention 0
-assert_eq 0 "$(tq_sql "select value from meta where key = 'retention_ms'")"
+assert_eq 0 "$(tq_json status --json -- retention_ms)" "the retention stored"
 assert_eq 1 "$(exists "$t3")"
 assert_exit 0 tq status
 assert_contains "$(out)" "retention: finished tasks are kept forever"
@@ -71,7 +73,7 @@ check "--retention 1d: the old task goes, the setting is stored"
 drain --retention 1d
 assert_eq 0 "$(exists "$t3")"
 assert_eq no "$(has_log "$t3")"
-assert_eq $day "$(tq_sql "select value from meta where key = 'retention_ms'")"
+assert_eq $day "$(tq_json status --json -- retention_ms)" "the retention stored"
 assert_exit 0 tq status
 assert_contains "$(out)" "retention: finished tasks are removed after 1d"
 assert_exit 2 tq serve --retention forever
@@ -120,11 +122,12 @@ assert_eq "1 task removed" "$(out)"
 assert_eq "0 no" "$(exists "$b") $(has_log "$b")"
 
 check "clear --finished: every finished task, never an unfinished one"
+assert_eq '{"x": "y"}|1' "$(task_field "$c" labels attempts.0.attempt)" "its label and attempt, before"
 assert_exit 0 tq clear --finished
 assert_eq "1 task removed" "$(out)"
 assert_eq 0 "$(exists "$c")"
-assert_eq 0 "$(tq_sql "select count(*) from labels where task_id = $c")"
-assert_eq 0 "$(tq_sql "select count(*) from attempts where task_id = $c")"
+assert_eq 0 "$(tq_sql "select count(*) from labels where task_id = $c")" # SQL: the database itself (no row of a removed task is left; no command reads one)
+assert_eq 0 "$(tq_sql "select count(*) from attempts where task_id = $c")" # SQL: the database itself (no row of a removed task is left; no command reads one)
 assert_eq 1 "$(exists "$held")"
 assert_exit 0 tq clear --finished
 assert_eq "0 tasks removed" "$(out)"

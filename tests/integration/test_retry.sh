@@ -31,12 +31,12 @@ serve_start 2
 
 check "a task that hits a rate limit twice, then succeeds: 3 attempts"
 a=$(submit_id --group api --backoff 2s --backoff-max 10s -- "$TQ_TMP/agent.sh" 2 "$TQ_TMP/a.n")
-wait_for "[ \"\$(tq_sql \"select count(*) from attempts where task_id = $a and ended_at is not null\")\" -ge 1 ]" 20
+wait_for "[ -n \"\$(attempt_field $a 1 ended_at)\" ]" 20
 check "while it waits, its group is paused: another task of the group stays queued"
 b=$(submit_id --group api -- true)
 c=$(submit_id --group other -- true)
 wait_state "$c" succeeded
-pause_end=$(tq_sql "select retry_at from attempts where task_id = $a and attempt = 1")
+pause_end=$(attempt_field "$a" 1 retry_at)
 # Look now only while the pause surely holds (a loaded machine may be slow to
 # get here); the check after a succeeds is the one that always runs.
 if [ $(($(_tq_now_ms) + 300)) -lt "$pause_end" ]; then
@@ -47,32 +47,35 @@ else
 	echo "(machine too slow to look inside the pause; checking start times only)"
 fi
 wait_state "$a" succeeded 30
-assert_eq "3" "$(tq_sql "select count(*) from attempts where task_id = $a")"
-assert_eq "rate_limit|rate_limit|" "$(tq_sql "select group_concat(coalesce(category,''), '|') from (select category from attempts where task_id = $a order by attempt)")"
-assert_contains "$(tq_sql "select reason from attempts where task_id = $a and attempt = 1")" "Request rejected (429)"
+assert_eq "3" "$(attempt_count "$a")"
+assert_eq "rate_limit|rate_limit|" "$(attempts_of "$a" category | paste -sd '|')"
+assert_contains "$(attempt_field "$a" 1 reason)" "Request rejected (429)"
 wait_state "$b" succeeded
 check "b did not start before the pause ended"
-assert_eq 1 "$(tq_sql "select (select started_at from tasks where id = $b) >= (select retry_at from attempts where task_id = $a and attempt = 1) - 5")"
+b_started=$(task_field "$b" started_at)
+[ "$b_started" -ge $(($(attempt_field "$a" 1 retry_at) - 5)) ] ||
+	fail "b started at $b_started, before the pause's end $(attempt_field "$a" 1 retry_at)"
 check "backoff within its jitter bounds: [d/2, d] for d = 2s, then 4s"
 for n in 1 2; do
 	d=$((2000 << (n - 1)))
-	wait_ms=$(tq_sql "select retry_at - ended_at from attempts where task_id = $a and attempt = $n")
+	IFS='|' read -r retry_at ended_at < <(attempt_field "$a" "$n" retry_at ended_at)
+	wait_ms=$((retry_at - ended_at))
 	[ "$wait_ms" -ge $((d / 2 - 50)) ] && [ "$wait_ms" -le "$d" ] ||
 		fail "attempt $n waited $wait_ms ms, not within [$((d / 2)), $d]"
-	gap=$(tq_sql "select (select started_at from attempts where task_id = $a and attempt = $((n + 1))) - retry_at from attempts where task_id = $a and attempt = $n")
+	gap=$(($(attempt_field "$a" $((n + 1)) started_at) - retry_at))
 	[ "$gap" -ge 0 ] || fail "attempt $((n + 1)) started $gap ms before its retry time"
 done
 
 check "--retries 0: a rate limit fails at once"
 d=$(submit_id --retries 0 --group r0 -- "$TQ_TMP/agent.sh" 5 "$TQ_TMP/d.n")
 wait_state "$d" failed
-assert_eq "1|rate_limit" "$(tq_sql "select attempt, category from tasks where id = $d")"
+assert_eq "1|rate_limit" "$(task_field "$d" attempt category)"
 
 check "an auth failure is not retried"
 e=$(submit_id --group au -- "$TQ_TMP/agent.sh" 5 "$TQ_TMP/e.n" auth)
 wait_state "$e" failed
-assert_eq "1|auth" "$(tq_sql "select attempt, category from tasks where id = $e")"
-assert_contains "$(tq_sql "select reason from tasks where id = $e")" "Invalid API key"
+assert_eq "1|auth" "$(task_field "$e" attempt category)"
+assert_contains "$(task_field "$e" reason)" "Invalid API key"
 
 check "list --category finds them"
 assert_exit 0 tq list --category rate_limit --json
@@ -83,7 +86,7 @@ check "taskq retry runs a failed task again, with a fresh budget"
 echo 0 > "$TQ_TMP/e.n"
 assert_exit 0 tq retry "$e"
 wait_state "$e" failed
-assert_eq 2 "$(tq_sql "select count(*) from attempts where task_id = $e")"
+assert_eq 2 "$(attempt_count "$e")"
 check "a succeeded task can be run again; a waiting one cannot be retried"
 assert_exit 0 tq retry "$c"
 wait_state "$c" succeeded

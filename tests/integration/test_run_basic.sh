@@ -18,18 +18,18 @@ envt=$(CLAUDECODE=1 CLAUDE_CODE_SESSION_ID=x AI_AGENT=y FOO=bar submit_id --shel
 
 serve_start 2
 for id in "$gone" "$missing" "$ok" "$three" "$envt"; do
-	wait_for "[ -n \"\$(tq_sql \"select finished_at from tasks where id = $id\")\" ]" 20 ||
+	wait_for "[ -n \"\$(task_field $id finished_at)\" ]" 20 ||
 		fail "task $id did not finish"
 done
 assert_eq failed "$(state_of "$gone")"
 assert_eq spawn_failed "$(outcome_of "$gone")"
-assert_contains "$(tq_sql "select reason from tasks where id = $gone")" "chdir"
+assert_contains "$(task_field "$gone" reason)" "chdir"
 assert_eq spawn_failed "$(outcome_of "$missing")"
-assert_contains "$(tq_sql "select reason from tasks where id = $missing")" 'no-such-command-xyz'
+assert_contains "$(task_field "$missing" reason)" 'no-such-command-xyz'
 assert_eq succeeded "$(state_of "$ok")"
-assert_eq 0 "$(tq_sql "select exit_code from tasks where id = $ok")"
+assert_eq 0 "$(task_field "$ok" exit_code)"
 assert_eq failed "$(state_of "$three")"
-assert_eq 3 "$(tq_sql "select exit_code from tasks where id = $three")"
+assert_eq 3 "$(task_field "$three" exit_code)"
 assert_eq "$(printf 'out\nerr')" "$(log_bytes "$three" | sort -r)"
 assert_eq succeeded "$(state_of "$envt")"
 assert_contains "$(cat "$TQ_TMP/env.txt")" "FOO=bar"
@@ -38,14 +38,16 @@ assert_not_contains "$(cat "$TQ_TMP/env.txt")" "CLAUDE_CODE_SESSION_ID"
 assert_not_contains "$(cat "$TQ_TMP/env.txt")" "AI_AGENT"
 
 check "each attempt records pid, process group, start time and times"
-row=$(tq_sql "select pid > 0, pgid = pid, proc_start > 0, ended_at >= started_at, outcome from attempts where task_id = $three")
+assert_eq 1 "$(attempt_count "$three")" "attempts"
+IFS='|' read -r pid pgid pstart started ended outcome < <(attempt_field "$three" 1 pid pgid proc_start started_at ended_at outcome)
+row="$((pid > 0))|$((pgid == pid))|$((pstart > 0))|$((ended >= started))|$outcome"
 assert_eq "1|1|1|1|failed" "$row"
 
 check "process titles name the worker and its task"
 sleeper=$(submit_id --name napper -- sleep 30)
 wait_state "$sleeper" running
-wait_for "[ -n \"\$(tq_sql \"select pid from workers where task_id = $sleeper and stopped_at is null\")\" ]" 10
-wpid=$(tq_sql "select pid from workers where task_id = $sleeper and stopped_at is null")
+wait_for "[ -n \"\$(running_worker_pid $sleeper)\" ]" 10
+wpid=$(running_worker_pid "$sleeper")
 wait_for "tr '\\0' ' ' < /proc/$wpid/cmdline | grep -q 'worker [0-9]*: task $sleeper napper'" 10 ||
 	fail "title: $(tr '\0' ' ' < /proc/$wpid/cmdline)"
 assert_exit 0 tq kill "$sleeper"

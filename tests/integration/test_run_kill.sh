@@ -12,11 +12,11 @@ check "a timed-out task and the daemon it left are gone"
 t1=$(submit_id --timeout 1s --shell "$FIX/daemonize.sh > $TQ_TMP/d1.pid; exec sleep 1000")
 wait_state "$t1" timed_out 20
 assert_eq timed_out "$(outcome_of "$t1")"
-assert_contains "$(tq_sql "select reason from tasks where id = $t1")" "timed out after 1.0s"
+assert_contains "$(task_field "$t1" reason)" "timed out after 1.0s"
 d1=$(cat "$TQ_TMP/d1.pid")
 [ -n "$d1" ] || fail "no daemon pid"
 wait_for "! _tq_alive $d1" 5 || fail "daemon $d1 outlived its task"
-assert_eq 15 "$(tq_sql "select signal from tasks where id = $t1")"
+assert_eq 15 "$(task_field "$t1" signal)"
 
 check "kill: TERM ignored, so KILL after the kill grace; the daemon is gone too"
 t2=$(submit_id --kill-grace 1s --shell "$FIX/daemonize.sh > $TQ_TMP/d2.pid; trap '' TERM; while :; do sleep 1; done")
@@ -26,8 +26,8 @@ p2=$(task_pid "$t2")
 assert_exit 0 tq kill "$t2"
 assert_contains "$(out)" "$t2 killed"
 assert_eq killed "$(state_of "$t2")"
-assert_eq 9 "$(tq_sql "select signal from tasks where id = $t2")"
-assert_contains "$(tq_sql "select reason from tasks where id = $t2")" "killed by taskq kill"
+assert_eq 9 "$(task_field "$t2" signal)"
+assert_contains "$(task_field "$t2" reason)" "killed by taskq kill"
 wait_for "! _tq_alive $p2" 5 || fail "task process $p2 survived"
 wait_for "! _tq_alive $(cat "$TQ_TMP/d2.pid")" 5 || fail "daemon survived kill"
 
@@ -37,7 +37,7 @@ wait_state "$t3" running
 wait_for "[ -n \"\$(task_pid $t3)\" ]" 10
 assert_exit 0 tq kill --signal INT "$t3"
 assert_eq killed "$(state_of "$t3")"
-assert_eq 42 "$(tq_sql "select exit_code from tasks where id = $t3")"
+assert_eq 42 "$(task_field "$t3" exit_code)"
 
 check "kill of a task that has not started cancels it"
 b1=$(submit_id -- sleep 1000)

@@ -14,7 +14,7 @@ assert_contains "$(out)" "stopped"
 rc=0; wait "$SERVE_PID" || rc=$?
 assert_eq 143 "$rc" "supervisor exit status after SIGTERM"
 assert_eq queued "$(state_of "$t1")"
-assert_eq "killed|0" "$(tq_sql "select outcome, counted from attempts where task_id = $t1")"
+assert_eq "killed|false" "$(attempts_of "$t1" outcome counted)"
 assert_eq 0 "$(live_workers)"
 check "shutdown with nothing running"
 assert_exit 0 tq shutdown

@@ -37,7 +37,7 @@ daemon_start() {
 	SUP=$(cat "$TASKQ_HOME/serve.pid")
 	tq_track "$SUP"
 	wait_for "[ \"\$(live_workers)\" -ge 1 ]" 20 || fail "no worker: $(tail -5 "$LOG")"
-	for w in $(tq_sql "select pid from workers where stopped_at is null"); do
+	for w in $(worker_pids); do
 		tq_track "$w"
 	done
 }
@@ -78,7 +78,7 @@ assert_contains "$(err)" "serve.log is not a regular file of ours (a FIFO)"
 TASKQ_AUTOSTART=1 run timeout 20 "$TASKQ_BIN" submit --name through-fifo -- true
 release_fifo
 assert_eq 0 "$TQ_RC" "submit's exit (124: it hung)"
-assert_eq 1 "$(tq_sql "select count(*) from tasks where name = 'through-fifo'")"
+assert_eq 1 "$(task_count --name through-fifo)"
 
 check "a directory or a symlink at serve.log: serve says which, and follows nothing"
 rm -f "$LOG"
@@ -118,7 +118,7 @@ submit_hooks 40
 wait_ended
 # the hooks' lines are written after the task is recorded: give them time
 wait_for "[ \$(fd2_size $SUP) -gt 0 ]" 10 || true
-for pid in "$SUP" $(tq_sql "select pid from workers where stopped_at is null"); do
+for pid in "$SUP" $(worker_pids); do
 	size=$(fd2_size "$pid")
 	[ "$size" -le $((BOUND + 16384)) ] || fail "pid $pid writes into a removed file of $size bytes"
 done

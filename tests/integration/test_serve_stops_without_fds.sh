@@ -24,7 +24,7 @@ daemon_start() {
 	SUP=$(cat "$TASKQ_HOME/serve.pid")
 	tq_track "$SUP"
 	wait_for "[ \"\$(live_workers)\" -ge 1 ]" 20 || fail "no worker: $(tail -5 "$LOG")"
-	WORKERS=$(tq_sql "select pid from workers where stopped_at is null")
+	WORKERS=$(worker_pids)
 	for w in $WORKERS; do
 		tq_track "$w"
 	done
@@ -47,7 +47,7 @@ check "no fd to spare: accepting pauses, submits store themselves, serving resum
 daemon_start --workers 2
 no_fds "$SUP"
 assert_exit 0 timeout 20 "$TASKQ_BIN" submit --name while-emfile -- true
-assert_eq 1 "$(tq_sql "select count(*) from tasks where name = 'while-emfile'")"
+assert_eq 1 "$(task_count --name while-emfile)"
 if command -v strace >/dev/null; then
 	# a connection waits in the backlog the supervisor cannot accept from
 	"$TQ_PYTHON" -c 'import socket, sys, time

@@ -53,7 +53,7 @@ for kv in FOO_TOKEN=tok123 MY_API_KEY=key456 db_password=pw789 Client_Secret=s3c
 done
 assert_exit 0 tq show "$id" --json --show-env
 assert_contains "$(out | pyjson 'd["env"]')" '"FOO_TOKEN=tok123"'
-assert_eq tok123 "$(db_env "$id" | sed -n 's/^FOO_TOKEN=//p')" "the store keeps the real value"
+assert_eq tok123 "$(task_env "$id" | sed -n 's/^FOO_TOKEN=//p')" "the store keeps the real value"
 
 check "the human show has every field"
 assert_exit 0 tq show "$id"
@@ -100,7 +100,7 @@ assert_contains "$(out)" 'd\377ir'
 
 check "attempts and the outcome, as a worker would have recorded them"
 now=$(($(date +%s) * 1000))
-tq_sql "update tasks set state='failed', attempt=2, started_at=$now-3000, finished_at=$now-1000,
+ran="update tasks set state='failed', attempt=2, started_at=$now-3000, finished_at=$now-1000,
 	exit_code=1, outcome='failed', category='rate_limit', reason='HTTP 429' where id=$id;
 	insert into attempts(task_id, attempt, worker_id, pid, pgid, proc_start, started_at,
 		ended_at, signal, outcome, category, reason, counted) values ($id, 1, 1, 4242, 4242,
@@ -108,6 +108,7 @@ tq_sql "update tasks set state='failed', attempt=2, started_at=$now-3000, finish
 	insert into attempts(task_id, attempt, worker_id, pid, pgid, proc_start, started_at,
 		ended_at, exit_code, outcome, category, reason) values ($id, 2, 1, 4243, 4243,
 		777002, $now-3000, $now-1000, 1, 'failed', 'rate_limit', 'HTTP 429');"
+tq_sql "$ran" # SQL: the database itself (setup: attempts with chosen pids, times and ends)
 assert_exit 0 tq show "$id"
 shown=$(out)
 assert_contains "$shown" "attempts:     2"
@@ -132,7 +133,8 @@ assert_eq '[[1, 4242, 4242, 777001, false], [2, 4243, 4243, 777002, true]]' \
 	"each attempt's process, its identity, and whether it counts against --retries"
 
 check "dependencies are listed"
-tq_sql "insert into deps(task_id, dep_id) values ($id2, $id)"
+# (a queued task after one that failed already: submit --after cancels it)
+tq_sql "insert into deps(task_id, dep_id) values ($id2, $id)" # SQL: the database itself (setup: a dependency no submit makes)
 assert_exit 0 tq show "$id2"
 assert_contains "$(out)" "after:        1"
 assert_contains "$(out)" "    $id (to succeed)"

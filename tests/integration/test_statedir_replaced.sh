@@ -17,7 +17,7 @@ tq_track "$old"
 wait_for "[ \"\$(state_of $t1)\" = running ] && [ -n \"\$(task_pid $t1)\" ]" 20 ||
 	fail "task $t1 did not start"
 p1=$(task_pid "$t1")
-oldworkers=$(tq_sql "select pid from workers where stopped_at is null")
+oldworkers=$(worker_pids)
 rm -rf "$TASKQ_HOME"
 t2=$(TASKQ_AUTOSTART=1 tq submit -- true)
 new=$(supervisor_pid)

@@ -12,7 +12,10 @@
 odd="$TQ_TMP/a$(printf '\t')b$(printf '\033')c"
 export TASKQ_HOME="$odd"
 
-worker_pid() { tq_sql "select pid from workers where stopped_at is null and slot = $1"; }
+# the pids of the workers listed in slot $1 (not stopped)
+worker_pid() { tq_json status --json -- --in worker_list --each slot pid | awk -F'|' -v s="$1" '$1 == s { print $2 }'; }
+# how many workers are listed (not stopped)
+listed_workers() { tq status --json | pyjson 'len(d["worker_list"])'; }
 slots() { tq status --json | pyjson '" ".join(str(w["slot"]) for w in d["worker_list"])'; }
 
 check "the path: escaped on a terminal's line, exact in --json"
@@ -28,7 +31,7 @@ serve_start 2
 first_sup=$SERVE_PID
 kill -KILL "$(worker_pid 1)"
 # the supervisor starts worker 1 again: rows now worker 2, then worker 1
-wait_for "[ \"\$(live_workers)\" -eq 2 ] && [ \"\$(tq_sql 'select count(*) from workers where stopped_at is null')\" -eq 2 ]" 20 ||
+wait_for "[ \"\$(live_workers)\" -eq 2 ] && [ \"\$(listed_workers)\" -eq 2 ]" 20 ||
 	fail "worker 1 was not started again"
 kill -KILL "$first_sup"
 wait_for "! _tq_alive $first_sup" 10 || fail "the supervisor did not die"
@@ -36,8 +39,8 @@ serve_start 2
 assert_eq "1 2" "$(slots)"
 check "an adopted worker dies; its slot's next worker does not take another's name"
 kill -KILL "$(worker_pid 2)"
-wait_for "[ \"\$(tq_sql 'select count(*) from workers where stopped_at is null')\" -eq 2 ] && [ \"\$(live_workers)\" -eq 2 ]" 20 ||
-	fail "worker 2 was not started again: $(tq_sql 'select id, pid, slot, stopped_at from workers')"
+wait_for "[ \"\$(listed_workers)\" -eq 2 ] && [ \"\$(live_workers)\" -eq 2 ]" 20 ||
+	fail "worker 2 was not started again: $(tq status --json)"
 assert_eq "1 2" "$(slots)"
 assert_exit 0 tq status
 assert_eq 1 "$(out | grep -c '^worker 1:')" "lines for worker 1: $(out)"

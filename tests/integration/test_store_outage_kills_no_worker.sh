@@ -12,12 +12,18 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_serve.sh"
 
-probed() { tq_sql "select coalesce((select value from meta where key = 'supervisor_probe'), 0)"; }
+probed() { tq_sql "select coalesce((select value from meta where key = 'supervisor_probe'), 0)"; } # SQL: the database itself (the store outage: the supervisor's write probe)
+# the worker that holds task $id heartbeat after the store came back
+beaten() {
+	local h
+	h=$(worker_field "$(task_field "$id" worker_id)" heartbeat_at)
+	[ -n "$h" ] && [ "$h" -gt "$t_release" ]
+}
 
 serve_start 1 # --lease 1s: stale after 3 s
 id=$(submit_id --retry-lost -- sh -c "echo run >>'$TQ_TMP/runs'; while [ ! -e '$TQ_TMP/go' ]; do sleep 0.02; done")
 wait_state "$id" running
-wpid=$(tq_sql "select pid from workers where stopped_at is null")
+wpid=$(worker_pids)
 
 check "the store refuses writes for longer than 3 leases"
 hold_lock
@@ -36,11 +42,11 @@ kill -CONT "$wpid" 2>/dev/null || true
 _tq_alive "$wpid" || fail "the worker was killed: $(grep killing "$TQ_TMP/serve.log" | tail -1)"
 
 check "its task runs on, and ends once, succeeded"
-wait_for "[ \"\$(tq_sql \"select count(*) from workers where id = (select worker_id from tasks where id = $id) and heartbeat_at > $t_release\")\" = 1 ]" 30 ||
+wait_for beaten 30 ||
 	fail "the worker did not heartbeat again: $(tail -3 "$TQ_TMP/serve.log")"
 touch "$TQ_TMP/go"
 wait_state "$id" succeeded 30
-assert_eq 1 "$(tq_sql "select count(*) from attempts where task_id = $id")" "attempts"
+assert_eq 1 "$(attempt_count "$id")" "attempts"
 assert_eq 1 "$(wc -l <"$TQ_TMP/runs")" "runs"
 _tq_alive "$wpid" || fail "the worker was killed after all"
 assert_not_contains "$(cat "$TQ_TMP/serve.log")" "killing it"
