@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # test_submit_env.sh - the environment a task is stored with: the
 # submitter's minus the scrub list (built in, plus $TASKQ_SCRUB_ENV), then
-# --unset, then --env; --clean-env starts from nothing. Checked in the
-# database (the envs table) and through show --json.
+# --unset, then --env; --clean-env starts from nothing. Read through show
+# --json --show-env, and checked against the environment the task runs with.
 . "$(dirname "$0")/lib.sh"
 
 scrubbed=(CLAUDECODE CLAUDE_CODE_ENTRYPOINT CLAUDE_CODE_SESSION_ID
@@ -13,7 +13,7 @@ scrubbed=(CLAUDECODE CLAUDE_CODE_ENTRYPOINT CLAUDE_CODE_SESSION_ID
 # environment? The environment of the last ID asked for is cached.
 load_env() {
 	if [ "${cached_id:-}" != "$1" ]; then
-		cached_env=$(db_env "$1")
+		cached_env=$(task_env "$1")
 		cached_id=$1
 	fi
 }
@@ -27,8 +27,8 @@ assert_exit 0 env CLAUDECODE=1 CLAUDE_CODE_ENTRYPOINT=cli CLAUDE_CODE_SESSION_ID
 	CLAUDE_CODE_CHILD_SESSION=1 CLAUDE_CODE_SSE_PORT=1234 CLAUDE_CODE_EXECPATH=/x \
 	AI_AGENT=x CLAUDE_EFFORT=high CLAUDE_CODE_RETRY_WATCHDOG=1 \
 	FOO=bar CLAUDE_CODE_MAX_RETRIES=7 ANTHROPIC_API_KEY=sk-test \
-	ANTHROPIC_BASE_URL=http://127.0.0.1:9 'ODD=a b\c' \
-	"$TASKQ_BIN" submit true
+	ANTHROPIC_BASE_URL=http://127.0.0.1:9 'ODD=a b\c' $'BIN=\xff\xfe' \
+	"$TASKQ_BIN" submit -- env -0
 id=$(out)
 for v in "${scrubbed[@]}"; do
 	has_name "$id" "$v" && fail "$v was not scrubbed"
@@ -38,9 +38,13 @@ for kv in FOO=bar CLAUDE_CODE_MAX_RETRIES=7 ANTHROPIC_API_KEY=sk-test \
 	has_env "$id" "$kv" || fail "$kv missing from the stored environment"
 done
 
-check "show --json reports the same environment"
-assert_exit 0 tq show "$id" --json --show-env
-assert_eq "$(db_env "$id" | sort)" "$(out | pyjson '"\n".join(sorted(d["env"]))')"
+check "show --json reports the environment the task runs with (and taskq's two variables)"
+assert_exit 0 tq drain --workers 1
+ran=$(tq log "$id" --offset 0 --raw | tr '\0' '\n' | grep -av '^TASKQ_TASK_' | sort)
+assert_eq "$(task_env "$id" | sort)" "$ran"
+assert_contains "$ran" $'BIN=\xff\xfe' "a value that is not UTF-8"
+assert_eq "TASKQ_TASK_HOME=$TASKQ_HOME
+TASKQ_TASK_ID=$id" "$(tq log "$id" --offset 0 --raw | tr '\0' '\n' | grep -a '^TASKQ_TASK_' | sort)"
 
 check "TASKQ_SCRUB_ENV adds names (comma-separated, spaces ignored)"
 assert_exit 0 env TASKQ_SCRUB_ENV='MY_SESSION, OTHER ,' MY_SESSION=1 OTHER=2 KEEP=3 \
@@ -72,10 +76,10 @@ has_env "$id" CLAUDECODE=2 || fail "an explicit --env is kept"
 check "--clean-env starts from an empty environment; --env adds to it"
 assert_exit 0 env FOO=bar "$TASKQ_BIN" submit --clean-env --env A=1 --env B=2 true
 id=$(out)
-assert_eq $'A=1\nB=2' "$(db_env "$id")"
+assert_eq $'A=1\nB=2' "$(task_env "$id")"
 assert_exit 0 tq submit --clean-env true
 id=$(out)
-assert_eq "" "$(db_env "$id")"
+assert_eq "" "$(task_env "$id")"
 assert_exit 0 tq show "$id" --json
 assert_eq "[]" "$(out | pyjson 'd["env"]')"
 
@@ -88,7 +92,7 @@ assert_contains "$(out | pyjson 'd["env_base64"]')" "\"$(printf 'BIN=\xff\xfe' |
 	"env_base64 holds BIN's exact bytes"
 
 check "bad --env / --unset values: one line, exit 2, nothing stored"
-n=$(tq_sql "select count(*) from tasks")
+n=$(task_count)
 for args in "--env NOEQUALS" "--env =v" "--unset A=B" "--unset="; do
 	# shellcheck disable=SC2086
 	assert_exit 2 tq submit $args true
@@ -96,4 +100,4 @@ for args in "--env NOEQUALS" "--env =v" "--unset A=B" "--unset="; do
 done
 assert_eq 'taskq: submit: --env "NOEQUALS": expected NAME=VALUE' \
 	"$(tq submit --env NOEQUALS true 2>&1 || true)"
-assert_eq "$n" "$(tq_sql "select count(*) from tasks")"
+assert_eq "$n" "$(task_count)"

@@ -4,8 +4,8 @@
 # refused option is one line, exit 2, and stores nothing.
 . "$(dirname "$0")/lib.sh"
 
-# The value of COLUMN for task ID, from the database.
-col() { tq_sql "select $2 from tasks where id = $1"; }
+# The value of FIELD for task ID, from show --json (null: empty).
+col() { task_field "$1" "$2"; }
 
 check "submit prints the id alone; --json prints {\"id\":N}"
 assert_exit 0 tq submit true
@@ -18,9 +18,9 @@ check "--shell stores /bin/sh -c STRING and marks the task"
 script='echo "$HOME" | wc -c > out.txt; exit 3'
 assert_exit 0 tq submit --shell "$script"
 id=$(out)
-assert_eq "$(hex_args /bin/sh -c "$script")" "$(col "$id" "hex(argv)")"
-assert_eq 1 "$(col "$id" shell)"
-assert_eq 0 "$(col 1 shell)" "a plain command is not a shell task"
+assert_eq "$(hex_args /bin/sh -c "$script")" "$(task_argv_hex "$id")"
+assert_eq true "$(col "$id" shell)"
+assert_eq false "$(col 1 shell)" "a plain command is not a shell task"
 assert_exit 2 tq submit --shell 'ls' -- ls
 assert_one_line_error
 assert_contains "$(err)" "not both"
@@ -99,7 +99,7 @@ check "--label K=V, repeatable; bad syntax and duplicate keys refused"
 assert_exit 0 tq submit --label kind=review --label 'pr=12=b' --label empty= true
 id=$(out)
 assert_eq "empty=|kind=review|pr=12=b" \
-	"$(tq_sql "select group_concat(key || '=' || value, '|') from (select * from labels where task_id = $id order by key)")"
+	"$(tq show "$id" --json | pyjson '"|".join(k + "=" + v for k, v in sorted(d["labels"].items()))')"
 assert_exit 2 tq submit --label novalue true
 assert_eq 'taskq: submit: --label "novalue": expected NAME=VALUE' "$(err)"
 assert_exit 2 tq submit --label =v true
@@ -128,10 +128,10 @@ assert_exit 2 tq submit --batch "" true
 assert_one_line_error
 
 check "a refused submit stores nothing"
-n=$(tq_sql "select count(*) from tasks")
+n=$(task_count)
 assert_exit 2 tq submit --label a=1 --timeout nope true
 assert_exit 2 tq submit --bogus true
-assert_eq "$n" "$(tq_sql "select count(*) from tasks")"
+assert_eq "$n" "$(task_count)"
 
 check "the state directory is created 0700 and the database 0600"
 assert_eq 700 "$(stat -c %a "$TASKQ_HOME")"
@@ -140,4 +140,4 @@ assert_eq 600 "$(stat -c %a "$TASKQ_HOME/taskq.db")"
 check "--home DIR wins over TASKQ_HOME"
 assert_exit 0 tq --home "$TQ_TMP/other" submit true
 assert_eq 1 "$(out)"
-assert_eq 1 "$(sqlite3 "$TQ_TMP/other/taskq.db" "select count(*) from tasks")"
+assert_eq 1 "$(TASKQ_HOME="$TQ_TMP/other" task_count)" "tasks stored in the --home directory"

@@ -32,20 +32,20 @@ print(json.dumps(d, sort_keys=True))
 ' "${2:+unique}"
 }
 
-# Everything the store holds of task ID outside the JSON: argv's bytes, the
-# stdin file, labels and dependencies.
+# What the store holds of task ID, spelled out: argv's bytes (argv_base64
+# where it is not UTF-8), labels and dependencies. (The stdin file's bytes
+# are what the task reads: compared once the tasks have run.)
 raw() {
-	tq_sql "select hex(argv), (select hex(data) from stdin_files where task_id = $1),
-		(select group_concat(key || '=' || value, ',') from labels where task_id = $1),
-		(select group_concat(dep_id || kind, ',') from deps where task_id = $1)
-		from tasks where id = $1"
+	echo "$(task_argv_hex "$1") $(task_field "$1" labels after)"
 }
 
+# The token rows naming task ID: one when the supervisor stored it from a
+# request through the socket (the request's token), none when stored directly.
 tokens_of() {
-	tq_sql "select count(*) from meta where key like 'submit:%' and cast(value as integer) = $1"
+	tq_sql "select count(*) from meta where key like 'submit:%' and cast(value as integer) = $1" # SQL: the database itself (the socket's submit tokens, kept in meta: no command shows them)
 }
 
-ntasks() { tq_sql "select count(*) from tasks"; }
+ntasks() { task_count; }
 
 SOCKET_IDS=()
 # same ARGS...: submit ARGS through the socket, then directly; both succeed,
@@ -100,7 +100,8 @@ same --group cmp --priority 2147483647 --timeout 0 -- true y
 
 check "--stdin-file, --after, --json through the socket"
 printf 'line 1\n\0binary\xff\nend' >"$TQ_TMP/in"
-same --stdin-file "$TQ_TMP/in" -- true z
+same --stdin-file "$TQ_TMP/in" --group cmp -- cat
+STDIN_IDS=("${SOCKET_IDS[@]: -2}")
 dep=$(via direct -- true dep)
 same --after "$dep" -- true w
 same --json -- true j
@@ -122,7 +123,8 @@ assert_eq "{\"id\":$u,\"existed\":true}" "$(out)"
 assert_exit 0 via direct --unique k2 -- true u
 assert_eq "$(norm "$(out)" unique)" "$(norm "$u" unique)"
 SOCKET_IDS+=("$u" "$(out)")
-assert_eq 1 "$(tq_sql "select count(*) from tasks where unique_key = 'k1'")"
+for id in $(task_ids); do task_field "$id" unique_key; done >"$TQ_TMP/keys"
+assert_eq 1 "$(grep -cx k1 "$TQ_TMP/keys")" "tasks with the unique key k1"
 
 check "a bad --after through the socket fails as the direct submit does"
 before=$(ntasks)
@@ -135,9 +137,10 @@ assert_contains "$s_err" "99999"
 assert_eq "$before" "$(ntasks)" "nothing stored"
 
 check "the token rows are in meta, one per task stored through the socket"
-n=$(tq_sql "select count(*) from meta where key like 'submit:%'")
-want=$(tq_sql "select count(*) from meta m join tasks t on t.id = cast(m.value as integer)
-	where m.key like 'submit:%'")
+n=$(tq_sql "select count(*) from meta where key like 'submit:%'") # SQL: the database itself (the socket's submit tokens, kept in meta: no command shows them)
+tokened="select count(*) from meta m join tasks t on t.id = cast(m.value as integer)
+	where m.key like 'submit:%'"
+want=$(tq_sql "$tokened") # SQL: the database itself (the socket's submit tokens, kept in meta: no command shows them)
 assert_eq "$want" "$n" "every token names a task"
 [ "$n" -ge 9 ] || fail "only $n token rows"
 
@@ -190,6 +193,10 @@ assert_exit 0 tq resume cmp
 for id in "${SOCKET_IDS[@]}" "$dep"; do
 	wait_state "$id" succeeded 60
 done
+for id in "${STDIN_IDS[@]}"; do
+	tq log "$id" --offset 0 --raw | cmp - "$TQ_TMP/in" ||
+		fail "task $id did not read its --stdin-file's bytes"
+done
 assert_eq "" "$(grep 'submit socket:' "$TQ_TMP/serve.log" | grep -v 'timed out\|bad request')" \
 	"problems logged by the socket"
 
@@ -235,7 +242,7 @@ os.chmod(sys.argv[1], 0o640)
 [ -S "$SOCK" ] || fail "no stale socket made"
 assert_exit 0 via auto --no-start -- true stale
 id=$(out)
-assert_eq 1 "$(tq_sql "select count(*) from tasks where id = $id")"
+assert_eq 1 "$(task_exists "$id")"
 assert_eq 0 "$(tokens_of "$id")" "nothing was sent"
 serve_start 1
 # the stale file was 0640: 0600 is the new one
@@ -287,8 +294,8 @@ assert_eq "$n" "$got" "the fake server read it whole"
 [ "$n" -gt 102400 ] || fail "request of $n bytes"
 assert_eq $((before + 1)) "$(ntasks)" "stored exactly once"
 # (the argument is too big for a command line in hex)
-assert_eq "$(hex_args true fake)|$((5 + 5 + 102401))" \
-	"$(tq_sql "select hex(substr(argv, 1, 10)), length(argv) from tasks where id = $id")"
+argv=$(task_argv_hex "$id")
+assert_eq "$(hex_args true fake)|$((5 + 5 + 102401))" "${argv:0:20}|$((${#argv} / 2))"
 assert_eq 1 "$(tokens_of "$id")" "stored with the request's token"
 wait "$fake" 2>/dev/null || fail "the fake server failed"
 

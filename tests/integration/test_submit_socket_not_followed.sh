@@ -12,7 +12,7 @@
 OTHER="$TQ_TMP/other"
 SOCK="$TASKQ_HOME/submit.sock"
 
-count_in() { sqlite3 "$1/taskq.db" "select count(*) from tasks where name = '$2'"; }
+count_in() { TASKQ_HOME=$1 task_count --name "$2"; }
 
 # another state directory with its supervisor listening
 assert_exit 0 env TASKQ_HOME="$OTHER" "$TASKQ_BIN" submit --no-start --name seed -- true
@@ -27,7 +27,7 @@ assert_exit 0 tq submit --name via-link -- true
 id=$(out)
 assert_eq 1 "$(count_in "$TASKQ_HOME" via-link)" "stored in our queue"
 assert_eq 0 "$(count_in "$OTHER" via-link)" "stored in the other queue"
-assert_eq via-link "$(tq_sql "select name from tasks where id = $id")" "the id printed"
+assert_eq via-link "$(task_field "$id" name)" "the id printed"
 wait_state "$id" succeeded
 assert_exit 1 env TASKQ_SUBMIT_VIA=supervisor "$TASKQ_BIN" submit --name strict -- true
 assert_one_line_error

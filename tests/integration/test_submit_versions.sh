@@ -59,14 +59,14 @@ assert_contains "$(err)" "the running supervisor could not read this submit"
 assert_contains "$(err)" "wire: 32 bytes left over after the last field (token)"
 assert_contains "$(err)" "taskq shutdown"
 assert_eq 1 "$(wc -l <"$TQ_ERR")" "lines on stderr"
-assert_eq 1 "$(tq_sql "select count(*) from tasks where name = 'across'")" "tasks stored"
-assert_eq "$id" "$(tq_sql "select id from tasks where name = 'across'")"
+assert_eq 1 "$(task_count --name across)" "tasks stored"
+assert_eq "$id" "$(task_ids --name across)"
 
 check "the same with TASKQ_SUBMIT_VIA=supervisor: exit 1, nothing stored"
 assert_exit 1 env TASKQ_SUBMIT_VIA=supervisor "$TASKQ_BIN" submit --no-start --name strict -- true
 assert_one_line_error
 assert_contains "$(err)" "wire: 32 bytes left over"
-assert_eq 0 "$(tq_sql "select count(*) from tasks where name = 'strict'")" "tasks stored"
+assert_eq 0 "$(task_count --name strict)" "tasks stored"
 _tq_signal TERM "$OLD"
 wait_for "! _tq_alive $OLD" 10 || fail "the old supervisor did not stop"
 rm -f "$SOCK"

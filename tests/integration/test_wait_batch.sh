@@ -109,10 +109,10 @@ wait_state "$r" scheduled
 assert_exit 124 tq wait --batch retry --timeout 200ms
 assert_contains "$(out)" "1 scheduled"
 assert_exit 124 tq wait "$r" --timeout 100ms
-tq_sql "update tasks set run_after = 0 where id = $r"
+tq_sql "update tasks set run_after = 0 where id = $r" # SQL: the database itself (setup: a retry made due by hand, which no command does)
 submit_id -- true >/dev/null # rings the doorbell: a worker looks again
 assert_exit 0 tq wait --batch retry --timeout 30s
-assert_eq 2 "$(tq_sql "select attempt from tasks where id = $r")"
+assert_eq 2 "$(task_field "$r" attempt)"
 
 check "a wait that ends while it waits: exit status as the task ended"
 slow=$(submit_id --batch slow -- sh -c 'sleep 0.5; exit 6')

@@ -21,8 +21,9 @@ proc_state() {
 serve_start 1
 long=$(submit_id -- sleep 300)
 wait_state "$long" running
-wid=$(tq_sql "select worker_id from attempts where task_id = $long")
-wpid=$(tq_sql "select pid from workers where id = $wid")
+wid=$(attempt_field "$long" 1 worker_id)
+wpid=$(worker_field "$wid" pid)
+[ -n "$wpid" ] || fail "no worker $wid for task $long: $(tq status --json)"
 
 check "a worker killed while its supervisor is stopped is a zombie"
 kill -STOP "$SERVE_PID"

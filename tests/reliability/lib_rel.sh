@@ -45,16 +45,27 @@ rel_kill_marked() {
 
 # The sqlite3 shell's verdict on the test's database.
 rel_integrity() {
-	sqlite3 "$TASKQ_HOME/taskq.db" 'PRAGMA integrity_check'
+	sqlite3 "$TASKQ_HOME/taskq.db" 'PRAGMA integrity_check' # SQL: the database itself (its own integrity check)
 }
 
 # A digest of everything stored about the tasks and their attempts, read
-# with the sqlite3 shell: equal before and after means nothing was lost or
-# changed.
+# through show --json (every byte of argv, name and cwd, with their
+# *_base64 copies where they are not UTF-8): equal before and after means
+# nothing was lost or changed.
 rel_digest() {
-	sqlite3 "$TASKQ_HOME/taskq.db" \
-		"select id, state, name, hex(argv), cwd, attempt, coalesce(outcome, '') from tasks order by id;
-		 select task_id, attempt, coalesce(outcome, '') from attempts order by 1, 2;" | md5sum
+	local id
+	for id in $(task_ids); do
+		"$TASKQ_BIN" show "$id" --json
+	done | "$TQ_PYTHON" -c '
+import json, sys
+for line in sys.stdin:
+    d = json.loads(line)
+    exact = lambda k: d.get(k + "_base64", d[k])
+    print(d["id"], d["state"], exact("name"), exact("argv"), exact("cwd"), d["attempt"],
+          d["outcome"] or "")
+    for a in d["attempts"]:
+        print(d["id"], a["attempt"], a["outcome"] or "")
+' | md5sum
 }
 
 # The last command (see lib.sh's run/assert_exit) failed the documented way

@@ -65,7 +65,7 @@ for c in "${cmds[@]}"; do
 	done
 done
 assert_eq "$before" "$(rel_digest)" "tasks after the refusals"
-assert_eq queued "$(tq_sql "select state from tasks where id = $keep")"
+assert_eq queued "$(task_field "$keep" state)"
 
 check "invalid UTF-8 and control characters in what a submit stores"
 inv=$'n\xff\xfe\xc3\x28x'
@@ -129,9 +129,9 @@ for i in $(seq 10 25); do
 done
 assert_exit 0 tq submit -- printf '%s\n' "${args[@]}"
 big=$(out)
-[ "$(hex_args printf '%s\n' "${args[@]}")" = "$(tq_sql "select hex(argv) from tasks where id = $big")" ] ||
-	fail "argv bytes in the database differ"
-[ "$(tq_sql "select length(argv) from tasks where id = $big")" -gt 1048576 ] || fail "argv is not over 1 MB"
+stored=$(task_argv_hex "$big")
+[ "$(hex_args printf '%s\n' "${args[@]}")" = "$stored" ] || fail "argv bytes stored differ"
+[ $((${#stored} / 2)) -gt 1048576 ] || fail "argv is not over 1 MB"
 assert_exit 0 tq show "$big" --json
 assert_eq 1048576 "$(out | pyjson 'sum(len(a) for a in d["argv"][2:])')" "argv length in show --json"
 assert_exit 0 tq list
@@ -141,8 +141,8 @@ serve_start 1
 wait_state "$big" succeeded 60
 printf '%s\n' "${args[@]}" | cmp - <(tq log "$big" --offset 0 --raw) || fail "the task did not get its argv"
 tq resume "$inv" >/dev/null
-wait_for "[ \"\$(tq_sql \"select count(*) from tasks where state in ('queued', 'running')\")\" -eq 0 ]" 60 ||
-	fail "tasks did not run: $(tq_sql "select id, state from tasks where state in ('queued', 'running')")"
+wait_for "[ \"\$(task_count --state queued,running)\" -eq 0 ]" 60 ||
+	fail "tasks did not run: $(tq list --state queued,running)"
 json_ok ran
 for id in "${ids[@]}"; do
 	for c in "log $id --json" "poll $id --json"; do

@@ -99,6 +99,7 @@ rm -rf "$TASKQ_HOME"
 cp -a "$TQ_TMP/saved" "$TASKQ_HOME"
 
 check "a database from a newer taskq (user_version 99): exit 1 for every command, the file untouched"
+version=$(sqlite3 "$db" 'PRAGMA user_version')
 sqlite3 "$db" 'PRAGMA user_version = 99; PRAGMA wal_checkpoint(TRUNCATE)' >/dev/null
 sum=$(md5sum <"$db")
 for c in "list" "show 30" "submit true" "status" "log 3" "cancel 3" "remove 3" "wait 3" "serve --foreground" "drain"; do
@@ -107,7 +108,7 @@ for c in "list" "show 30" "submit true" "status" "log 3" "cancel 3" "remove 3" "
 	assert_runtime_error "schema version 99" "newer than this taskq"
 done
 assert_eq "$sum" "$(md5sum <"$db")" "the newer database was changed"
-sqlite3 "$db" 'PRAGMA user_version = 1' >/dev/null
+sqlite3 "$db" "PRAGMA user_version = $version" >/dev/null
 assert_eq "$before" "$(rel_digest)" "tasks after the refusals"
 
 check "a state directory writable by everyone: exit 1 naming it, nothing changed"
@@ -166,7 +167,7 @@ done
 assert_runtime_error "taskq: submit: " "disk is full"
 assert_eq "" "$(out)" "a failed submit printed an id"
 check "the acknowledged tasks are all there, the database is whole"
-assert_eq "$(printf '%s\n' "${ids[@]}")" "$(tq_sql 'select id from tasks order by id')" "stored ids"
+assert_eq "$(printf '%s\n' "${ids[@]}")" "$(task_ids)" "stored ids"
 assert_eq ok "$(rel_integrity)"
 assert_exit 0 tq list --json
 assert_eq "${#ids[@]}" "$(out | pyjson 'len(d)')"
@@ -176,7 +177,7 @@ rm -f "$mnt/filler"
 assert_exit 0 tq submit --name after -- echo after
 ids+=("$(out)")
 assert_exit 0 tq drain
-assert_eq "${#ids[@]}" "$(tq_sql "select count(*) from tasks where state = 'succeeded'")" "succeeded"
+assert_eq "${#ids[@]}" "$(state_count succeeded)" "succeeded"
 assert_eq "after" "$(tq log "${ids[-1]}")"
 assert_eq ok "$(rel_integrity)"
 
@@ -193,7 +194,7 @@ rm -f "$mnt/filler"
 touch "$TQ_TMP/go"
 wait_for "[ \"\$(state_of $t)\" != running ]" 30 || fail "task $t still running"
 [ "$(state_of "$t")" = succeeded ] ||
-	fail "task $t ended $(state_of "$t") ($(tq_sql "select reason from tasks where id = $t")): a full disk must not get a healthy task killed"
+	fail "task $t ended $(state_of "$t") ($(task_field "$t" reason)): a full disk must not get a healthy task killed"
 assert_exit 0 tq shutdown
 wait_for "! _tq_alive $SERVE_PID" 30 || fail "the supervisor did not stop"
 assert_eq ok "$(rel_integrity)"

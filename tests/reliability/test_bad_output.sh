@@ -85,7 +85,7 @@ assert_eq 700 "$(stat -c %a "$TASKQ_HOME/logs")" "the new logs/ mode"
 check "100 MB without a newline, uncapped: stored exactly, in pieces of at most 64 KiB"
 t5=$(submit_id --max-output 0 --shell 'head -c 100000000 /dev/zero | tr "\0" x')
 wait_state "$t5" succeeded 120
-wpid=$(tq_sql "select w.pid from attempts a join workers w on w.id = a.worker_id where a.task_id = $t5")
+wpid=$(worker_field "$(attempt_field "$t5" 1 worker_id)" pid)
 tq log "$t5" --offset 0 --raw >"$TQ_TMP/big"
 assert_eq 100000000 "$(wc -c <"$TQ_TMP/big")" "bytes read back"
 assert_eq 0 "$(tr -d x <"$TQ_TMP/big" | wc -c)" "bytes other than x"
