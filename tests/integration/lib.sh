@@ -484,9 +484,15 @@ for t in reversed(json.load(sys.stdin)):
 ' <<<"$j"
 }
 
-# task_count [LIST-OPTION...]: how many tasks those are.
+# task_count [LIST-OPTION...]: how many tasks those are (without options:
+# every task, summed from status --json's counts by state).
 task_count() {
 	local j
+	if [ "$#" -eq 0 ]; then
+		j=$("$TASKQ_BIN" status --json) || return
+		pyjson 'sum(d["tasks"].values())' <<<"$j"
+		return
+	fi
 	j=$("$TASKQ_BIN" list --json --limit 0 "$@") || return
 	"$TQ_PYTHON" -c 'import json, sys; print(len(json.load(sys.stdin)))' <<<"$j"
 }

@@ -46,8 +46,8 @@ assert_exit 0 tq status --json
 assert_eq "1 4" "$(out | pyjson '" ".join(str(g[k]) for g in d["groups"] if g["name"] == "solo" for k in ("parallel", "queued"))')"
 
 serve_start 3
-wait_for "[ \"\$(tq_sql \"select count(*) from tasks where state = 'succeeded'\")\" -eq 8 ]" 60 ||
-	fail "not all ran: $(tq_sql 'select id, state, grp from tasks')"
+wait_for "[ \"\$(task_count --state succeeded)\" -eq 8 ]" 60 ||
+	fail "not all ran: $(tq_json list --json -- --each id state group | paste -sd" ")"
 
 # Largest number of tasks of a group (or of all) running at the same time.
 overlap() {
@@ -88,4 +88,4 @@ assert_eq True "$both" "a solo task ran beside a multi task"
 check "lifting the limit (0): unlimited again"
 assert_exit 0 tq group set solo --parallel 0
 assert_eq "group solo: parallel unlimited" "$(out)"
-assert_eq 0 "$(tq_sql "select parallel from groups where name = 'solo'")"
+assert_eq 0 "$(group_field solo parallel)"

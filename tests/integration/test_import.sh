@@ -6,8 +6,10 @@
 # --unique keys already held.
 . "$(dirname "$0")/lib.sh"
 
-col() { tq_sql "select $2 from tasks where id = $1"; }
-count() { tq_sql "select count(*) from tasks"; }
+col() { task_field "$@"; }
+count() { task_count; }
+# labels ID: task ID's labels, "K=V" joined by ',' in key order
+labels() { tq show "$1" --json | pyjson '",".join(k + "=" + v for k, v in sorted(d["labels"].items()))'; }
 
 mkdir -p "$TQ_TMP/work/sub"
 cd "$TQ_TMP/work"
@@ -24,23 +26,24 @@ EOF
 GREETING=outer assert_exit 0 tq submit --file tasks.jsonl
 assert_eq "1 2 3 4" "$(out | tr '\n' ' ' | sed 's/ $//')"
 assert_eq "" "$(err)"
-assert_eq "$(hex_args echo "a b" c)" "$(col 1 "hex(argv)")"
+assert_eq "$(hex_args echo "a b" c)" "$(task_argv_hex 1)"
 assert_eq "first|5|300000|0|$real|kind=review" \
-	"$(tq_sql "select name, priority, timeout_ms, max_retries, cwd, (select key || '=' || value from labels where task_id = 1) from tasks where id = 1")"
-assert_eq "$(hex_args /bin/sh -c 'echo $GREETING > out.txt')" "$(col 2 "hex(argv)")"
-assert_eq "1|$real/sub|b2|g2" "$(tq_sql "select shell, cwd, batch, grp from tasks where id = 2")"
-env2=$(db_env 2)
+	"$(col 1 name priority timeout_ms max_retries cwd)|$(labels 1)"
+assert_eq "$(hex_args /bin/sh -c 'echo $GREETING > out.txt')" "$(task_argv_hex 2)"
+assert_eq "true|$real/sub|b2|g2" "$(col 2 shell cwd batch group)"
+env2=$(task_env 2)
 assert_contains "$env2" "GREETING=hi"
 assert_eq 0 "$(grep -c '^HOME=' <<<"$env2" || true)" "HOME unset by a null"
-assert_eq 1 "$(db_env 1 | grep -c '^HOME=')" "HOME kept without one"
-assert_contains "$(db_env 1)" "GREETING=outer" "a line without env gets the submitter's"
+assert_eq 1 "$(task_env 1 | grep -c '^HOME=')" "HOME kept without one"
+assert_contains "$(task_env 1)" "GREETING=outer" "a line without env gets the submitter's"
 assert_eq "u1|s1|echo done|1048576|1500|scheduled" \
-	"$(tq_sql "select unique_key, session, on_exit, max_output, kill_grace_ms, state from tasks where id = 3")"
-delay=$(tq_sql "select run_after - created_at from tasks where id = 3")
+	"$(col 3 unique_key session on_exit max_output kill_grace_ms state)"
+delay=$(tq show 3 --json | pyjson 'd["run_after"] - d["created_at"]')
 [ "$delay" -ge 59000 ] && [ "$delay" -le 60000 ] || fail "delay 60: run_after - created_at = $delay"
-assert_eq "1925089445000|2048|90000|60000|7200000|1|1" \
-	"$(tq_sql "select run_after, max_output, timeout_ms, backoff_ms, backoff_max_ms, retry_lost, pty from tasks where id = 4")"
-assert_eq 1 "$(tq_sql "select count(distinct created_at) from tasks")" "one transaction, one time"
+assert_eq "1925089445000|2048|90000|60000|7200000|true|true" \
+	"$(col 4 run_after max_output timeout_ms backoff_ms backoff_max_ms retry_lost pty)"
+assert_eq 1 "$(tq list --json --limit 0 | pyjson 'len({t["created_at"] for t in d})')" \
+	"one transaction, one time"
 
 check "the command line's options are defaults; a line's fields win"
 cat >defaults.jsonl <<'EOF'
@@ -49,10 +52,8 @@ cat >defaults.jsonl <<'EOF'
 EOF
 assert_exit 0 tq submit --batch nightly --priority 7 --label kind=cron --timeout 2h --group cron --file defaults.jsonl
 assert_eq "5 6" "$(out | tr '\n' ' ' | sed 's/ $//')"
-assert_eq "nightly|7|7200000|cron|kind=cron" \
-	"$(tq_sql "select batch, priority, timeout_ms, grp, (select group_concat(key || '=' || value) from labels where task_id = 5) from tasks where id = 5")"
-assert_eq "mine|-3|0|cron|extra=y,kind=x" \
-	"$(tq_sql "select batch, priority, timeout_ms, grp, (select group_concat(key || '=' || value, ',') from (select * from labels where task_id = 6 order by key)) from tasks where id = 6")"
+assert_eq "nightly|7|7200000|cron|kind=cron" "$(col 5 batch priority timeout_ms group)|$(labels 5)"
+assert_eq "mine|-3|0|cron|extra=y,kind=x" "$(col 6 batch priority timeout_ms group)|$(labels 6)"
 
 check "after and after_any: an id, an array, or a string of ids"
 printf '%s\n' '{"cmd":["true"],"after":1}' '{"cmd":["true"],"after":[1,2]}' \
@@ -60,7 +61,10 @@ printf '%s\n' '{"cmd":["true"],"after":1}' '{"cmd":["true"],"after":[1,2]}' \
 assert_exit 0 tq submit --file deps.jsonl
 assert_eq "7 8 9" "$(out | tr '\n' ' ' | sed 's/ $//')"
 assert_eq "7:1:success 8:1:success 8:2:success 9:1:any 9:2:any" \
-	"$(tq_sql "select task_id || ':' || dep_id || ':' || kind from deps where task_id >= 7 order by task_id, dep_id" | tr '\n' ' ' | sed 's/ $//')"
+	"$(for id in $(task_ids); do
+		[ "$id" -ge 7 ] && tq show "$id" --json |
+			pyjson '" ".join("%d:%d:%s" % (d["id"], a["id"], "any" if a["any"] else "success") for a in sorted(d["after"], key=lambda a: a["id"]))'
+	done | paste -sd' ')"
 
 check "--json prints one array; - reads stdin; a held unique key prints the holder's id"
 printf '%s\n' '{"cmd":["true"],"unique":"u1"}' '{"cmd":["true"],"unique":"u2"}' \
@@ -155,8 +159,8 @@ assert_exit 0 tq submit --batch big --file big.jsonl
 t1=$(_tq_now_ms)
 echo "submit --file of 10,000 lines: $((t1 - t0)) ms (wall, this machine, under its load)"
 assert_eq 10000 "$(out | wc -l)"
-assert_eq 10000 "$(tq_sql "select count(*) from tasks where batch = 'big'")"
-assert_eq "$(out | head -1) $(out | tail -1)" "$(tq_sql "select min(id) || ' ' || max(id) from tasks where batch = 'big'")"
+assert_eq 10000 "$(tq_json batch show big --json -- total)"
+assert_eq "$(out | head -1) $(out | tail -1)" "$(task_ids --batch big | sed -n '1p;$p' | paste -sd' ')"
 assert_eq "t9999" "$(col "$(out | tail -1)" name)" "ids in the file's order"
 
 check "10,000 lines with a bad line 9,999: nothing added"
@@ -188,4 +192,4 @@ assert_contains "$(err)" 'taskq: submit: big-bad2.jsonl:9999: dependency 987654:
 stored=$(out | wc -l)
 assert_contains "$(err)" "the tasks of lines 1-$stored are stored ($stored tasks"
 assert_eq "$((before + stored))" "$(count)"
-assert_eq "$stored" "$(tq_sql "select count(*) from tasks where batch = 'bad'")"
+assert_eq "$stored" "$(task_count --batch bad)"

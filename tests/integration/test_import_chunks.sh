@@ -15,6 +15,9 @@
 LINES=100000
 WAIT_BOUND_MS=2000   # a worker's try at recording an end (runner.c)
 
+# of_batch B: how many tasks batch B has (batch show --json)
+of_batch() { tq_json batch show "$1" --json -- total; }
+
 gen() { # gen FILE N BATCH [BAD_LINE]: N lines, line BAD_LINE after a missing id
 	"$TQ_PYTHON" - "$@" <<'PY'
 import json, sys
@@ -36,7 +39,7 @@ probe() {
 	"$TQ_PYTHON" - "$TASKQ_HOME/taskq.db" "$TQ_TMP/probe.stop" "$1" <<'PY' &
 import os, sqlite3, sys, time
 db, stop, out = sys.argv[1:4]
-c = sqlite3.connect(db, isolation_level=None, timeout=0)
+c = sqlite3.connect(db, isolation_level=None, timeout=0)  # SQL: the database itself (how long its write lock is held)
 worst = 0.0
 end = time.monotonic() + 300
 while not os.path.exists(stop) and time.monotonic() < end:
@@ -62,7 +65,7 @@ probe_default() {
 	"$TQ_PYTHON" - "$TASKQ_HOME/taskq.db" "$TQ_TMP/probe.stop" "$1" <<'PY' &
 import os, sqlite3, sys, time
 db, stop, out = sys.argv[1:4]
-c = sqlite3.connect(db, isolation_level=None, timeout=60)
+c = sqlite3.connect(db, isolation_level=None, timeout=60)  # SQL: the database itself (its lock, as another program meets it)
 worst = 0.0
 end = time.monotonic() + 300
 while not os.path.exists(stop) and time.monotonic() < end:
@@ -98,7 +101,7 @@ assert_eq 0 "$irc" "import exit status ($(cat "$TQ_TMP/big.err"))"
 check "every line stored once, ids printed in order"
 assert_eq "$LINES" "$(wc -l <"$TQ_TMP/big.ids")" "ids printed"
 assert_eq "$LINES" "$(sort -u "$TQ_TMP/big.ids" | wc -l)" "distinct ids"
-assert_eq "$LINES" "$(tq_sql "select count(*) from tasks where batch = 'big'")" "tasks stored"
+assert_eq "$LINES" "$(of_batch big)" "tasks stored"
 sort -n -c "$TQ_TMP/big.ids" || fail "ids out of order"
 
 check "no writer waited for the lock past ${WAIT_BOUND_MS} ms"
@@ -114,7 +117,7 @@ echo "longest wait of a writer with SQLite's default busy handler: $worst ms"
 
 check "the task that ended during the import was recorded at once, exit code 5"
 wait_state "$id" failed 30
-assert_eq 5 "$(tq_sql "select exit_code from tasks where id = $id")" "exit code"
+assert_eq 5 "$(task_field "$id" exit_code)" "exit code"
 assert_not_contains "$(cat "$TQ_TMP/serve.log")" "record:" "a failed try at recording"
 
 check "an import that fails half way says what it stored; --resume stores the rest once"
@@ -126,7 +129,7 @@ stored=$(wc -l <"$TQ_OUT")
 cp "$TQ_OUT" "$TQ_TMP/part1.ids"
 [ "$stored" -gt 0 ] && [ "$stored" -lt 2000 ] || fail "stored $stored before line 2000"
 assert_contains "$(err)" "the tasks of lines 1-$stored are stored ($stored tasks"
-assert_eq "$stored" "$(tq_sql "select count(*) from tasks where batch = 'part'")" "stored rows"
+assert_eq "$stored" "$(of_batch part)" "stored tasks"
 run_id=$(err | sed -n 's/.*--resume \([0-9a-f]*\).*/\1/p')
 [ ${#run_id} -eq 16 ] || fail "no run id in: $(err)"
 # fix line 2000 in place, then resume
@@ -134,10 +137,10 @@ sed -i '2000s/, "after": 999999999//' "$TQ_TMP/bad.jsonl"
 assert_exit 0 tq submit --file "$TQ_TMP/bad.jsonl" --resume "$run_id"
 assert_eq 3000 "$(wc -l <"$TQ_OUT")" "ids printed by the resumed run"
 assert_eq "$(cat "$TQ_TMP/part1.ids")" "$(head -n "$stored" "$TQ_OUT")" "ids of the lines stored before"
-assert_eq 3000 "$(tq_sql "select count(*) from tasks where batch = 'part'")" "tasks after resume"
+assert_eq 3000 "$(of_batch part)" "tasks after resume"
 # resumed again: nothing new
 assert_exit 0 tq submit --file "$TQ_TMP/bad.jsonl" --resume "$run_id"
-assert_eq 3000 "$(tq_sql "select count(*) from tasks where batch = 'part'")" "tasks after a second resume"
+assert_eq 3000 "$(of_batch part)" "tasks after a second resume"
 
 check "SIGINT stops an import between chunks, says what was stored; --resume finishes it"
 gen "$TQ_TMP/int.jsonl" 60000 intr
@@ -152,10 +155,10 @@ else
 	assert_eq 130 "$irc" "exit status after SIGINT ($(cat "$TQ_TMP/int.err"))"
 	assert_contains "$(cat "$TQ_TMP/int.err")" "interrupted"
 	n=$(wc -l <"$TQ_TMP/int.ids")
-	assert_eq "$n" "$(tq_sql "select count(*) from tasks where batch = 'intr'")" "stored = printed"
+	assert_eq "$n" "$(of_batch intr)" "stored = printed"
 	run_id=$(sed -n 's/.*--resume \([0-9a-f]*\).*/\1/p' "$TQ_TMP/int.err")
 	assert_exit 0 tq submit --file "$TQ_TMP/int.jsonl" --resume "$run_id"
-	assert_eq 60000 "$(tq_sql "select count(*) from tasks where batch = 'intr'")" "tasks after resume"
+	assert_eq 60000 "$(of_batch intr)" "tasks after resume"
 fi
 
 check "--resume is checked"

@@ -23,7 +23,9 @@ with open(path, "w") as f:
         f.write(json.dumps(o) + "\n")
 PY
 }
-count() { tq_sql "select count(*) from tasks"; }
+count() { task_count; }
+# of_batch B: how many tasks batch B has
+of_batch() { task_count --batch "$1"; }
 
 # stopped FILE: import FILE, which stops at its bad line; RUN and STORED
 stopped() {
@@ -47,7 +49,7 @@ assert_one_line_error
 assert_contains "$(err)" "b.jsonl:1: not the line run $run_a stored there as task 1"
 assert_eq "" "$(out)" "ids printed"
 assert_eq "$before" "$(count)" "tasks after the refused resume"
-assert_eq 0 "$(tq_sql "select count(*) from tasks where batch = 'b'")" "tasks of the other file"
+assert_eq 0 "$(of_batch b)" "tasks of the other file"
 
 check "--resume after a line above the stop was removed: refused at the first moved line"
 sed '10d; 2000s/, "after": 999999999//' "$TQ_TMP/a.jsonl" >"$TQ_TMP/a-moved.jsonl"
@@ -65,8 +67,10 @@ check "the same file with its bad line fixed in place: the rest stored once"
 sed -i '2000s/, "after": 999999999//' "$TQ_TMP/a.jsonl"
 assert_exit 0 tq submit --file "$TQ_TMP/a.jsonl" --resume "$run_a"
 assert_eq 3000 "$(wc -l <"$TQ_OUT")" "ids printed"
-assert_eq 3000 "$(tq_sql "select count(*) from tasks where batch = 'a'")" "tasks of a"
-assert_eq 3000 "$(tq_sql "select count(distinct argv) from tasks where batch = 'a'")" "distinct lines of a"
+assert_eq 3000 "$(of_batch a)" "tasks of a"
+assert_eq 3000 "$(tq list --json --limit 0 --batch a |
+	"$TQ_PYTHON" -c 'import json, sys; print(len({json.dumps(t["argv"]) for t in json.load(sys.stdin)}))')" \
+	"distinct lines of a"
 
 check "two resumes of one run at once: each line stored once, both print every id"
 gen "$TQ_TMP/c.jsonl" 6000 c true 5000
@@ -81,6 +85,6 @@ tq_track "$p2"
 wait "$p1" && r1=0 || r1=$?
 wait "$p2" && r2=0 || r2=$?
 assert_eq "0 0" "$r1 $r2" "exit statuses ($(cat "$TQ_TMP/c1.err" "$TQ_TMP/c2.err"))"
-assert_eq 6000 "$(tq_sql "select count(*) from tasks where batch = 'c'")" "tasks of c"
+assert_eq 6000 "$(of_batch c)" "tasks of c"
 assert_eq 6000 "$(wc -l <"$TQ_TMP/c1.ids")" "ids printed by the first"
 cmp -s "$TQ_TMP/c1.ids" "$TQ_TMP/c2.ids" || fail "the two resumes printed different ids"

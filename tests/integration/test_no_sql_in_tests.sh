@@ -22,11 +22,7 @@ DB_TESTS=(
 # still uses SQL unmarked; a file converted leaves this list (the check
 # below fails on a stale entry), and when the list is empty it goes.
 PENDING=(
-	test_group_parallel.sh
 	test_home.sh
-	test_import.sh
-	test_import_chunks.sh
-	test_import_resume_refuses_another_file.sh
 	test_run_crash.sh
 	test_session.sh
 	test_session_cwd.sh
