@@ -23,10 +23,6 @@ DB_TESTS=(
 # below fails on a stale entry), and when the list is empty it goes.
 PENDING=(
 	test_home.sh
-	test_run_crash.sh
-	test_session.sh
-	test_session_cwd.sh
-	test_session_cwd_real.sh
 	test_stall.sh
 	test_stall_real.sh
 	test_stall_unended_output.sh

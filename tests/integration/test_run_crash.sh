@@ -8,16 +8,20 @@
 
 serve_start 2
 
+# worker_of ID: the pid of the live worker (status --json's worker_list)
+# running task ID, once one does.
+worker_of() { tq_json status --json -- --in worker_list --where task "$1" pid; }
+
 check "SIGKILL of a worker: its task becomes lost, its process is killed"
 t1=$(submit_id -- sleep 1000)
 wait_for "[ -n \"\$(task_pid $t1)\" ]" 10
 p1=$(task_pid "$t1")
-wait_for "[ -n \"\$(tq_sql \"select pid from workers where task_id = $t1 and stopped_at is null\")\" ]" 10
-w1=$(tq_sql "select pid from workers where task_id = $t1 and stopped_at is null")
+wait_for "[ -n \"\$(worker_of $t1)\" ]" 10
+w1=$(worker_of "$t1")
 kill -9 "$w1"
 wait_state "$t1" failed 20
 assert_eq lost "$(outcome_of "$t1")"
-assert_contains "$(tq_sql "select reason from tasks where id = $t1")" "pid $w1"
+assert_contains "$(task_field "$t1" reason)" "pid $w1"
 wait_for "! _tq_alive $p1" 5 || fail "task process $p1 outlived its worker"
 check "the dead worker is replaced"
 wait_for "[ \"\$(live_workers)\" -eq 2 ]" 20 || fail "worker not restarted"
@@ -25,7 +29,7 @@ wait_for "[ \"\$(live_workers)\" -eq 2 ]" 20 || fail "worker not restarted"
 check "SIGKILL of the supervisor: running tasks finish and are recorded"
 t2=$(submit_id --shell "sleep 1; echo done > $TQ_TMP/t2.out")
 wait_state "$t2" running
-wpids=$(tq_sql "select pid from workers where stopped_at is null order by pid" | tr '\n' ' ')
+wpids=$(worker_pids | sort -n | tr '\n' ' ')
 kill -9 "$SERVE_PID"
 wait_state "$t2" succeeded 20
 assert_eq done "$(cat "$TQ_TMP/t2.out")"
@@ -35,7 +39,11 @@ wait_state "$t3" succeeded 20
 
 check "a new supervisor adopts the live workers instead of starting more"
 serve_start 2
-assert_eq "$wpids" "$(tq_sql "select pid from workers where stopped_at is null order by pid" | tr '\n' ' ')"
+
+# worker_of ID: the pid of the live worker (status --json's worker_list)
+# running task ID, once one does.
+worker_of() { tq_json status --json -- --in worker_list --where task "$1" pid; }
+assert_eq "$wpids" "$(worker_pids | sort -n | tr '\n' ' ')"
 assert_eq 2 "$(live_workers)"
 t4=$(submit_id -- true)
 wait_state "$t4" succeeded 20
@@ -44,7 +52,7 @@ check "reboot: every process killed; running tasks end lost, queued ones run"
 t5=$(submit_id -- sleep 1000)
 wait_for "[ -n \"\$(task_pid $t5)\" ]" 10
 p5=$(task_pid "$t5")
-for pid in $(tq_sql "select pid from workers where stopped_at is null"); do
+for pid in $(worker_pids); do
 	kill -9 "$pid"
 done
 kill -9 "$SERVE_PID"
@@ -52,10 +60,14 @@ kill -9 "$p5"
 wait_for "! _tq_alive $SERVE_PID" 5
 t6=$(submit_id -- true)
 serve_start 2
+
+# worker_of ID: the pid of the live worker (status --json's worker_list)
+# running task ID, once one does.
+worker_of() { tq_json status --json -- --in worker_list --where task "$1" pid; }
 wait_state "$t5" failed 20
 assert_eq lost "$(outcome_of "$t5")"
 wait_state "$t6" succeeded 20
-assert_eq 0 "$(tq_sql "select count(*) from tasks where state = 'running'")"
+assert_eq 0 "$(tq_json status --json -- tasks.running)"
 
 check "a store locked for longer than the lease does not kill a running task"
 t7=$(submit_id --shell "sleep 3; echo ok")
@@ -64,23 +76,23 @@ wait_for "[ -n \"\$(task_pid $t7)\" ]" 10
 # wait, the lease expires, but the worker is alive, so its task must go on.
 "$TQ_PYTHON" -c '
 import sqlite3, sys, time
-c = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=10)
+c = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=10)  # SQL: the database itself (its write lock held past a lease)
 c.execute("BEGIN EXCLUSIVE")
 time.sleep(2)
 c.execute("ROLLBACK")
 ' "$TASKQ_HOME/taskq.db"
 wait_state "$t7" succeeded 20
-assert_eq 1 "$(tq_sql "select count(*) from attempts where task_id = $t7")"
+assert_eq 1 "$(attempt_count "$t7")"
 
 check "--retry-lost: a task whose worker died runs again"
 t8=$(submit_id --retry-lost --backoff 200ms --shell "if [ -e $TQ_TMP/t8.ran ]; then exit 0; fi; touch $TQ_TMP/t8.ran; exec sleep 1000")
 wait_for "[ -n \"\$(task_pid $t8)\" ] && [ -e $TQ_TMP/t8.ran ]" 10
-wait_for "[ -n \"\$(tq_sql \"select pid from workers where task_id = $t8 and stopped_at is null\")\" ]" 10
-kill -9 "$(tq_sql "select pid from workers where task_id = $t8 and stopped_at is null")"
+wait_for "[ -n \"\$(worker_of $t8)\" ]" 10
+kill -9 "$(worker_of "$t8")"
 wait_state "$t8" succeeded 30
-assert_eq "lost|succeeded" "$(tq_sql "select group_concat(outcome, '|') from (select outcome from attempts where task_id = $t8 order by attempt)")"
+assert_eq "lost|succeeded" "$(attempts_of "$t8" outcome | paste -sd'|')"
 check "without --retry-lost a lost task is not retried (t1 above)"
-assert_eq 1 "$(tq_sql "select count(*) from attempts where task_id = $t1")"
+assert_eq 1 "$(attempt_count "$t1")"
 
 # A worker killed while its posix_spawn child has not exec'd yet: the child
 # shares the worker's memory, so it shows the worker's environment, not the
@@ -95,7 +107,11 @@ else
 	kill -9 "$SERVE_PID"
 	wait_for "! _tq_alive $SERVE_PID" 5
 	serve_start 2
-	mapfile -t ws < <(tq_sql "select pid from workers where stopped_at is null")
+
+# worker_of ID: the pid of the live worker (status --json's worker_list)
+# running task ID, once one does.
+worker_of() { tq_json status --json -- --in worker_list --where task "$1" pid; }
+	mapfile -t ws < <(worker_pids)
 	sargs=()
 	for w in "${ws[@]}"; do sargs+=(-p "$w"); done
 	tq_bg strace -f -o /dev/null -e trace=execve -e inject=execve:delay_enter=20000000 "${sargs[@]}"

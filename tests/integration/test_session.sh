@@ -4,8 +4,8 @@
 # with two workers. The links run one at a time in submit order; the first
 # fails (a rate limit, --retries 0: not retried) and the session does not
 # advance to the agent session it reported; the second succeeds and the
-# session takes its agent session id (the sessions table, read with the
-# sqlite3 shell, and `taskq session show`). A third link resumes that id
+# session takes its agent session id (`taskq session show`, human and
+# --json). A third link resumes that id
 # (--resume, as {session_id} would expand) and the conversation goes on in
 # the same agent session; a failed fourth leaves it there.
 . "$(dirname "$0")/lib.sh"
@@ -26,13 +26,13 @@ grep -q -- '--session' "$TQ_OUT" || skip "taskq submit has no --session yet"
 
 serve_start 2
 
-agent_session_of() {
-	tq_sql "select coalesce(agent_session, 'NULL') from attempts where task_id = $1
-		order by attempt desc limit 1"
-}
+# the agent session of task ID's last attempt (NULL: none)
+agent_session_of() { attempt_field "$1" last agent_session | sed 's/^$/NULL/'; }
+# session KEY's agent session (NULL: none) and the task that set it, from
+# session show --json
 session_row() {
-	tq_sql "select coalesce(agent_session, 'NULL') || '|' || last_task_id from sessions
-		where key = '$1'"
+	tq session show "$1" --json |
+		pyjson '"%s|%s" % (d["agent_session"] or "NULL", d["last_task_id"] or "")'
 }
 
 check "a chain: the failed first link does not advance the session"
@@ -43,18 +43,21 @@ L1=$(submit_id --session chain --retries 0 -- \
 L2=$(submit_id --session chain -- claude -p second --output-format stream-json --verbose)
 wait_state "$L1" failed 30
 wait_state "$L2" succeeded 30
-assert_eq 1 "$(tq_sql "select attempt from tasks where id = $L1")" "the first link was not retried"
-assert_eq rate_limit "$(tq_sql "select category from tasks where id = $L1")"
+assert_eq 1 "$(task_field "$L1" attempt)" "the first link was not retried"
+assert_eq rate_limit "$(task_field "$L1" category)"
 S1=$(agent_session_of "$L1")
 S2=$(agent_session_of "$L2")
 [ "$S1" != NULL ] || fail "the failed link's result has its agent session id"
 [ "$S2" != NULL ] || fail "the second link has an agent session id"
 [ "$S1" != "$S2" ] || fail "two fresh runs, two agent sessions"
-assert_eq 1 "$(tq_sql "select count(*) from tasks t1, tasks t2 where t1.id = $L1 and t2.id = $L2
-	and t2.started_at >= t1.finished_at")" "the second link started after the first ended"
+[ "$(task_field "$L2" started_at)" -ge "$(task_field "$L1" finished_at)" ] ||
+	fail "the second link started before the first ended"
 assert_eq "$S2|$L2" "$(session_row chain)" "sessions row"
-assert_eq 0 "$(tq_sql "select count(*) from sessions where agent_session = '$S1'")" \
-	"the failed link's agent session was never the session's"
+# no session (every key a task names) holds the failed link's agent session
+for key in $(for id in $(task_ids); do task_field "$id" session; done | sort -u); do
+	assert_not_contains "$(tq session show "$key" --json | pyjson 'd["agent_session"]')" "$S1" \
+		"the failed link's agent session was never session $key's"
+done
 
 check "taskq session show: the tasks in order and the current agent session"
 assert_exit 0 tq session show chain
@@ -85,7 +88,7 @@ check "a session with no success yet has no agent session; unknown keys exit 2"
 L5=$(submit_id --session fresh --retries 0 -- \
 	claude --mode auth -p x --output-format stream-json --verbose)
 wait_state "$L5" failed 30
-assert_eq "" "$(session_row fresh)"
+assert_eq "NULL|" "$(session_row fresh)"
 assert_exit 0 tq session show fresh
 assert_contains "$(out)" "agent session:  - (none yet)"
 assert_exit 0 tq session show fresh --json

@@ -23,7 +23,7 @@ fake_agent_args claude --record "$REC"
 A="$TQ_TMP/dir a"
 B="$TQ_TMP/dir b"
 mkdir -p "$A" "$B"
-ntasks() { tq_sql "select count(*) from tasks"; }
+ntasks() { task_count; }
 # rec N EXPR: Python EXPR over the agent's Nth recorded run (d; -1: the last).
 rec() {
 	"$TQ_PYTHON" -c '
@@ -42,11 +42,11 @@ cd "$B" || exit 1
 s2=$(tq ask --session k --retries 0 "which word?")
 wait_state "$s1" succeeded
 wait_state "$s2" succeeded
-first=$(tq_sql "select agent_session from attempts where task_id = $s1")
+first=$(attempts_of "$s1" agent_session)
 [ -n "$first" ] || fail "task $s1 reported no agent session"
 assert_eq "$A" "$(rec -1 'd["cwd"]')" "the second link's directory"
 assert_contains "$(rec -1 '" ".join(d["argv"])')" "--resume $first"
-assert_eq "$first" "$(tq_sql "select agent_session from attempts where task_id = $s2")" \
+assert_eq "$first" "$(attempts_of "$s2" agent_session)" \
 	"the second link continued the first's conversation"
 assert_eq "$A" "$(tq show --json "$s2" | pyjson 'd["cwd"]')" "show --json cwd"
 assert_exit 0 tq show "$s2"

@@ -23,8 +23,8 @@ A="$TQ_TMP/proj-a"
 B="$TQ_TMP/proj-b"
 mkdir -p "$A" "$B"
 
-# att ID COLUMN: a column of task ID's last attempt.
-att() { tq_sql "select coalesce($2,'') from attempts where task_id = $1 order by attempt desc limit 1"; }
+# att ID FIELD: a field of task ID's last attempt.
+att() { attempt_field "$1" last "$2"; }
 
 # ended ID: task ID has reached a final state.
 ended() { case $(state_of "$1") in succeeded|failed|timed_out|killed|canceled) return 0 ;; esac; return 1; }
@@ -56,8 +56,8 @@ for agent in claude gemini; do
 	check "$agent: the second link ran in A and continued the first's conversation"
 	id=${s2[$agent]}
 	assert_eq succeeded "$(state_of "$id")" \
-		"the second link ($(tq_sql "select reason from tasks where id = $id"); $(tq log "$id" 2>&1 | tail -n 3))"
-	assert_eq "$A" "$(tq_sql "select cwd from tasks where id = $id")" "where the second link ran"
+		"the second link ($(task_field "$id" reason); $(tq log "$id" 2>&1 | tail -n 3))"
+	assert_eq "$A" "$(task_field "$id" cwd)" "where the second link ran"
 	first=$(att "${s1[$agent]}" agent_session)
 	[ -n "$first" ] || fail "task ${s1[$agent]} reported no agent session"
 	if [ "$agent" = claude ]; then
