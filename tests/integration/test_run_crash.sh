@@ -8,16 +8,12 @@
 
 serve_start 2
 
-# worker_of ID: the pid of the live worker (status --json's worker_list)
-# running task ID, once one does.
-worker_of() { tq_json status --json -- --in worker_list --where task "$1" pid; }
-
 check "SIGKILL of a worker: its task becomes lost, its process is killed"
 t1=$(submit_id -- sleep 1000)
 wait_for "[ -n \"\$(task_pid $t1)\" ]" 10
 p1=$(task_pid "$t1")
-wait_for "[ -n \"\$(worker_of $t1)\" ]" 10
-w1=$(worker_of "$t1")
+wait_for "[ -n \"\$(running_worker_pid $t1)\" ]" 10
+w1=$(running_worker_pid "$t1")
 kill -9 "$w1"
 wait_state "$t1" failed 20
 assert_eq lost "$(outcome_of "$t1")"
@@ -39,10 +35,6 @@ wait_state "$t3" succeeded 20
 
 check "a new supervisor adopts the live workers instead of starting more"
 serve_start 2
-
-# worker_of ID: the pid of the live worker (status --json's worker_list)
-# running task ID, once one does.
-worker_of() { tq_json status --json -- --in worker_list --where task "$1" pid; }
 assert_eq "$wpids" "$(worker_pids | sort -n | tr '\n' ' ')"
 assert_eq 2 "$(live_workers)"
 t4=$(submit_id -- true)
@@ -60,10 +52,6 @@ kill -9 "$p5"
 wait_for "! _tq_alive $SERVE_PID" 5
 t6=$(submit_id -- true)
 serve_start 2
-
-# worker_of ID: the pid of the live worker (status --json's worker_list)
-# running task ID, once one does.
-worker_of() { tq_json status --json -- --in worker_list --where task "$1" pid; }
 wait_state "$t5" failed 20
 assert_eq lost "$(outcome_of "$t5")"
 wait_state "$t6" succeeded 20
@@ -87,8 +75,8 @@ assert_eq 1 "$(attempt_count "$t7")"
 check "--retry-lost: a task whose worker died runs again"
 t8=$(submit_id --retry-lost --backoff 200ms --shell "if [ -e $TQ_TMP/t8.ran ]; then exit 0; fi; touch $TQ_TMP/t8.ran; exec sleep 1000")
 wait_for "[ -n \"\$(task_pid $t8)\" ] && [ -e $TQ_TMP/t8.ran ]" 10
-wait_for "[ -n \"\$(worker_of $t8)\" ]" 10
-kill -9 "$(worker_of "$t8")"
+wait_for "[ -n \"\$(running_worker_pid $t8)\" ]" 10
+kill -9 "$(running_worker_pid "$t8")"
 wait_state "$t8" succeeded 30
 assert_eq "lost|succeeded" "$(attempts_of "$t8" outcome | paste -sd'|')"
 check "without --retry-lost a lost task is not retried (t1 above)"
@@ -107,10 +95,6 @@ else
 	kill -9 "$SERVE_PID"
 	wait_for "! _tq_alive $SERVE_PID" 5
 	serve_start 2
-
-# worker_of ID: the pid of the live worker (status --json's worker_list)
-# running task ID, once one does.
-worker_of() { tq_json status --json -- --in worker_list --where task "$1" pid; }
 	mapfile -t ws < <(worker_pids)
 	sargs=()
 	for w in "${ws[@]}"; do sargs+=(-p "$w"); done
