@@ -28,8 +28,6 @@
 
 #include "common/sys.h"
 
-/* Longest decimal field we parse out of /proc/PID/stat. */
-#define STAT_FIELD_MAX 32
 /* The stat fields we want, numbered as in proc(5). */
 #define STAT_PPID 4
 #define STAT_PGRP 5
@@ -43,26 +41,36 @@ int tq_proc_set_subreaper(struct tq_err *err)
 	return 0;
 }
 
-/* Parse the decimal token at *p (ending in ' ', '\n' or NUL); advance *p
- * past the token and one separator. 0 or -1. */
+/*
+ * Parse the decimal token at *p (an optional '-', digits, then ' ', '\n' or
+ * NUL; within int64_t); advance *p past the token and one separator. 0 or
+ * -1. By hand, not strtonum: a spawned child reads its own stat before its
+ * exec (tq_proc_self_mark), where only async-signal-safe calls are allowed.
+ */
 static int stat_number(const char **p, int64_t *v)
 {
-	char tok[STAT_FIELD_MAX];
-	const char *errstr = NULL;
-	size_t len = strcspn(*p, " \n");
+	const char *s = *p;
+	int neg = *s == '-';
+	int64_t acc = 0;
 
-	if (len == 0 || len >= sizeof(tok))
+	s += neg;
+	if (*s < '0' || *s > '9')
 		return -1;
-	memcpy(tok, *p, len);
-	tok[len] = '\0';
-	*v = strtonum(tok, LLONG_MIN, LLONG_MAX, &errstr);
-	if (errstr != NULL)
+	for (; *s >= '0' && *s <= '9'; s++) {
+		int d = *s - '0';
+		if (acc > (INT64_MAX - d) / 10)
+			return -1;
+		acc = acc * 10 + d;
+	}
+	if (*s != ' ' && *s != '\n' && *s != '\0')
 		return -1;
-	*p += len + ((*p)[len] != '\0');
+	*v = neg ? -acc : acc;
+	*p = s + (*s != '\0');
 	return 0;
 }
 
-/* Fields 3..22 of a stat line; buf is NUL-terminated. 0 or -1. */
+/* Fields 3..22 of a stat line; buf is NUL-terminated. 0 or -1.
+ * Async-signal-safe (strrchr is, by POSIX.1-2008 TC2). */
 static int parse_stat(const char *buf, struct tq_proc_stat *st)
 {
 	const char *p = strrchr(buf, ')');
@@ -131,9 +139,59 @@ int tq_proc_start_time(pid_t pid, int64_t *ticks, struct tq_err *err)
 	return rc;
 }
 
+/* Append s to buf (n bytes, used so far *len), truncating as snprintf
+ * would; async-signal-safe. */
+static void put_str(char *buf, size_t n, size_t *len, const char *s)
+{
+	for (; *s != '\0' && *len + 1 < n; s++)
+		buf[(*len)++] = *s;
+	buf[*len] = '\0';
+}
+
+/* Append v (>= 0) in decimal, likewise. */
+static void put_dec(char *buf, size_t n, size_t *len, int64_t v)
+{
+	char digits[24];
+	size_t k = sizeof(digits) - 1;
+
+	digits[k] = '\0';
+	do {
+		digits[--k] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v > 0 && k > 0);
+	put_str(buf, n, len, digits + k);
+}
+
 void tq_proc_worker_mark(pid_t pid, int64_t start, char *buf, size_t n)
 {
-	snprintf(buf, n, TQ_WORKER_MARK_VAR "=%ld.%lld", (long)pid, (long long)start);
+	size_t len = 0;
+
+	if (n == 0)
+		return;
+	buf[0] = '\0';
+	put_str(buf, n, &len, TQ_WORKER_MARK_VAR "=");
+	put_dec(buf, n, &len, pid > 0 ? pid : 0);
+	put_str(buf, n, &len, ".");
+	put_dec(buf, n, &len, start > 0 ? start : 0);
+}
+
+void tq_proc_self_mark(char *buf, size_t n)
+{
+	char stat[TQ_PROC_STAT_MAX];
+	struct tq_proc_stat st = { .start_time = 0 };
+	ssize_t got = -1;
+	int fd;
+
+	if ((fd = tq_open("/proc/self/stat", O_RDONLY, 0)) >= 0) {
+		got = tq_read_full(fd, stat, sizeof(stat) - 1);
+		tq_close(fd);
+	}
+	if (got > 0 && got < (ssize_t)sizeof(stat) - 1) {
+		stat[got] = '\0';
+		if (parse_stat(stat, &st) < 0)
+			st.start_time = 0;
+	}
+	tq_proc_worker_mark(getpid(), st.start_time, buf, n);
 }
 
 int tq_proc_same(pid_t pid, int64_t start_time)

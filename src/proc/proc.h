@@ -153,8 +153,17 @@ struct tq_marks {
 				 * task, and a live worker is not ours to kill) */
 };
 
-/* "TASKQ_WORKER_PROC=PID.START" for the process (pid, its start time). */
+/* "TASKQ_WORKER_PROC=PID.START" for the process (pid, its start time),
+ * truncated to n bytes as snprintf would. Async-signal-safe. */
 void tq_proc_worker_mark(pid_t pid, int64_t start, char *buf, size_t n);
+
+/*
+ * The calling process's own mark, as tq_proc_worker_mark: its pid and its
+ * start time read from /proc/self/stat (0 if that cannot be read, so the
+ * mark names no process). Async-signal-safe: a spawned child makes its mark
+ * this way before its exec (spawn.h, TQ_SPAWN_MARK_SELF).
+ */
+void tq_proc_self_mark(char *buf, size_t n);
 
 /*
  * SIGKILL every process whose environment holds m's task and home entries

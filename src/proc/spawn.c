@@ -1,15 +1,20 @@
 /*
- * spawn.c - start a task process (see spawn.h for the contract).
+ * spawn.c - start a process (see spawn.h for the contract): every fork and
+ * exec of taskq is here.
  *
  * Three paths, one entry point. Pipes and /dev/null: posix_spawn with
  * POSIX_SPAWN_SETSID | SETSIGMASK | SETSIGDEF and file actions (dup2 onto
- * 0-2, chdir, closefrom(3)). The same in a cgroup: posix_spawn (glibc 2.36)
- * cannot start a child in one, so a clone that shares our memory as
+ * 0-2, chdir, closefrom(3)), or fewer of them as the caller's flags say (a
+ * worker, the daemon, an agent in the terminal keep the caller's session
+ * and streams). The same in a cgroup, or for a child that carries its own
+ * pid and start time in its environment (a worker's mark): posix_spawn
+ * (glibc 2.36) can do neither, so a clone that shares our memory as
  * posix_spawn's does, into the group, and a child function that does what
  * those attributes and actions ask (spawn_clone). A pty: posix_spawn cannot
  * give the child a controlling terminal, so one fork path does what it does
  * by hand, with only async-signal-safe calls in the child and the child's
- * errno sent back over a CLOEXEC pipe.
+ * errno sent back over a CLOEXEC pipe. Beside them, tq_spawn_detach: the
+ * daemon's fork of itself, which execs nothing.
  *
  * Why posix_spawn: glibc clones with CLONE_VM | CLONE_VFORK, so no page
  * tables are copied and the cost does not grow with the parent. Measured on
@@ -46,6 +51,7 @@
 #include <stdint.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -55,6 +61,7 @@
 #include <unistd.h>
 
 #include "common/sys.h"
+#include "proc.h"
 
 /* The steps of a forked or cloned child, reported back with their errno
  * on failure. */
@@ -178,11 +185,11 @@ static int fail_on(struct tq_err *err, int e, const char *step, const char *obj)
 	return tq_err_sys(err, "%s \"%s\"", step, obj);
 }
 
-/* Resolve c->argv[0] into out (PATH_MAX bytes). */
+/* Resolve c's program (exe, else argv[0]) into out (PATH_MAX bytes). */
 static int resolve_exe(const struct tq_child *c, char *const *envp, char *out,
 	size_t n, struct tq_err *err)
 {
-	const char *file = c->argv[0];
+	const char *file = c->exe != NULL ? c->exe : c->argv[0];
 	int e;
 
 	if (*file == '\0')
@@ -267,39 +274,65 @@ static void size_pipe(int fd, int size)
 	(void)fcntl(fd, F_SETPIPE_SZ, size > 0 ? size : TQ_SPAWN_PIPE_SIZE);
 }
 
-/* Attributes: new session, empty mask, every signal at its default. */
-static int build_attr(posix_spawnattr_t *at)
+/*
+ * Attributes: a new session, an empty mask, every signal at its default
+ * (a task's); or what c's flags and sigdefault keep of the caller's. glibc's
+ * child resets a caught signal to its default whatever the set says (it
+ * shares our memory until its exec), so an empty set leaves the child what
+ * a fork + exec would.
+ */
+static int build_attr(posix_spawnattr_t *at, const struct tq_child *c)
 {
+	short flags = POSIX_SPAWN_SETSIGDEF;
 	sigset_t none, all;
 	int e;
 
 	sigemptyset(&none);
 	sigfillset(&all);
-	if ((e = posix_spawnattr_setflags(at, POSIX_SPAWN_SETSID |
-			POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF)))
+	if (!(c->flags & TQ_SPAWN_KEEP_SESSION))
+		flags |= POSIX_SPAWN_SETSID;
+	if (!(c->flags & TQ_SPAWN_KEEP_SIGMASK))
+		flags |= POSIX_SPAWN_SETSIGMASK;
+	if ((e = posix_spawnattr_setflags(at, flags)))
 		return e;
 	if ((e = posix_spawnattr_setsigmask(at, &none)))
 		return e;
-	return posix_spawnattr_setsigdefault(at, &all);
+	return posix_spawnattr_setsigdefault(at, c->sigdefault ? c->sigdefault : &all);
 }
 
-/* File actions: stdin, the two pipes onto 1 and 2, chdir, close the rest. */
+/* Whether c's stdout and stderr are pipes to the caller (a task's). */
+static int has_pipes(const struct tq_child *c)
+{
+	return c->in == TQ_SPAWN_STDIN_NULL || c->in == TQ_SPAWN_STDIN_PIPE;
+}
+
+/* File actions: the standard streams (stdin, the two pipes onto 1 and 2;
+ * or /dev/null; or nothing, inherited), chdir, close the rest. */
 static int build_actions(posix_spawn_file_actions_t *fa,
 	const struct tq_child *c, int in_r, int out_w, int err_w)
 {
-	int e;
+	int e = 0;
 
-	if (in_r >= 0)
-		e = posix_spawn_file_actions_adddup2(fa, in_r, 0);
-	else
-		e = posix_spawn_file_actions_addopen(fa, 0, "/dev/null",
-			O_RDONLY, 0);
-	if (e || (e = posix_spawn_file_actions_adddup2(fa, out_w, 1)) ||
-	    (e = posix_spawn_file_actions_adddup2(fa, err_w, 2)))
-		return e;
+	if (c->in == TQ_SPAWN_STDIO_NULL) {
+		if ((e = posix_spawn_file_actions_addopen(fa, 0, "/dev/null", O_RDONLY, 0)) ||
+		    (e = posix_spawn_file_actions_addopen(fa, 1, "/dev/null", O_WRONLY, 0)) ||
+		    (e = posix_spawn_file_actions_adddup2(fa, 1, 2)))
+			return e;
+	} else if (has_pipes(c)) {
+		if (in_r >= 0)
+			e = posix_spawn_file_actions_adddup2(fa, in_r, 0);
+		else
+			e = posix_spawn_file_actions_addopen(fa, 0, "/dev/null",
+				O_RDONLY, 0);
+		if (e || (e = posix_spawn_file_actions_adddup2(fa, out_w, 1)) ||
+		    (e = posix_spawn_file_actions_adddup2(fa, err_w, 2)))
+			return e;
+	}
 	if (c->cwd != NULL &&
 	    (e = posix_spawn_file_actions_addchdir_np(fa, c->cwd)))
 		return e;
+	if (c->flags & TQ_SPAWN_KEEP_FDS)
+		return 0;
 	return posix_spawn_file_actions_addclosefrom_np(fa, 3);
 }
 
@@ -365,22 +398,67 @@ struct clone_plan {
 	char *const *envp;
 	int in_r, out_w, err_w;
 	int join;                  /* not born in the group: join it first */
+	char *mark;                /* TQ_SPAWN_MARK_SELF: made here; else NULL */
+	size_t mark_size;
+	sigset_t mask;             /* the child's mask at its exec */
 	struct child_report rep;   /* rep.err != 0: the child failed */
 };
+
+/* In a child (async-signal-safe): fd onto to; an fd that already is to
+ * loses its CLOEXEC instead (dup2 onto itself would keep it). */
+static int child_dup(int fd, int to)
+{
+	if (fd == to)
+		return fcntl(to, F_SETFD, 0);
+	return dup2(fd, to);
+}
+
+/* In a child: the standard streams as build_actions wires them. */
+static int child_stdio(const struct tq_child *c, int in_r, int out_w, int err_w)
+{
+	int fd;
+
+	if (c->in == TQ_SPAWN_STDIO_INHERIT)
+		return 0;
+	if (c->in == TQ_SPAWN_STDIO_NULL)
+		return (fd = tq_open("/dev/null", O_RDONLY, 0)) < 0 || child_dup(fd, 0) < 0 ||
+		       (fd = tq_open("/dev/null", O_WRONLY, 0)) < 0 || child_dup(fd, 1) < 0 ||
+		       dup2(1, 2) < 0 ? -1 : 0;
+	if (in_r >= 0 ? dup2(in_r, 0) < 0
+		      : ((fd = tq_open("/dev/null", O_RDONLY, 0)) < 0 || child_dup(fd, 0) < 0))
+		return -1;
+	return dup2(out_w, 1) < 0 || dup2(err_w, 2) < 0 ? -1 : 0;
+}
+
+/*
+ * In a child, every signal blocked: the dispositions build_attr asks for.
+ * The signals of sigdefault (NULL: all) to their default, and any caught
+ * one too: our handlers must never run in a child that shares our memory,
+ * and exec would reset them anyway. SIGKILL, SIGSTOP and glibc's internal
+ * signals refuse: harmless.
+ */
+static void child_signals(const sigset_t *sigdefault)
+{
+	struct sigaction dfl = { .sa_handler = SIG_DFL }, old;
+
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sigdefault == NULL || sigismember(sigdefault, sig) == 1 ||
+		    (sigaction(sig, NULL, &old) == 0 && old.sa_handler != SIG_IGN &&
+		     old.sa_handler != SIG_DFL))
+			sigaction(sig, &dfl, NULL);
+}
 
 /*
  * The cloned child: it shares our memory and runs on its own stack until
  * its exec, like posix_spawn's child, so only async-signal-safe calls and
- * no writes to memory but plan->rep. Every signal is blocked on entry (the
- * parent blocked them around the clone); dispositions are reset before the
- * mask is emptied. Does what build_attr and build_actions ask of
- * posix_spawn. Never returns.
+ * no writes to memory but plan->rep and plan->mark. Every signal is
+ * blocked on entry (the parent blocked them around the clone);
+ * dispositions are reset before the mask is set. Does what build_attr and
+ * build_actions ask of posix_spawn, and makes the mark. Never returns.
  */
 static int clone_child(void *arg)
 {
 	struct clone_plan *p = arg;
-	struct sigaction dfl = { .sa_handler = SIG_DFL };
-	sigset_t none;
 	int fd;
 
 	/* First, before anything can fork: into the task's group. */
@@ -389,26 +467,22 @@ static int clone_child(void *arg)
 			tq_write_all(fd, "0", 1) < 0))
 		goto fail;
 	p->rep.step = STEP_SETSID;
-	if (setsid() < 0)
+	if (!(p->c->flags & TQ_SPAWN_KEEP_SESSION) && setsid() < 0)
 		goto fail;
 	p->rep.step = STEP_DUP2;
-	if (p->in_r >= 0 ? dup2(p->in_r, 0) < 0
-			 : ((fd = tq_open("/dev/null", O_RDONLY, 0)) < 0 || dup2(fd, 0) < 0))
-		goto fail;
-	if (dup2(p->out_w, 1) < 0 || dup2(p->err_w, 2) < 0)
+	if (child_stdio(p->c, p->in_r, p->out_w, p->err_w) < 0)
 		goto fail;
 	p->rep.step = STEP_CHDIR;
 	if (p->c->cwd != NULL && chdir(p->c->cwd) < 0)
 		goto fail;
-	/* SIGKILL, SIGSTOP and glibc's internal signals refuse: harmless. */
-	for (int sig = 1; sig < NSIG; sig++)
-		sigaction(sig, &dfl, NULL);
+	child_signals(p->c->sigdefault);
+	if (p->mark != NULL)
+		tq_proc_self_mark(p->mark, p->mark_size);
 	/* Our memory is shared, our descriptor table is not: close, at once. */
 	p->rep.step = STEP_CLOSE;
-	if (close_range(3, ~0U, 0) < 0)
+	if (!(p->c->flags & TQ_SPAWN_KEEP_FDS) && close_range(3, ~0U, 0) < 0)
 		goto fail;
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
+	sigprocmask(SIG_SETMASK, &p->mask, NULL);
 	p->rep.step = STEP_EXEC;
 	execve(p->path, p->c->argv, p->envp);
 fail:
@@ -417,14 +491,15 @@ fail:
 }
 
 /*
- * Clone the child into its group, on stack (size bytes). Returns the pid,
- * or -1 with errno set; *joined says whether it was born there (clone3) or
- * will join (the fallback).
+ * Clone the child, into its group if it has one, on stack (size bytes).
+ * Returns the pid; or -1 with errno set; or -2 with p->rep set when clone3
+ * refused the group. p->join says whether the child will join its group
+ * (the fallback) or was born there (clone3) or has none.
  */
 static pid_t clone_into(struct clone_plan *p, char *stack, size_t size)
 {
 #ifdef HAVE_CLONE3_INTO
-	if (!atomic_load(&clone3_missing)) {
+	if (p->c->cgroup_fd > 2 && !atomic_load(&clone3_missing)) {
 		struct clone_args ca = {
 			.flags = CLONE_VM | CLONE_VFORK | CLONE_INTO_CGROUP,
 			.exit_signal = SIGCHLD,
@@ -449,22 +524,25 @@ static pid_t clone_into(struct clone_plan *p, char *stack, size_t size)
 		atomic_store(&clone3_missing, 1);
 	}
 #endif
-	p->join = 1;
+	p->join = p->c->cgroup_fd > 2;
 	return clone(clone_child, stack + size, CLONE_VM | CLONE_VFORK | SIGCHLD, p);
 }
 
 /*
- * Start the child in its cgroup: as glibc's posix_spawn does, a clone that
- * shares our memory until the child execs (CLONE_VM | CLONE_VFORK), with
- * our own child function (clone_child). We resume once the child has
- * exec'd or exited; a step that failed is in plan.rep. The child's stack is
- * mapped here with a guard page below it, so an overflow faults instead of
- * writing into our memory.
+ * Start the child in its cgroup, or one that makes its own mark: as
+ * glibc's posix_spawn does, a clone that shares our memory until the child
+ * execs (CLONE_VM | CLONE_VFORK), with our own child function
+ * (clone_child). We resume once the child has exec'd or exited; a step
+ * that failed is in plan.rep. The child's stack is mapped here with a
+ * guard page below it, so an overflow faults instead of writing into our
+ * memory.
  */
 static int spawn_clone(struct tq_child *c, const char *path, char *const *envp,
-	int in_r, int out_w, int err_w, pid_t *pid, struct tq_err *err)
+	char *mark, int in_r, int out_w, int err_w, pid_t *pid, struct tq_err *err)
 {
-	struct clone_plan p = { c, path, envp, in_r, out_w, err_w, 0, { 0, 0 } };
+	struct clone_plan p = { .c = c, .path = path, .envp = envp, .in_r = in_r,
+				.out_w = out_w, .err_w = err_w, .mark = mark,
+				.mark_size = TQ_SPAWN_MARK_MAX };
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	sigset_t all, old;
 	char *stack;
@@ -481,6 +559,10 @@ static int spawn_clone(struct tq_child *c, const char *path, char *const *envp,
 	}
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
+	if (c->flags & TQ_SPAWN_KEEP_SIGMASK)
+		p.mask = old;
+	else
+		sigemptyset(&p.mask);
 	*pid = clone_into(&p, stack + page, TQ_SPAWN_CLONE_STACK);
 	e = errno;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -503,9 +585,14 @@ static int spawn_clone(struct tq_child *c, const char *path, char *const *envp,
 	return child_failed(c, &p.rep, err);
 }
 
-/* The posix_spawn path: stdin /dev/null or a pipe, stdout/stderr pipes. */
-static int spawn_pipes(struct tq_child *c, const char *path,
-	char *const *envp, struct tq_err *err)
+/*
+ * Every child but a pty's: stdin /dev/null or a pipe and stdout/stderr
+ * pipes, or the three inherited or on /dev/null. posix_spawn; the clone
+ * path for a child in a cgroup or one that makes its own mark (mark, not
+ * NULL), which posix_spawn cannot do.
+ */
+static int spawn_std(struct tq_child *c, const char *path,
+	char *const *envp, char *mark, struct tq_err *err)
 {
 	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, er[2] = { -1, -1 };
 	posix_spawn_file_actions_t fa;
@@ -517,24 +604,27 @@ static int spawn_pipes(struct tq_child *c, const char *path,
 	if (c->in == TQ_SPAWN_STDIN_PIPE &&
 	    (rc = open_pipe(in, 1, "stdin", err)))
 		goto out;
-	if ((rc = open_pipe(out, 0, "stdout", err)) ||
-	    (rc = open_pipe(er, 0, "stderr", err)))
-		goto out;
-	size_pipe(out[0], c->pipe_size);
-	size_pipe(er[0], c->pipe_size);
+	if (has_pipes(c)) {
+		if ((rc = open_pipe(out, 0, "stdout", err)) ||
+		    (rc = open_pipe(er, 0, "stderr", err)))
+			goto out;
+		size_pipe(out[0], c->pipe_size);
+		size_pipe(er[0], c->pipe_size);
+	}
 	if ((e = posix_spawnattr_init(&at)) == 0)
 		have_at = 1;
 	if (e == 0 && (e = posix_spawn_file_actions_init(&fa)) == 0)
 		have_fa = 1;
-	if (e == 0 && (e = build_attr(&at)) == 0)
+	if (e == 0 && (e = build_attr(&at, c)) == 0)
 		e = build_actions(&fa, c, in[0], out[1], er[1]);
 	if (e) {
 		errno = e;
 		rc = tq_err_sys(err, "posix_spawn setup for \"%s\"", c->argv[0]);
 		goto out;
 	}
-	if (c->cgroup_fd > 2) {
-		if ((rc = spawn_clone(c, path, envp, in[0], out[1], er[1], &pid, err)) < 0)
+	if (c->cgroup_fd > 2 || mark != NULL) {
+		if ((rc = spawn_clone(c, path, envp, mark, in[0], out[1], er[1], &pid,
+				      err)) < 0)
 			goto out;
 	} else if ((e = posix_spawn(&pid, path, &fa, &at, c->argv, envp))) {
 		rc = spawn_failed(c, e, err);
@@ -605,9 +695,8 @@ fail:
  * mask is emptied. Never returns.
  */
 static void pty_child(const struct tq_child *c, const char *path,
-	char *const *envp, int slave, int report, const sigset_t *none)
+	char *const *envp, char *mark, int slave, int report, const sigset_t *mask)
 {
-	struct sigaction dfl = { .sa_handler = SIG_DFL };
 	struct child_report rep;
 	int fd;
 
@@ -628,14 +717,14 @@ static void pty_child(const struct tq_child *c, const char *path,
 	rep.step = STEP_CHDIR;
 	if (c->cwd != NULL && chdir(c->cwd) < 0)
 		goto fail;
-	/* SIGKILL, SIGSTOP and glibc's internal signals refuse: harmless. */
-	for (int sig = 1; sig < NSIG; sig++)
-		sigaction(sig, &dfl, NULL);
+	child_signals(c->sigdefault);
+	if (mark != NULL) /* our own copy of the buffer, which envp points to */
+		tq_proc_self_mark(mark, TQ_SPAWN_MARK_MAX);
 	/* Mark, not close, fds >= 3: the report pipe must live until exec. */
 	rep.step = STEP_CLOSE;
-	if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+	if (!(c->flags & TQ_SPAWN_KEEP_FDS) && close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
 		goto fail;
-	sigprocmask(SIG_SETMASK, none, NULL);
+	sigprocmask(SIG_SETMASK, mask, NULL);
 	rep.step = STEP_EXEC;
 	execve(path, c->argv, envp);
 fail:
@@ -673,7 +762,7 @@ static int child_failed(const struct tq_child *c, struct child_report *rep,
  * report means a step failed, and the child (which _exit(127)s) is reaped.
  */
 static int spawn_pty(struct tq_child *c, const char *path, char *const *envp,
-	struct tq_err *err)
+	char *mark, struct tq_err *err)
 {
 	int master = -1, slave = -1, report[2] = { -1, -1 };
 	struct child_report rep;
@@ -693,7 +782,8 @@ static int spawn_pty(struct tq_child *c, const char *path, char *const *envp,
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pid = fork();
 	if (pid == 0)
-		pty_child(c, path, envp, slave, report[1], &none);
+		pty_child(c, path, envp, mark, slave, report[1],
+			  c->flags & TQ_SPAWN_KEEP_SIGMASK ? &old : &none);
 	if (pid < 0)
 		rc = tq_err_sys(err, "fork for \"%s\"", c->argv[0]);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -724,10 +814,35 @@ out:
 	return rc;
 }
 
+/*
+ * TQ_SPAWN_MARK_SELF: envp without its TASKQ_WORKER_PROC entries, plus
+ * mark, which the child fills in before its exec. *out is malloc'd.
+ */
+static int mark_env(char *const *envp, char *mark, char ***out, struct tq_err *err)
+{
+	static const char var[] = TQ_WORKER_MARK_VAR "=";
+	size_t n = 0, k = 0;
+	char **v;
+
+	while (envp[n] != NULL)
+		n++;
+	if ((v = reallocarray(NULL, n + 2, sizeof(*v))) == NULL)
+		return tq_err_set(err, TQ_ENOMEM, "spawn: out of memory");
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(envp[i], var, sizeof(var) - 1) != 0)
+			v[k++] = envp[i];
+	mark[0] = '\0';
+	v[k++] = mark;
+	v[k] = NULL;
+	*out = v;
+	return 0;
+}
+
 int tq_spawn_start(struct tq_child *c, struct tq_err *err)
 {
-	char path[PATH_MAX];
+	char path[PATH_MAX], mark[TQ_SPAWN_MARK_MAX], **marked = NULL;
 	char *const *envp = c->envp ? c->envp : empty_env;
+	char *want_mark = NULL;
 	mode_t old;
 	int rc, e;
 
@@ -736,11 +851,20 @@ int tq_spawn_start(struct tq_child *c, struct tq_err *err)
 	c->join_failed = 0;
 	if (c->argv == NULL || c->argv[0] == NULL)
 		return tq_err_set(err, TQ_EINVAL, "spawn: empty argv");
+	if (c->in == TQ_SPAWN_STDIN_PTY && (c->flags & TQ_SPAWN_KEEP_SESSION))
+		return tq_err_set(err, TQ_EINVAL,
+			"spawn \"%s\": a terminal needs a session of its own", c->argv[0]);
 	/* The cwd first: a relative command is looked up inside it. */
 	if (c->cwd != NULL && (e = check_cwd(c->cwd)))
 		return fail_on(err, e, "chdir", c->cwd);
 	if ((rc = resolve_exe(c, envp, path, sizeof(path), err)))
 		return rc;
+	if (c->flags & TQ_SPAWN_MARK_SELF) {
+		if ((rc = mark_env(envp, mark, &marked, err)) < 0)
+			return rc;
+		envp = marked;
+		want_mark = mark;
+	}
 	/*
 	 * The umask: posix_spawn has no attribute for it, and a file action
 	 * cannot set it. The child copies ours when it is cloned (posix_spawn
@@ -751,11 +875,14 @@ int tq_spawn_start(struct tq_child *c, struct tq_err *err)
 	 */
 	old = c->umask >= 0 ? umask((mode_t)(c->umask & 0777)) : 0;
 	if (c->in == TQ_SPAWN_STDIN_PTY)
-		rc = spawn_pty(c, path, envp, err);
+		rc = spawn_pty(c, path, envp, want_mark, err);
 	else
-		rc = spawn_pipes(c, path, envp, err);
+		rc = spawn_std(c, path, envp, want_mark, err);
 	if (c->umask >= 0)
 		umask(old);
+	e = errno;
+	free(marked);
+	errno = e;
 	return rc;
 }
 
@@ -766,6 +893,37 @@ int tq_spawn_wait(struct tq_child *c, int *status, struct tq_err *err)
 	if (tq_waitpid(c->pid, status, 0) < 0)
 		return tq_err_sys(err, "waitpid %ld", (long)c->pid);
 	c->pid = -1;
+	return 0;
+}
+
+int tq_spawn_detach(int *ready_fd, struct tq_err *err)
+{
+	int fds[2];
+	char c = 0;
+	pid_t pid;
+
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return tq_err_sys(err, "pipe2");
+	/* what stdio holds is written once, by the parent, not twice */
+	fflush(NULL);
+	if ((pid = fork()) < 0) {
+		int rc = tq_err_sys(err, "fork");
+		close_pair(fds);
+		return rc;
+	}
+	if (pid > 0) {
+		tq_close(fds[1]);
+		if (tq_read_full(fds[0], &c, 1) != 1)
+			c = 0;
+		_exit(c == 'R' ? 0 : 1);
+	}
+	tq_close(fds[0]);
+	*ready_fd = fds[1];
+	if (setsid() < 0)
+		return tq_err_sys(err, "setsid");
+	/* Hold no directory busy (an unmount); the caller's paths are absolute. */
+	if (chdir("/") < 0)
+		return tq_err_sys(err, "chdir /");
 	return 0;
 }
 

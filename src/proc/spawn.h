@@ -1,15 +1,21 @@
 /*
- * spawn.h - start one task process: the only place taskq execs anything.
+ * spawn.h - start a process: the only place taskq forks or execs anything.
  *
- * A struct tq_child describes the child (argv, environment, cwd, how stdin is
- * wired); tq_spawn_start() starts it in a new session and fills in its pid and
- * the caller's ends of its standard streams. In the manner of git's
+ * A struct tq_child describes the child (argv, environment, cwd, how its
+ * standard streams are wired); tq_spawn_start() starts it and fills in its
+ * pid and the caller's ends of its standard streams. In the manner of git's
  * run-command.h this header is the manual: read the ownership rules below.
+ * Its callers: a task and an --on-exit hook (the worker), a worker (the
+ * supervisor), the supervisor's daemon (`taskq submit`'s autostart) and an
+ * agent in the terminal (`taskq ask --interactive`); and tq_spawn_detach,
+ * the daemon's own fork.
  *
- * What the child gets, always:
+ * What the child gets by default (a task's; each caller's differences are
+ * flags, and listed at struct tq_child):
  *   - a new session and process group: pid == pgid == sid, so a group kill
  *     (tq_proc_kill_group) reaches it and whatever stays in its group;
- *   - exactly fds 0, 1 and 2 (every other descriptor is closed, CLOEXEC or not);
+ *   - exactly fds 0, 1 and 2 (every other descriptor is closed, CLOEXEC or
+ *     not);
  *   - an empty signal mask and every signal at its default disposition, so a
  *     worker's blocked or ignored signals (SIGPIPE, SIGCHLD, ...) never leak;
  *     except that glibc 2.36's posix_spawn leaves its two internal signals
@@ -18,6 +24,10 @@
  *   - cwd as its working directory (when set);
  *   - umask as its file mode creation mask (when >= 0; else the caller's).
  *   - with cgroup_fd, membership of that cgroup from before its exec.
+ * Whatever the flags, no handler of the caller's survives in the child (a
+ * caught signal is at its default, as exec(2) would leave it), rlimits and
+ * the scheduling are the caller's, and nothing runs in the child before its
+ * exec but the steps it asks for.
  *
  * With cgroup_fd the child is started by clone3(CLONE_VM | CLONE_VFORK |
  * CLONE_INTO_CGROUP), since glibc 2.36's posix_spawn has no cgroup
@@ -44,6 +54,7 @@
 #ifndef TQ_SPAWN_H
 #define TQ_SPAWN_H
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include "common/err.h"
@@ -66,9 +77,13 @@
  * 64 KiB).
  */
 #define TQ_SPAWN_PIPE_SIZE 8192
-/* The stack of a child started in a cgroup, until its exec: it makes a few
- * system calls (measured need: a few KiB; an ASan build needs more). */
+/* The stack of a cloned child (in a cgroup, or making its mark), until its
+ * exec: it makes a few system calls and reads its /proc/self/stat
+ * (TQ_PROC_STAT_MAX; measured need: a few KiB; an ASan build needs more). */
 #define TQ_SPAWN_CLONE_STACK (64 * 1024)
+/* "TASKQ_WORKER_PROC=PID.START" (TQ_SPAWN_MARK_SELF): 18 + 7 + 1 + 20
+ * bytes at most, and its NUL. */
+#define TQ_SPAWN_MARK_MAX 64
 
 /*
  * What an agent CLI's stdout and stderr pipes hold (tq_child.pipe_size):
@@ -86,7 +101,8 @@
 #define TQ_SPAWN_PTY_ROWS 24
 #define TQ_SPAWN_PTY_COLS 80
 
-/* How the child's standard streams are wired. */
+/* How the child's standard streams are wired (stdin, and with it the two
+ * others). */
 enum tq_spawn_stdin {
 	/* stdin is /dev/null; stdout and stderr are two pipes (the default). */
 	TQ_SPAWN_STDIN_NULL = 0,
@@ -97,11 +113,41 @@ enum tq_spawn_stdin {
 	 * which is the child's controlling terminal; the caller gets the master
 	 * as out_fd and both reads output from and writes input to it. */
 	TQ_SPAWN_STDIN_PTY,
+	/* fds 0, 1 and 2 are the caller's own (a worker writes to the
+	 * supervisor's log; an agent in the terminal reads and writes it). */
+	TQ_SPAWN_STDIO_INHERIT,
+	/* all three are /dev/null, stdin read-only, stdout and stderr one
+	 * write-only open shared by both (a daemon's first process). */
+	TQ_SPAWN_STDIO_NULL,
+};
+
+enum tq_spawn_flags {
+	/* Stay in the caller's session and process group (no setsid): a
+	 * worker, which the supervisor's stop reaches with it; an agent in the
+	 * terminal's foreground group, which ^C reaches. Not with a pty. */
+	TQ_SPAWN_KEEP_SESSION = 1 << 0,
+	/* The caller's signal mask, not an empty one. */
+	TQ_SPAWN_KEEP_SIGMASK = 1 << 1,
+	/*
+	 * The child carries its own identity in its environment:
+	 * "TASKQ_WORKER_PROC=PID.START" (tq_proc_self_mark), made in the child
+	 * before its exec, in place of any such entry of envp. A worker is
+	 * found by it (proc.h, struct tq_marks); its pid is known only once it
+	 * is started. Started by the clone path (or the fork path with a pty).
+	 */
+	TQ_SPAWN_MARK_SELF = 1 << 2,
+	/* Every descriptor of the caller's without FD_CLOEXEC stays open in
+	 * the child, as across a fork + exec (a worker keeps what `taskq
+	 * serve` was started with, as it always did); not only fds 0-2. */
+	TQ_SPAWN_KEEP_FDS = 1 << 3,
 };
 
 struct tq_child {
 	/* Inputs, borrowed: they must stay valid during tq_spawn_start only. */
 	char *const *argv;         /* argv[0] is looked up as execvp does */
+	const char *exe;           /* the program, looked up likewise, when it
+				    * is not argv[0] (taskq itself, by its
+				    * /proc/self/exe path); NULL: argv[0] */
 	char *const *envp;         /* the whole environment; NULL means empty */
 	const char *cwd;           /* NULL: the caller's working directory */
 	enum tq_spawn_stdin in;
@@ -115,6 +161,11 @@ struct tq_child {
 	int pipe_size;             /* stdout and stderr pipes' size; 0:
 				    * TQ_SPAWN_PIPE_SIZE. A larger one the kernel
 				    * refuses leaves its default (64 KiB) */
+	unsigned flags;            /* enum tq_spawn_flags; 0: a task's */
+	/* The signals set to their default disposition in the child; NULL:
+	 * every one (a task's). With an empty set the child keeps what the
+	 * caller ignores, as a fork + exec would (a worker, the daemon). */
+	const sigset_t *sigdefault;
 
 	/* Outputs, set by tq_spawn_start; -1 when not started or not used. */
 	pid_t pid;                 /* also the child's pgid and sid */
@@ -124,14 +175,16 @@ struct tq_child {
 	int join_failed;           /* the start failed joining cgroup_fd's group */
 };
 
-#define TQ_CHILD_INIT { .in = TQ_SPAWN_STDIN_NULL, .umask = -1, .cgroup_fd = -1, \
-	.pipe_size = 0, .pid = -1, .in_fd = -1, .out_fd = -1, .err_fd = -1 }
+#define TQ_CHILD_INIT { .exe = NULL, .in = TQ_SPAWN_STDIN_NULL, .umask = -1, .cgroup_fd = -1, \
+	.pipe_size = 0, .flags = 0, .sigdefault = NULL, .pid = -1, .in_fd = -1, \
+	.out_fd = -1, .err_fd = -1 }
 
 /*
- * Start the child described by c. argv[0] without a '/' is searched in the
- * PATH of envp (TQ_SPAWN_DEFAULT_PATH when envp has none), never in the
- * caller's PATH; relative PATH entries and a relative argv[0] are taken
- * relative to c->cwd, as the child itself would see them.
+ * Start the child described by c. Its program (exe, else argv[0]) without
+ * a '/' is searched in the PATH of envp (TQ_SPAWN_DEFAULT_PATH when envp
+ * has none), never in the caller's PATH; relative PATH entries and a
+ * relative program are taken relative to c->cwd, as the child itself would
+ * see them.
  *
  * On success returns 0 with c->pid set and the child running (exec has
  * happened). The caller owns c->in_fd, c->out_fd and c->err_fd (whichever are
@@ -146,11 +199,13 @@ struct tq_child {
  *
  * On failure returns a negative TQ_E* code with err naming the step and the
  * object, nothing is running, every descriptor made here is closed and the
- * outputs stay -1:
+ * outputs stay -1; errno is the failed step's (for a caller that words the
+ * error its own way):
  *   TQ_ENOTFOUND  exec "nosuchcmd": No such file or directory
  *                 chdir "/gone": No such file or directory
  *   TQ_EPERM      exec "./notes.txt": Permission denied
- *   TQ_EINVAL     empty argv, or fds 0-2 closed in the caller
+ *   TQ_EINVAL     empty argv, fds 0-2 closed in the caller, or a pty
+ *                 asked for with TQ_SPAWN_KEEP_SESSION
  *   any code      with c->join_failed set: joining cgroup_fd's group failed
  *                 ("spawn \"x\": join its cgroup: ..."); the caller may
  *                 start it again without one
@@ -186,5 +241,17 @@ int tq_spawn_wait(struct tq_child *c, int *status, struct tq_err *err);
  * reap the child. Safe to call twice, and on a struct that never started.
  */
 void tq_spawn_release(struct tq_child *c);
+
+/*
+ * Go into the background, as a daemon starts: fork; the parent waits until
+ * the child writes the byte 'R' to *ready_fd (it is up) or closes it
+ * without (it failed), and exits 0 or 1 (_exit: stdio is flushed before the
+ * fork), so it never returns. The child leads a new session, has / as its
+ * working directory (it holds no directory busy: an unmount) and returns 0
+ * owning *ready_fd (CLOEXEC). Returns TQ_E* with err set when the fork, or
+ * in the child setsid or chdir, failed (in the child: the parent then
+ * exits 1 once the child closes *ready_fd or exits).
+ */
+int tq_spawn_detach(int *ready_fd, struct tq_err *err);
 
 #endif

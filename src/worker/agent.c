@@ -20,7 +20,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1590,76 +1589,40 @@ int tq_workspace_sweep(struct tq_queue *q, const char *home, int *removed,
 /* ------------------------------------------------------------------ */
 /* --interactive                                                      */
 
-/* argv[0] found as execvp would, but in the PATH of envp. */
-static int find_program(const char *prog, char *const *envp, char *buf, size_t n)
-{
-	const char *path = TQ_SPAWN_DEFAULT_PATH;
-
-	if (strchr(prog, '/') != NULL)
-		return strlcpy(buf, prog, n) < n ? 0 : -1;
-	for (char *const *e = envp; e != NULL && *e != NULL; e++)
-		if (strncmp(*e, "PATH=", 5) == 0)
-			path = *e + 5;
-	while (*path != '\0') {
-		size_t len = strcspn(path, ":");
-		int k = len == 0 ? snprintf(buf, n, "./%s", prog) :
-			snprintf(buf, n, "%.*s/%s", (int)len, path, prog);
-		struct stat st;
-
-		if (k > 0 && (size_t)k < n && stat(buf, &st) == 0 && S_ISREG(st.st_mode) &&
-		    access(buf, X_OK) == 0)
-			return 0;
-		path += len;
-		if (*path == ':')
-			path++;
-	}
-	errno = ENOENT;
-	return -1;
-}
-
 /*
- * Run argv in the foreground and wait: stdio and process group are ours.
- * The terminal's SIGINT/SIGQUIT reach the agent by themselves (it is in
- * the foreground group); we ignore them meanwhile, and pass SIGTERM and
- * SIGHUP on.
+ * Run argv in the foreground and wait: stdio, session and process group are
+ * ours (the spawn's flags: spawn.h), cwd its workspace. The terminal's
+ * SIGINT/SIGQUIT reach the agent by themselves (it is in the foreground
+ * group); we ignore them meanwhile, and pass SIGTERM and SIGHUP on.
  */
 static int run_foreground(char *const *argv, char *const *envp, const char *cwd, int *status,
 			  struct tq_err *err)
 {
 	static const int sigs[] = { SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGCHLD };
-	char prog[PATH_MAX];
-	sigset_t set, old, none, deflt;
-	posix_spawnattr_t at;
-	posix_spawn_file_actions_t fa;
+	struct tq_child c = TQ_CHILD_INIT;
+	sigset_t set, old, deflt;
 	struct timespec zero = { 0, 0 };
 	pid_t pid = -1;
 	int rc, st = 0;
 
-	if (find_program(argv[0], envp, prog, sizeof(prog)) < 0)
-		return tq_err_sys(err, "exec \"%s\"", argv[0]);
 	sigemptyset(&set);
-	sigemptyset(&none);
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
 		sigaddset(&set, sigs[i]);
 	deflt = set;
 	sigaddset(&deflt, SIGPIPE);
-	posix_spawnattr_init(&at);
-	posix_spawn_file_actions_init(&fa);
-	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-	posix_spawnattr_setsigmask(&at, &none);
-	posix_spawnattr_setsigdefault(&at, &deflt);
-	posix_spawn_file_actions_addchdir_np(&fa, cwd);
-	posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+	c.argv = argv;
+	c.envp = envp;
+	c.cwd = cwd;
+	c.in = TQ_SPAWN_STDIO_INHERIT;
+	c.flags = TQ_SPAWN_KEEP_SESSION;
+	c.sigdefault = &deflt;
 	/* block first: a signal between the spawn and the wait is not lost */
 	sigprocmask(SIG_BLOCK, &set, &old);
-	rc = posix_spawn(&pid, prog, &fa, &at, argv, envp);
-	posix_spawnattr_destroy(&at);
-	posix_spawn_file_actions_destroy(&fa);
-	if (rc != 0) {
+	if ((rc = tq_spawn_start(&c, err)) < 0) {
 		sigprocmask(SIG_SETMASK, &old, NULL);
-		errno = rc;
-		return tq_err_sys(err, "exec \"%s\" in %s", argv[0], cwd);
+		return rc;
 	}
+	pid = c.pid;
 	for (;;) {
 		int sig = sigwaitinfo(&set, NULL);
 

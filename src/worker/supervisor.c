@@ -2,15 +2,14 @@
  * supervisor.c - keep N workers running, recover what dead workers left,
  * stop everything gracefully on a signal. See supervisor.h.
  *
- * Workers are this binary (`taskq worker`), forked and exec'd at once: the
- * child uses nothing of the parent's (its SQLite connection must never be
- * used across a fork) but reads its own pid and start time, which it
- * carries in its environment as its mark (TASKQ_WORKER_PROC, proc.h), so
- * that recovery finds a task's process that the worker's posix_spawn made
- * but had not yet exec'd when the worker died. The supervisor is small, and
- * starts workers seldom, so the fork costs nothing that matters. It is a
- * child subreaper, so when a worker dies the orphans of its task are
- * reparented here and swept.
+ * Workers are this binary (`taskq worker`), started by the spawn
+ * (proc/spawn.h), which execs it at once: the child uses nothing of the
+ * parent's (its SQLite connection must never be used across a fork) but
+ * reads its own pid and start time, which it carries in its environment as
+ * its mark (TASKQ_WORKER_PROC, proc.h), so that recovery finds a task's
+ * process that the worker's posix_spawn made but had not yet exec'd when
+ * the worker died. The supervisor is a child subreaper, so when a worker
+ * dies the orphans of its task are reparented here and swept.
  *
  * Workers left by a supervisor that was killed keep running their tasks and
  * recording them (they need no supervisor). A new supervisor adopts the ones
@@ -34,7 +33,6 @@
 #include <malloc.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,6 +59,7 @@
 #include "policy.h"
 #include "proc/contain.h"
 #include "proc/proc.h"
+#include "proc/spawn.h"
 #include "statedir.h"
 #include "submitd.h"
 #include "worker.h"
@@ -193,22 +192,26 @@ int tq_supervisor_running(const char *home, pid_t *pid)
 /* ------------------------------------------------------------------ */
 /* Workers                                                            */
 
-/* Start `taskq worker` in slot i. Forked, then exec'd at once: the child
- * touches nothing of ours (not the SQLite connection) but reads its own
- * identity, to carry it in its environment as its mark (proc.h). */
+/*
+ * Start `taskq worker` in slot i: this binary, exec'd by the spawn (spawn.h)
+ * with what a fork + exec gave it: our session and process group, our fds
+ * 0-2 (the log) and any other we have without CLOEXEC, our environment,
+ * the signals we ignore, an empty mask. The
+ * child touches nothing of ours (not the SQLite connection) but reads its
+ * own identity, to carry it in its environment as its mark (proc.h,
+ * TQ_SPAWN_MARK_SELF).
+ */
 static int spawn_worker(struct sup *s, int i, struct tq_err *err)
 {
-	char slot[16], lease[32], grace[32], sup[16], mark[64] = "", lsize[32], lfiles[16];
+	char slot[16], lease[32], grace[32], sup[16], lsize[32], lfiles[16];
 	char *argv[] = { "taskq", "--home", (char *)s->o->home, "worker", "--slot", slot,
 			 "--lease", lease, "--grace", grace, "--supervisor", sup,
 			 NULL, NULL, NULL, NULL, NULL };
+	struct tq_child c = TQ_CHILD_INIT;
+	struct tq_err serr = TQ_ERR_INIT;
 	int64_t log_size;
 	int log_files;
-	size_t n = 0, k = 0;
-	char **envp;
-	int pfd[2], e = 0;
-	ssize_t got;
-	pid_t pid;
+	sigset_t none;
 
 	snprintf(slot, sizeof(slot), "%d", i + 1);
 	snprintf(lease, sizeof(lease), "%lldms", (long long)s->o->lease_ms);
@@ -223,55 +226,21 @@ static int spawn_worker(struct sup *s, int i, struct tq_err *err)
 		argv[14] = "--log-files";
 		argv[15] = lfiles;
 	}
-	while (environ[n] != NULL)
-		n++;
-	if ((envp = reallocarray(NULL, n + 2, sizeof(*envp))) == NULL)
-		return tq_err_set(err, TQ_ENOMEM, "start worker %d: out of memory", i + 1);
-	for (size_t j = 0; j < n; j++)
-		if (strncmp(environ[j], TQ_WORKER_MARK_VAR "=",
-			    sizeof(TQ_WORKER_MARK_VAR)) != 0)
-			envp[k++] = environ[j];
-	envp[k++] = mark; /* filled in by the child */
-	envp[k] = NULL;
-	if (pipe2(pfd, O_CLOEXEC) < 0) {
-		free(envp);
-		return tq_err_sys(err, "start worker %d: pipe", i + 1);
-	}
-	if ((pid = fork()) == 0) {
-		int64_t start = 0;
-		sigset_t none;
-
-		tq_proc_start_time(getpid(), &start, NULL);
-		tq_proc_worker_mark(getpid(), start, mark, sizeof(mark));
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		execve(s->o->exe, argv, envp);
-		e = errno;
-		(void)!write(pfd[1], &e, sizeof(e));
-		_exit(127);
-	}
-	e = errno;
-	free(envp);
-	tq_close(pfd[1]);
-	if (pid < 0) {
-		tq_close(pfd[0]);
-		errno = e;
-		return tq_err_sys(err, "start worker %d: fork", i + 1);
-	}
-	/* The pipe closes at the exec; the errno arrives if it failed. */
-	got = tq_read(pfd[0], &e, sizeof(e));
-	tq_close(pfd[0]);
-	if (got == (ssize_t)sizeof(e)) {
-		tq_waitpid(pid, NULL, 0);
-		errno = e;
+	sigemptyset(&none);
+	c.argv = argv;
+	c.envp = environ;
+	c.in = TQ_SPAWN_STDIO_INHERIT;
+	c.flags = TQ_SPAWN_KEEP_SESSION | TQ_SPAWN_MARK_SELF | TQ_SPAWN_KEEP_FDS;
+	c.sigdefault = &none;
+	c.exe = s->o->exe;
+	if (tq_spawn_start(&c, &serr) < 0) /* errno: the step's */
 		return tq_err_sys(err, "start worker %d (%s)", i + 1, s->o->exe);
-	}
-	s->slots[i].pid = pid;
+	s->slots[i].pid = c.pid;
 	s->slots[i].pidfd = -1;
 	s->slots[i].worker_id = 0;
 	s->slots[i].started = tq_mono_ms();
-	tq_proc_start_time(pid, &s->slots[i].start_ticks, NULL);
-	slog("started worker %d (pid %d)", i + 1, (int)pid);
+	tq_proc_start_time(c.pid, &s->slots[i].start_ticks, NULL);
+	slog("started worker %d (pid %d)", i + 1, (int)c.pid);
 	return 0;
 }
 
@@ -1138,38 +1107,6 @@ static int open_log(const struct tq_serve_opts *o, struct tq_err *err)
 	return 0;
 }
 
-/*
- * Fork the daemon. The parent waits on a pipe until the daemon says it is
- * up (or fails), so `taskq serve` returns with a working supervisor. The
- * lock is held by the open file description both share, so it stays with
- * the daemon when the parent exits.
- */
-static int daemonize(int *ready_fd)
-{
-	int fds[2];
-	char c = 0;
-	pid_t pid;
-
-	if (pipe2(fds, O_CLOEXEC) < 0)
-		return -1;
-	fflush(NULL);
-	if ((pid = fork()) < 0)
-		return -1;
-	if (pid > 0) {
-		tq_close(fds[1]);
-		if (tq_read_full(fds[0], &c, 1) != 1)
-			c = 0;
-		tq_close(fds[0]);
-		_exit(c == 'R' ? 0 : 1);
-	}
-	tq_close(fds[0]);
-	*ready_fd = fds[1];
-	if (setsid() < 0)
-		return -1;
-	/* Hold no directory busy (an unmount); every path we use is absolute. */
-	return chdir("/");
-}
-
 static void release(struct sup *s)
 {
 	for (int i = 0; i < s->o->workers; i++)
@@ -1277,7 +1214,11 @@ int tq_supervisor_main(const struct tq_serve_opts *o)
 	}
 	tq_statedir_note_fd(pidfile_fileno(s.pfh), &s.pid_id);
 	err = (struct tq_err)TQ_ERR_INIT;
-	if (!o->foreground && (daemonize(&ready) < 0 || open_log(o, &err) < 0)) {
+	/* The daemon: its parent waits until it says it is up (or fails), so
+	 * `taskq serve` returns with a working supervisor (spawn.h). The lock
+	 * is held by the open file description both share, so it stays with
+	 * the daemon when the parent exits. */
+	if (!o->foreground && (tq_spawn_detach(&ready, &err) < 0 || open_log(o, &err) < 0)) {
 		fprintf(stderr, "taskq: serve: cannot start the daemon: %s\n",
 			err.msg[0] != '\0' ? err.msg : strerror(errno));
 		remove_pidfile(&s);
@@ -1352,25 +1293,26 @@ out:
 int tq_supervisor_autostart(const char *home, const char *exe, struct tq_err *err)
 {
 	char *argv[] = { "taskq", "--home", (char *)home, "serve", NULL };
-	posix_spawn_file_actions_t fa;
-	pid_t pid;
-	int rc, status;
+	struct tq_child c = TQ_CHILD_INIT;
+	struct tq_err serr = TQ_ERR_INIT;
+	sigset_t none;
+	int status;
 
 	if (tq_supervisor_running(home, NULL))
 		return 0;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-	posix_spawn_file_actions_adddup2(&fa, 1, 2);
-	posix_spawn_file_actions_addclosefrom_np(&fa, 3);
-	rc = posix_spawn(&pid, exe, &fa, NULL, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	if (rc != 0) {
-		errno = rc;
+	/* `taskq serve` with our environment, mask and session (it makes its
+	 * own: tq_spawn_detach), and nothing of our streams: /dev/null. */
+	sigemptyset(&none);
+	c.argv = argv;
+	c.exe = exe;
+	c.envp = environ;
+	c.in = TQ_SPAWN_STDIO_NULL;
+	c.flags = TQ_SPAWN_KEEP_SESSION | TQ_SPAWN_KEEP_SIGMASK;
+	c.sigdefault = &none;
+	if (tq_spawn_start(&c, &serr) < 0) /* errno: the step's */
 		return tq_err_sys(err, "start supervisor (%s)", exe);
-	}
 	/* The daemon's parent exits as soon as the daemon is up. */
-	if (tq_waitpid(pid, &status, 0) < 0)
+	if (tq_waitpid(c.pid, &status, 0) < 0)
 		return tq_err_sys(err, "wait for supervisor");
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		return tq_err_set(err, TQ_EIO, "supervisor did not start (see %s/serve.log)",

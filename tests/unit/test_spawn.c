@@ -551,6 +551,343 @@ static void test_pty(void **state)
 	tq_spawn_release(&c);
 }
 
+/* ---- the callers that are not tasks (spawn.h, enum tq_spawn_flags) ---- */
+
+/* readlink /proc/PID/fd/FD into buf; 0, or -1 when there is no such fd. */
+static int fd_link(pid_t pid, int fd, char *buf, size_t cap)
+{
+	char path[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%ld/fd/%d", (long)pid, fd);
+	n = readlink(path, buf, cap - 1);
+	if (n < 0)
+		return -1;
+	buf[n] = '\0';
+	return 0;
+}
+
+/* O_RDONLY, O_WRONLY or O_RDWR: how PID's fd FD was opened (its fdinfo). */
+static int fd_accmode(pid_t pid, int fd)
+{
+	char path[64], line[256];
+	int mode = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%ld/fdinfo/%d", (long)pid, fd);
+	f = fopen(path, "re");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (strncmp(line, "flags:", 6) == 0)
+			mode = (int)(strtoul(line + 6, NULL, 8) & O_ACCMODE);
+	fclose(f);
+	return mode;
+}
+
+/* With 1, the same child through the clone path (TQ_SPAWN_MARK_SELF),
+ * which does by hand what posix_spawn does. */
+static unsigned clone_path(int i)
+{
+	return i ? TQ_SPAWN_MARK_SELF : 0;
+}
+
+/* A worker, the daemon, an agent in the terminal: our session, process
+ * group and fds 0-2, and no other fd of ours. */
+static void test_keep_session_and_streams(void **state)
+{
+	int leak = fcntl(2, F_DUPFD, 20); /* no CLOEXEC, on purpose */
+	char ours[256], theirs[256];
+
+	(void)state;
+	assert_true(leak >= 20);
+	for (int i = 0; i <= 1; i++) {
+		struct tq_child c = TQ_CHILD_INIT;
+		struct fd_probe probe;
+
+		c.flags = TQ_SPAWN_KEEP_SESSION | clone_path(i);
+		start(&c, (char *[]){ "sleep", "1000", NULL }, test_env, NULL,
+		      TQ_SPAWN_STDIO_INHERIT);
+		assert_int_equal(c.in_fd, -1);
+		assert_int_equal(c.out_fd, -1);
+		assert_int_equal(c.err_fd, -1);
+		assert_int_equal(getpgid(c.pid), getpgrp());
+		assert_int_equal(getsid(c.pid), getsid(0));
+		probe.pid = c.pid;
+		if (!th_wait_for(fds_are_std, &probe, WAIT_MS))
+			fail_msg("child fds: %s", probe.list);
+		for (int fd = 0; fd <= 2; fd++) {
+			assert_int_equal(fd_link(getpid(), fd, ours, sizeof(ours)), 0);
+			assert_int_equal(fd_link(c.pid, fd, theirs, sizeof(theirs)), 0);
+			assert_string_equal(theirs, ours);
+		}
+		kill_and_wait(&c);
+	}
+	tq_close(leak);
+}
+
+/* The daemon's start: stdin /dev/null read-only, stdout and stderr
+ * /dev/null write-only. */
+static void test_stdio_null(void **state)
+{
+	char link[256];
+
+	(void)state;
+	for (int i = 0; i <= 1; i++) {
+		struct tq_child c = TQ_CHILD_INIT;
+		struct fd_probe probe;
+
+		c.flags = clone_path(i);
+		start(&c, (char *[]){ "sleep", "1000", NULL }, test_env, NULL,
+		      TQ_SPAWN_STDIO_NULL);
+		assert_int_equal(c.out_fd, -1);
+		probe.pid = c.pid;
+		if (!th_wait_for(fds_are_std, &probe, WAIT_MS))
+			fail_msg("child fds: %s", probe.list);
+		for (int fd = 0; fd <= 2; fd++) {
+			assert_int_equal(fd_link(c.pid, fd, link, sizeof(link)), 0);
+			assert_string_equal(link, "/dev/null");
+			assert_int_equal(fd_accmode(c.pid, fd), fd == 0 ? O_RDONLY : O_WRONLY);
+		}
+		assert_int_equal(getsid(c.pid), c.pid);
+		kill_and_wait(&c);
+	}
+}
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+}
+
+/* TQ_SPAWN_KEEP_SIGMASK keeps our mask; sigdefault resets only its
+ * signals, so what we ignore stays ignored (SIGINT, and SIGPIPE as main
+ * ignores it: as across fork + exec); a handler of ours never survives, on
+ * every path. */
+static void test_keep_sigmask_sigdefault(void **state)
+{
+	struct sigaction ign = { .sa_handler = SIG_IGN }, usr1 = { .sa_handler = on_usr1 };
+	struct sigaction old_int, old_usr1, old_usr2;
+	static const enum tq_spawn_stdin ins[] = { TQ_SPAWN_STDIN_NULL, TQ_SPAWN_STDIN_NULL,
+						   TQ_SPAWN_STDIN_PTY };
+	sigset_t term, old_mask, usr2;
+
+	(void)state;
+	sigemptyset(&term);
+	sigaddset(&term, SIGTERM);
+	sigemptyset(&usr2);
+	sigaddset(&usr2, SIGUSR2);
+	sigprocmask(SIG_BLOCK, &term, &old_mask);
+	sigaction(SIGINT, &ign, &old_int);
+	sigaction(SIGUSR2, &ign, &old_usr2);
+	sigaction(SIGUSR1, &usr1, &old_usr1);
+	for (size_t i = 0; i < sizeof(ins) / sizeof(ins[0]); i++) {
+		struct tq_child c = TQ_CHILD_INIT;
+
+		c.flags = TQ_SPAWN_KEEP_SIGMASK | clone_path(i == 1);
+		c.sigdefault = &usr2;
+		start(&c, (char *[]){ "sleep", "1000", NULL }, test_env, NULL, ins[i]);
+		assert_int_equal(status_field(c.pid, "SigBlk"), 1ULL << (SIGTERM - 1));
+		assert_int_equal(status_field(c.pid, "SigIgn") & ~GLIBC_INTERNAL_SIGS,
+				 1ULL << (SIGINT - 1) | 1ULL << (SIGPIPE - 1));
+		assert_int_equal(status_field(c.pid, "SigCgt"), 0);
+		kill_and_wait(&c);
+	}
+	sigaction(SIGUSR1, &old_usr1, NULL);
+	sigaction(SIGUSR2, &old_usr2, NULL);
+	sigaction(SIGINT, &old_int, NULL);
+	sigprocmask(SIG_SETMASK, &old_mask, NULL);
+}
+
+struct proc_file {
+	pid_t pid;
+	const char *name;        /* "environ", "cmdline" */
+	char buf[4096];
+	ssize_t len;
+};
+
+/* Read /proc/PID/NAME; true once it is not empty: the spawn returns when
+ * the exec has begun, and the new program's arguments and environment
+ * are shown only once the kernel has set them up. */
+static int proc_file_read(void *arg)
+{
+	struct proc_file *f = arg;
+	char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%ld/%s", (long)f->pid, f->name);
+	fd = tq_open(path, O_RDONLY, 0);
+	assert_true(fd >= 0);
+	f->len = tq_read_full(fd, f->buf, sizeof(f->buf) - 1);
+	tq_close(fd);
+	assert_true(f->len >= 0);
+	f->buf[f->len] = '\0';
+	return f->len > 0;
+}
+
+/* The child's environment, one entry a line, in envbuf. */
+static void read_environ(pid_t pid, char *envbuf, size_t cap)
+{
+	struct proc_file f = { .pid = pid, .name = "environ" };
+
+	if (!th_wait_for(proc_file_read, &f, WAIT_MS))
+		fail_msg("no environment shown for %ld", (long)pid);
+	assert_true((size_t)f.len < cap);
+	for (ssize_t i = 0; i < f.len; i++)
+		envbuf[i] = f.buf[i] == '\0' ? '\n' : f.buf[i];
+	envbuf[f.len] = '\0';
+}
+
+/* TQ_SPAWN_MARK_SELF: the child carries its own pid and start time, in
+ * place of the mark in envp, on the clone path and the pty's fork path. */
+static void test_mark_self(void **state)
+{
+	static const enum tq_spawn_stdin ins[] = { TQ_SPAWN_STDIN_NULL, TQ_SPAWN_STDIO_INHERIT,
+						   TQ_SPAWN_STDIN_PTY };
+	char *env[] = { "PATH=/usr/bin:/bin", TQ_WORKER_MARK_VAR "=1.2", "A=b", NULL };
+	char got[4096], want[256], mark[TQ_SPAWN_MARK_MAX];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(ins) / sizeof(ins[0]); i++) {
+		struct tq_child c = TQ_CHILD_INIT;
+		int64_t start_time = 0;
+
+		c.flags = TQ_SPAWN_MARK_SELF;
+		start(&c, (char *[]){ "sleep", "1000", NULL }, env, NULL, ins[i]);
+		assert_int_equal(tq_proc_start_time(c.pid, &start_time, NULL), 0);
+		tq_proc_worker_mark(c.pid, start_time, mark, sizeof(mark));
+		snprintf(want, sizeof(want), "PATH=/usr/bin:/bin\nA=b\n%s\n", mark);
+		read_environ(c.pid, got, sizeof(got));
+		assert_string_equal(got, want);
+		kill_and_wait(&c);
+	}
+}
+
+/* TQ_SPAWN_KEEP_FDS: our fds without CLOEXEC stay open in the child, as
+ * across fork + exec; CLOEXEC ones do not. */
+static void test_keep_fds(void **state)
+{
+	int leak = fcntl(2, F_DUPFD, 20), cloexec = fcntl(2, F_DUPFD_CLOEXEC, 40);
+	char ours[256], theirs[256];
+
+	(void)state;
+	assert_true(leak >= 20 && leak < 40 && cloexec >= 40);
+	assert_int_equal(fd_link(getpid(), leak, ours, sizeof(ours)), 0);
+	for (int i = 0; i <= 1; i++) {
+		struct tq_child c = TQ_CHILD_INIT;
+
+		c.flags = TQ_SPAWN_KEEP_FDS | clone_path(i);
+		start(&c, (char *[]){ "sleep", "1000", NULL }, test_env, NULL,
+		      TQ_SPAWN_STDIO_INHERIT);
+		assert_int_equal(fd_link(c.pid, leak, theirs, sizeof(theirs)), 0);
+		assert_string_equal(theirs, ours);
+		assert_int_equal(fd_link(c.pid, cloexec, theirs, sizeof(theirs)), -1);
+		kill_and_wait(&c);
+	}
+	tq_close(cloexec);
+	tq_close(leak);
+}
+
+/* exe: the program, when it is not argv[0]; looked up and named in errors
+ * as argv[0] would be. */
+static void test_exe(void **state)
+{
+	struct tq_child c = TQ_CHILD_INIT;
+	struct proc_file f = { .name = "cmdline" };
+
+	(void)state;
+	c.exe = "sleep";
+	start(&c, (char *[]){ "renamed", "1000", NULL }, test_env, NULL, TQ_SPAWN_STDIN_NULL);
+	f.pid = c.pid;
+	if (!th_wait_for(proc_file_read, &f, WAIT_MS))
+		fail_msg("no cmdline shown");
+	assert_string_equal(f.buf, "renamed");
+	assert_string_equal(f.buf + strlen(f.buf) + 1, "1000");
+	kill_and_wait(&c);
+
+	c = (struct tq_child)TQ_CHILD_INIT;
+	c.exe = "nosuchcmd-taskq";
+	{
+		struct tq_err err = TQ_ERR_INIT;
+
+		c.argv = (char *[]){ "sleep", NULL };
+		c.envp = test_env;
+		assert_int_equal(tq_spawn_start(&c, &err), TQ_ENOTFOUND);
+		assert_string_equal(err.msg, "exec \"nosuchcmd-taskq\": No such file or directory");
+		assert_int_equal(errno, ENOENT);
+	}
+}
+
+/* A terminal needs a session of its own: asked for with KEEP_SESSION, the
+ * spawn refuses and starts nothing. */
+static void test_pty_needs_its_session(void **state)
+{
+	struct tq_child c = TQ_CHILD_INIT;
+	struct tq_err err = TQ_ERR_INIT;
+
+	(void)state;
+	c.argv = (char *[]){ "sleep", "1", NULL };
+	c.envp = test_env;
+	c.in = TQ_SPAWN_STDIN_PTY;
+	c.flags = TQ_SPAWN_KEEP_SESSION;
+	assert_int_equal(tq_spawn_start(&c, &err), TQ_EINVAL);
+	assert_string_equal(err.msg, "spawn \"sleep\": a terminal needs a session of its own");
+	assert_int_equal(c.pid, -1);
+	assert_int_equal(c.out_fd, -1);
+}
+
+/* What the detached process saw, sent back to the test. */
+struct detached {
+	pid_t pid, sid;
+	char cwd[64];
+};
+
+/*
+ * In a child of the test: detach, report from the daemon side, and say
+ * ready (or not). The parent side never returns from tq_spawn_detach.
+ */
+static void detach_and_report(int rep_fd, int say_ready)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	struct detached d = { 0 };
+	int ready = -1;
+
+	if (tq_spawn_detach(&ready, &err) < 0)
+		_exit(3);
+	d.pid = getpid();
+	d.sid = getsid(0);
+	if (getcwd(d.cwd, sizeof(d.cwd)) == NULL)
+		d.cwd[0] = '\0';
+	tq_write_all(rep_fd, &d, sizeof(d));
+	if (say_ready)
+		tq_write_all(ready, "R", 1);
+	_exit(0);
+}
+
+/* tq_spawn_detach: the parent exits 0 once the daemon says 'R', 1 when it
+ * ends without; the daemon leads its own session in /. */
+static void test_detach(void **state)
+{
+	(void)state;
+	for (int say = 0; say <= 1; say++) {
+		struct detached d;
+		int rep[2], status;
+		pid_t pid;
+
+		assert_int_equal(pipe2(rep, O_CLOEXEC), 0);
+		if ((pid = fork()) == 0)
+			detach_and_report(rep[1], say);
+		assert_true(pid > 0);
+		tq_close(rep[1]);
+		assert_int_equal(tq_waitpid(pid, &status, 0), pid);
+		assert_true(WIFEXITED(status));
+		assert_int_equal(WEXITSTATUS(status), say ? 0 : 1);
+		assert_int_equal(tq_read_full(rep[0], &d, sizeof(d)), (ssize_t)sizeof(d));
+		tq_close(rep[0]);
+		assert_true(d.pid != pid && d.pid > 0);
+		assert_int_equal(d.sid, d.pid);
+		assert_string_equal(d.cwd, "/");
+	}
+}
+
 /* Every test leaves no child behind, even when it failed half-way. */
 static int teardown(void **state)
 {
@@ -634,6 +971,14 @@ int main(void)
 		cmocka_unit_test_teardown(test_stdin_pipe_epipe, teardown),
 		cmocka_unit_test_teardown(test_pty, teardown),
 		cmocka_unit_test_teardown(test_umask, teardown),
+		cmocka_unit_test_teardown(test_keep_session_and_streams, teardown),
+		cmocka_unit_test_teardown(test_stdio_null, teardown),
+		cmocka_unit_test_teardown(test_keep_sigmask_sigdefault, teardown),
+		cmocka_unit_test_teardown(test_mark_self, teardown),
+		cmocka_unit_test_teardown(test_keep_fds, teardown),
+		cmocka_unit_test_teardown(test_exe, teardown),
+		cmocka_unit_test_teardown(test_pty_needs_its_session, teardown),
+		cmocka_unit_test_teardown(test_detach, teardown),
 	};
 
 	/* As a worker does: SIGPIPE ignored, a subreaper, fds 0-2 open. */
