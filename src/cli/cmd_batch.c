@@ -21,8 +21,8 @@
 
 #include "common/parse.h"
 #include "common/sys.h"
+#include "ipc/doorbell.h"
 #include "queue/logstore.h"
-#include "worker/doorbell.h"
 
 #define CLEAR_CHUNK 1000 /* tasks removed per transaction */
 

@@ -5,7 +5,7 @@
  * rate limit set).
  */
 #include "cli.h"
-#include "worker/doorbell.h"
+#include "ipc/doorbell.h"
 
 #include <string.h>
 

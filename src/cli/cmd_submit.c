@@ -43,9 +43,9 @@
 #include "common/env.h"
 #include "common/parse.h"
 #include "common/sys.h"
+#include "ipc/doorbell.h"
+#include "ipc/wire.h"
 #include "queue/logstore.h"
-#include "queue/wire.h"
-#include "worker/doorbell.h"
 #include "worker/supervisor.h"
 
 extern char **environ;

@@ -54,14 +54,14 @@
 #include "../common/sys.h"
 #include "../queue/queue.h"
 #include "agent.h"
-#include "doorbell.h"
 #include "endrec.h"
+#include "ipc/doorbell.h"
+#include "ipc/submitd.h"
 #include "policy.h"
 #include "proc/contain.h"
 #include "proc/proc.h"
 #include "proc/spawn.h"
 #include "statedir.h"
-#include "submitd.h"
 #include "worker.h"
 
 #define TICK_MS 1000                 /* maintenance: leases, restarts */

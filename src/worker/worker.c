@@ -28,8 +28,8 @@
 
 #include "../common/diag.h"
 #include "../common/sys.h"
-#include "doorbell.h"
 #include "endrec.h"
+#include "ipc/doorbell.h"
 #include "onexit.h"
 #include "proc/contain.h"
 #include "proc/proc.h"

@@ -1,6 +1,6 @@
 /*
  * fuzz_wire.c - libFuzzer harness for the submit socket's request decoder
- * (src/queue/wire.h: tq_wire_decode), which reads whatever a local process
+ * (src/ipc/wire.h: tq_wire_decode), which reads whatever a local process
  * wrote to the supervisor's socket.
  *
  * Input: a request payload, without the 8-byte frame header.
@@ -29,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "queue/wire.h"
+#include "ipc/wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -27,7 +27,7 @@
 #include "harness.h"
 #include "common/sys.h"
 #include "queue/queue.h"
-#include "queue/wire.h"
+#include "ipc/wire.h"
 
 #define TOKEN "0123456789abcdef0123456789abcdef"
 

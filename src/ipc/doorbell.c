@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <sys/stat.h>
 
-#include "../common/sys.h"
+#include "common/sys.h"
 
 #define DOORBELL_NAME "doorbell"
 

@@ -48,7 +48,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "queue.h"
+#include "queue/queue.h"
 
 #define TQ_WIRE_SOCKET "submit.sock" /* in the state directory */
 #define TQ_WIRE_VERSION 2            /* the request version this taskq sends */

@@ -1,6 +1,6 @@
 /*
  * submitd.c - the supervisor's submit socket (see submitd.h; the protocol
- * is queue/wire.h, whose functions do all the framing here).
+ * is wire.h, whose functions do all the framing here).
  *
  * Connections are served side by side from the supervisor's one poll loop:
  * each accepted socket is non-blocking and has its own frame buffer
@@ -44,9 +44,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "../common/sys.h"
-#include "../queue/queue.h"
-#include "../queue/wire.h"
+#include "common/sys.h"
+#include "queue/queue.h"
+#include "wire.h"
 #include "doorbell.h"
 
 #define LISTEN_BACKLOG 64

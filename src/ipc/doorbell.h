@@ -12,7 +12,7 @@
 #ifndef TQ_DOORBELL_H
 #define TQ_DOORBELL_H
 
-#include "../common/err.h"
+#include "common/err.h"
 
 /*
  * Open (creating it 0600 if missing) the doorbell of state directory home

@@ -32,7 +32,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "../common/sys.h"
+#include "common/sys.h"
 
 #define HEADER_LEN TQ_WIRE_HEADER
 #define MAGIC_REQUEST "TQS1"

@@ -1,5 +1,5 @@
 /*
- * submitd.h - the supervisor's submit socket (protocol: queue/wire.h).
+ * submitd.h - the supervisor's submit socket (protocol: wire.h).
  *
  * `taskq serve` listens on HOME/submit.sock and stores the specs clients
  * send on a durable, long-lived connection of its own, then rings the
@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../common/err.h"
+#include "common/err.h"
 
 struct tq_submitd;
 
