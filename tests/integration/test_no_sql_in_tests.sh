@@ -23,9 +23,6 @@ DB_TESTS=(
 # below fails on a stale entry), and when the list is empty it goes.
 PENDING=(
 	test_home.sh
-	test_stall.sh
-	test_stall_real.sh
-	test_stall_unended_output.sh
 	test_submit_argv.sh
 	test_submit_controls.sh
 	test_submit_socket_stalled.sh

@@ -25,14 +25,14 @@ a=$(submit_id --timeout 10m --stall-timeout 2s --retries 1 --backoff 1s --backof
 wait_state "$a" timed_out 60
 elapsed=$(($(_tq_now_ms) - t0))
 [ "$elapsed" -lt 60000 ] || fail "task $a took $elapsed ms"
-assert_eq "2" "$(tq_sql "select count(*) from attempts where task_id = $a")" "attempts"
+assert_eq "2" "$(attempt_count "$a")" "attempts"
 assert_eq "stalled|network|15
-stalled|network|15" "$(tq_sql "select outcome, category, signal from attempts where task_id = $a order by attempt")"
+stalled|network|15" "$(attempts_of "$a" outcome category signal)"
 for n in 1 2; do
-	ran=$(tq_sql "select ended_at - started_at from attempts where task_id = $a and attempt = $n")
+	ran=$(attempt_field "$a" "$n" runtime_ms)
 	[ "$ran" -ge 1900 ] && [ "$ran" -lt 30000 ] || fail "attempt $n ran $ran ms, not about 2 s"
 done
-assert_contains "$(tq_sql "select reason from tasks where id = $a")" "stalled: no new output for 2.0s; the last line: {"
+assert_contains "$(task_field "$a" reason)" "stalled: no new output for 2.0s; the last line: {"
 check "it ends timed_out with outcome stalled: wait exits 124, show and list --json say stalled"
 assert_exit 124 tq wait "$a"
 assert_eq "timed_out stalled network" "$(tq show "$a" --json | pyjson '" ".join([d["state"], d["outcome"], d["category"]])')"
@@ -54,21 +54,21 @@ b=$(submit_id --stall-timeout 2s --retries 2 --backoff 1s --backoff-max 1s -- "$
 	--state-file "$TQ_TMP/b.n" exec --json hi)
 wait_state "$b" succeeded 60
 assert_eq "stalled|network
-succeeded|" "$(tq_sql "select outcome, coalesce(category, '') from attempts where task_id = $b order by attempt")"
-reason=$(tq_sql "select reason from attempts where task_id = $b and attempt = 1")
+succeeded|" "$(attempts_of "$b" outcome category)"
+reason=$(attempt_field "$b" 1 reason)
 assert_contains "$reason" "repeated lines); the last: {\"type\":\"error\",\"message\":\"Reconnecting... waiting for network"
-ran=$(tq_sql "select ended_at - started_at from attempts where task_id = $b and attempt = 1")
+ran=$(attempt_field "$b" 1 runtime_ms)
 [ "$ran" -lt 30000 ] || fail "the reconnecting attempt ran $ran ms"
 
 check "output that changes keeps a task alive past its stall timeout"
 c=$(submit_id --stall-timeout 2s -- sh -c 'for i in 1 2 3 4 5 6 7 8 9 10; do echo "step $i"; sleep 0.4; done')
 wait_state "$c" succeeded 60
-assert_eq "succeeded" "$(tq_sql "select outcome from attempts where task_id = $c")"
+assert_eq "succeeded" "$(attempts_of "$c" outcome)"
 
 check "a stalled task that ignores TERM is KILLed after --kill-grace"
 d=$(submit_id --stall-timeout 1s --kill-grace 1s --retries 0 -- "${CLAUDE[@]}" --mode hang --trap-term)
 wait_state "$d" timed_out 60
-assert_eq "stalled|9" "$(tq_sql "select outcome, signal from attempts where task_id = $d")"
+assert_eq "stalled|9" "$(attempts_of "$d" outcome signal)"
 assert_exit 124 tq wait "$d"
 
 check "stats counts stalled attempts"

@@ -29,10 +29,10 @@ id=$("$TASKQ_BIN" ask --stall-timeout 10s --backoff 1s --backoff-max 1s --retrie
 wait_state "$id" succeeded 120
 # claude catches the TERM and exits 143 (research 3.4): the verdict stays stalled
 assert_eq "stalled|network
-succeeded|" "$(tq_sql "select outcome, coalesce(category, '') from attempts where task_id = $id order by attempt")"
-ran=$(tq_sql "select ended_at - started_at from attempts where task_id = $id and attempt = 1")
+succeeded|" "$(attempts_of "$id" outcome category)"
+ran=$(attempt_field "$id" 1 runtime_ms)
 [ "$ran" -ge 9900 ] && [ "$ran" -lt 60000 ] || fail "the stalled attempt ran $ran ms, not about 10 s"
-assert_contains "$(tq_sql "select reason from attempts where task_id = $id and attempt = 1")" \
+assert_contains "$(attempt_field "$id" 1 reason)" \
 	'stalled: no new output for 10.0s; the last line: {"type":"system","subtype":"init"'
 assert_eq 2 "$(mock_requests)" "model requests: the hung one, then the answered one"
 assert_exit 0 tq result "$id"
@@ -48,13 +48,13 @@ MOCK_URL="http://127.0.0.1:$port"
 codex_setup
 id=$("$TASKQ_BIN" ask --agent codex --stall-timeout 10s --backoff 5s --backoff-max 5s \
 	--retries 2 "say hello")
-wait_for "[ \"\$(tq_sql \"select outcome from attempts where task_id = $id and attempt = 1\")\" = stalled ]" 90 ||
-	fail "codex was not stalled: $(tq_sql "select outcome, reason from attempts where task_id = $id")"
-reason=$(tq_sql "select reason from attempts where task_id = $id and attempt = 1")
+wait_for "[ \"\$(attempt_field $id 1 outcome)\" = stalled ]" 90 ||
+	fail "codex was not stalled: $(attempts_of "$id" outcome reason)"
+reason=$(attempt_field "$id" 1 reason)
 assert_contains "$reason" 'repeated line'
 assert_contains "$reason" '{"type":"error","message":"Reconnecting... waiting for network'
-assert_eq network "$(tq_sql "select category from attempts where task_id = $id and attempt = 1")"
-ran=$(tq_sql "select ended_at - started_at from attempts where task_id = $id and attempt = 1")
+assert_eq network "$(attempt_field "$id" 1 category)"
+ran=$(attempt_field "$id" 1 runtime_ms)
 [ "$ran" -lt 60000 ] || fail "the reconnecting attempt ran $ran ms"
 # the API comes up on that port before the retry (5 s later)
 tq_bg "$TQ_PYTHON" "$TQ_AGENTS_DIR/mock_api.py" --port "$port" --log "$TQ_TMP/mock2.jsonl" \
@@ -62,6 +62,6 @@ tq_bg "$TQ_PYTHON" "$TQ_AGENTS_DIR/mock_api.py" --port "$port" --log "$TQ_TMP/mo
 wait_for "\"$TQ_PYTHON\" -c 'import socket; socket.create_connection((\"127.0.0.1\", $port), 1)'" 10 ||
 	fail "the mock did not start on port $port"
 wait_state "$id" succeeded 120
-assert_eq "stalled|network" "$(tq_sql "select outcome, category from attempts where task_id = $id and attempt = 1")"
+assert_eq "stalled|network" "$(attempt_field "$id" 1 outcome category)"
 assert_exit 0 tq result "$id"
 assert_eq "Hello from the mock." "$(out)"

@@ -19,7 +19,7 @@ pty=$(submit_id "${S[@]}" --pty -- sh -c 'for i in 1 2 3 4 5 6; do sleep 1; prin
 long=$(submit_id "${S[@]}" -- sh -c 'for i in 1 2 3 4 5 6; do sleep 1; head -c 12000 /dev/zero | tr "\0" x; done; echo')
 for id in "$dots" "$bin" "$pty" "$long"; do
 	wait_state "$id" succeeded 60
-	assert_eq "succeeded" "$(tq_sql "select group_concat(outcome) from attempts where task_id = $id")" \
+	assert_eq "succeeded" "$(attempts_of "$id" outcome | paste -sd,)" \
 		"attempts of task $id"
 done
 assert_eq 72000 "$(log_bytes "$long" | tr -d '\n' | wc -c)" "bytes of the long line"
@@ -28,5 +28,5 @@ check "dots, then silence: stalled, and the reason quotes the unended line"
 quiet=$(submit_id "${S[@]}" -- sh -c 'printf "Downloading"; sleep 1; printf ..; exec sleep 60')
 wait_state "$quiet" timed_out 60
 assert_eq stalled "$(outcome_of "$quiet")"
-assert_contains "$(tq_sql "select reason from tasks where id = $quiet")" \
+assert_contains "$(task_field "$quiet" reason)" \
 	"stalled: no new output for 4.0s; the last line, unended: Downloading.."
