@@ -521,19 +521,27 @@ for v in env:
 ' <<<"$j"
 }
 
-# task_argv_hex ID: task ID's argv as the store keeps it ("a\0b\0"), in
-# upper-case hex, to compare with hex_args: every byte, from show --json
-# (argv_base64 when an argument is not UTF-8).
+# task_argv_hex [--list] ID: task ID's argv as the store keeps it
+# ("a\0b\0"), in upper-case hex, to compare with hex_args: every byte, from
+# show --json (argv_base64 when an argument is not UTF-8); with --list, from
+# its entry in list --json, which the store reads another way.
 task_argv_hex() {
 	local j
-	j=$("$TASKQ_BIN" show "$1" --json) || return
+	if [ "$1" = --list ]; then
+		j=$("$TASKQ_BIN" list --json --limit 0) || return
+		shift
+	else
+		j=$("$TASKQ_BIN" show "$1" --json) || return
+	fi
 	"$TQ_PYTHON" -c '
 import base64, json, sys
 d = json.load(sys.stdin)
+if isinstance(d, list):
+    d = next(t for t in d if t["id"] == int(sys.argv[1]))
 argv = [base64.b64decode(v) for v in d["argv_base64"]] if "argv_base64" in d \
     else [v.encode() for v in d["argv"]]
 print(b"".join(a + b"\0" for a in argv).hex().upper())
-' <<<"$j"
+' "$1" <<<"$j"
 }
 
 # ---------------------------------------------------------------------------

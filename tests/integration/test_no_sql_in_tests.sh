@@ -23,10 +23,6 @@ DB_TESTS=(
 # below fails on a stale entry), and when the list is empty it goes.
 PENDING=(
 	test_home.sh
-	test_submit_argv.sh
-	test_submit_controls.sh
-	test_submit_socket_stalled.sh
-	test_umask.sh
 	../reliability/test_chaos.sh
 	../reliability/test_contention.sh
 )

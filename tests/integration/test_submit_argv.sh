@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # test_submit_argv.sh - a command is stored exactly as given, byte for byte:
 # spaces, quotes, empty strings, bytes that are not UTF-8, newlines and
-# tabs, a 100 KB argument. Checked three ways: the database itself (the
-# sqlite3 shell), show --json (argv_base64 carries the exact bytes), and the
-# human show (every argument visible and unambiguous).
+# tabs, a 100 KB argument. Checked three ways: show --json and list --json,
+# which the store reads each its own way (argv_base64 carries the exact
+# bytes), and the human show (every argument visible and unambiguous).
 . "$(dirname "$0")/lib.sh"
 
 # submit ARGS... and check task ID stored exactly ARGS
@@ -11,8 +11,8 @@ submit_exact() {
 	local id
 	assert_exit 0 tq submit -- "$@"
 	id=$(out)
-	assert_eq "$(hex_args "$@")" "$(tq_sql "select hex(argv) from tasks where id = $id")" \
-		"argv bytes in the database"
+	assert_eq "$(hex_args "$@")" "$(task_argv_hex --list "$id")" \
+		"argv bytes from list --json"
 	assert_exit 0 tq show "$id" --json
 	# the exact bytes: argv_base64 when present, else argv as UTF-8
 	assert_eq "$(printf '%s\0' "$@" | base64 -w0)" \
@@ -53,13 +53,12 @@ submit_exact echo 'café' '日本語' '🙂'
 check "the -- is optional when CMD does not start with '-'"
 assert_exit 0 tq submit echo --not-a-taskq-flag -x
 id=$(out)
-assert_eq "$(hex_args echo --not-a-taskq-flag -x)" \
-	"$(tq_sql "select hex(argv) from tasks where id = $id")"
+assert_eq "$(hex_args echo --not-a-taskq-flag -x)" "$(task_argv_hex "$id")"
 
 check "options after CMD belong to CMD, even --help and --"
 assert_exit 0 tq submit ls --help -- --json
 id=$(out)
-assert_eq "$(hex_args ls --help -- --json)" "$(tq_sql "select hex(argv) from tasks where id = $id")"
+assert_eq "$(hex_args ls --help -- --json)" "$(task_argv_hex "$id")"
 
 check "a CMD starting with '-' needs --"
 assert_exit 2 tq submit -weird
@@ -81,10 +80,10 @@ assert_eq 0 "$(printf '%s' "$shown" | tr -d '\n' | LC_ALL=C grep -c $'[\x01-\x1f
 	"raw control bytes in show output"
 
 check "an empty command name and no command are refused, nothing stored"
-before=$(tq_sql "select count(*) from tasks")
+before=$(task_count)
 assert_exit 2 tq submit ""
 assert_contains "$(err)" "the command name is empty"
 assert_exit 2 tq submit --
 assert_contains "$(err)" "no command given"
 assert_exit 2 tq submit --name x
-assert_eq "$before" "$(tq_sql "select count(*) from tasks")" "tasks after refused submits"
+assert_eq "$before" "$(task_count)" "tasks after refused submits"

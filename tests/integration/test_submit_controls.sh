@@ -6,11 +6,11 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_serve.sh"
 
-col() { tq_sql "select $2 from tasks where id = $1"; }
+col() { task_field "$@"; }
 # Remove every task (none is running here).
 remove_all() {
 	local id
-	for id in $(tq_sql "select id from tasks"); do
+	for id in $(task_ids); do
 		tq remove "$id" >/dev/null || fail "remove $id"
 	done
 }
@@ -23,7 +23,7 @@ assert_eq "$first" "$(out)"
 assert_eq "taskq: submit: task $first holds unique key \"nightly\"; not added" "$(err)"
 assert_exit 0 tq submit --json --unique nightly -- true
 assert_eq "{\"id\":$first,\"existed\":true}" "$(out)"
-assert_eq 1 "$(tq_sql "select count(*) from tasks")"
+assert_eq 1 "$(task_count)"
 assert_exit 2 tq submit --unique "" -- true
 assert_one_line_error
 
@@ -48,9 +48,9 @@ done
 wait_for "[ \$(cat $TQ_TMP/race.*.out 2>/dev/null | wc -l) -ge $total ]" 300 ||
 	fail "the submitters did not finish: $(cat "$TQ_TMP"/race.*.out | wc -l) lines"
 wait
-assert_eq 1 "$(tq_sql "select count(*) from tasks where unique_key = 'race'")" "tasks holding the key"
-assert_eq 1 "$(tq_sql "select count(*) from tasks")"
-holder=$(tq_sql "select id from tasks where unique_key = 'race'")
+assert_eq 1 "$(task_count)" "tasks"
+holder=$(task_ids)
+assert_eq race "$(col "$holder" unique_key)" "the one task holds the key"
 assert_eq "$total $holder" "$(cat "$TQ_TMP"/race.*.out | sort | uniq -c | awk '{print $1, $2}')" \
 	"every submitter printed the holder's id"
 assert_eq $((total - 1)) "$(cat "$TQ_TMP"/race.*.err | grep -c "holds unique key \"race\"; not added")"
@@ -74,14 +74,14 @@ assert_one_line_error
 assert_exit 2 tq submit --after "$holder" --after-any "$holder" -- true
 assert_one_line_error
 assert_contains "$(err)" "not both"
-before=$(tq_sql "select count(*) from tasks")
+before=$(task_count)
 
 check "--priority: out of range or not a number is refused"
 assert_exit 2 tq submit --priority 2147483648 -- true
 assert_one_line_error
 assert_exit 2 tq submit --priority high -- true
 assert_one_line_error
-assert_eq "$before" "$(tq_sql "select count(*) from tasks")" "nothing stored by refused submits"
+assert_eq "$before" "$(task_count)" "nothing stored by refused submits"
 
 check "--at: HH:MM is the next such local time; ISO-8601 with and without a zone"
 # a fixed zone (+05:30, no DST) given as a POSIX string: no tzdata needed
@@ -130,7 +130,7 @@ assert_exit 0 tq submit --at 2031-01-02 -- true
 assert_eq $((1925089445000 - (3 * 3600 + 4 * 60 + 5) * 1000 - 19800000)) "$(col "$(out)" run_after)" \
 	"a date alone is its local midnight"
 unset TZ
-before=$(tq_sql "select count(*) from tasks")
+before=$(task_count)
 for bad in garbage 25:00 12:60 7:30 2031-02-29 2031-13-01 2031-01-02T03 \
 	2031-01-02T03:04Zjunk 2031-01-02T03:04+25:00 ""; do
 	assert_exit 2 tq submit --at "$bad" -- true
@@ -143,7 +143,7 @@ assert_contains "$(err)" "not both"
 assert_exit 2 tq submit --delay soon -- true
 assert_one_line_error
 assert_contains "$(err)" "--delay"
-assert_eq "$before" "$(tq_sql "select count(*) from tasks")"
+assert_eq "$before" "$(task_count)"
 
 check "--session and --on-exit are stored; a session's tasks wait for the one before"
 assert_exit 0 tq submit --session s1 --on-exit 'echo "$TASKQ_ID" >> done' -- true
@@ -153,7 +153,7 @@ assert_eq 'echo "$TASKQ_ID" >> done' "$(col "$s1" on_exit)"
 assert_exit 0 tq submit --session s1 -- true
 s2=$(out)
 assert_eq blocked "$(col "$s2" state)"
-assert_eq "$s1" "$(tq_sql "select dep_id from deps where task_id = $s2")"
+assert_eq "[{\"id\": $s1, \"any\": true}]" "$(col "$s2" after)" "a session's task waits for the one before to end"
 assert_exit 2 tq submit --on-exit '' -- true
 assert_one_line_error
 assert_exit 2 tq submit --session $'a\tb' -- true
@@ -168,8 +168,8 @@ for spec in "0 a" "5 b" "5 c" "-1 d" "10 e" "0 f"; do
 	assert_exit 0 tq submit --priority "$1" --group prio --shell "echo $2 >> $order"
 done
 serve_start 1
-wait_for "[ \$(tq_sql \"select count(*) from tasks where grp = 'prio' and state = 'succeeded'\") -eq 6 ]" 30 ||
-	fail "priority tasks did not all succeed: $(tq_sql "select id, state from tasks")"
+wait_for "[ \$(task_count --group prio --state succeeded) -eq 6 ]" 30 ||
+	fail "priority tasks did not all succeed: $(tq list)"
 assert_eq "e b c a f d" "$(tr '\n' ' ' <"$order" | sed 's/ $//')"
 
 check "--after: a chain A -> B -> C where B fails: C is canceled with the reason; --after-any runs"
@@ -193,14 +193,14 @@ wait_state "$b" failed
 wait_state "$d" succeeded
 wait_state "$c" canceled
 wait_state "$e" canceled
-assert_contains "$(tq_sql "select reason from tasks where id = $c")" "$b"
-assert_contains "$(tq_sql "select reason from tasks where id = $e")" "$c"
-assert_eq 0 "$(tq_sql "select count(*) from attempts where task_id in ($c, $e)")" "canceled tasks never ran"
+assert_contains "$(col "$c" reason)" "$b"
+assert_contains "$(col "$e" reason)" "$c"
+assert_eq "0 0" "$(attempt_count "$c") $(attempt_count "$e")" "canceled tasks never ran"
 check "--after a task that already failed: canceled at once; --after-any it: runs"
 assert_exit 0 tq submit --after "$b" -- true
 late=$(out)
 assert_eq canceled "$(state_of "$late")"
-assert_contains "$(tq_sql "select reason from tasks where id = $late")" "$b"
+assert_contains "$(col "$late" reason)" "$b"
 assert_exit 0 tq submit --after-any "$b" -- true
 wait_state "$(out)" succeeded
 

@@ -2,7 +2,8 @@
 # test_submit_socket_stalled.sh - clients that stall on the supervisor's
 # socket never stall anyone else's submit (issue 16, item 4): with 40
 # connections held open and silent, or 60 clients writing one byte every
-# 100 ms, a plain `taskq submit` is stored by the supervisor at once, each
+# 100 ms, a `taskq submit` is stored by the supervisor at once (with
+# TASKQ_SUBMIT_VIA=supervisor, which fails rather than store it itself), each
 # stalled connection is closed at its own deadline (1 s after accept), and
 # a client whose supervisor does not answer within ~1 s stores its task
 # itself, exactly once even when the supervisor commits the same request
@@ -12,11 +13,7 @@
 
 SOCK="$TASKQ_HOME/submit.sock"
 
-tokens_of() {
-	tq_sql "select count(*) from meta where key like 'submit:%' and cast(value as integer) = $1"
-}
-
-ntasks() { tq_sql "select count(*) from tasks"; }
+ntasks() { task_count; }
 
 # hold MODE N OUT: N connections to $SOCK, held by a helper in the
 # background. MODE idle sends nothing; slow sends a request's bytes, one
@@ -102,9 +99,9 @@ hold idle 40 "$TQ_TMP/idle"
 idle=$HOLD_PID
 wait_for "[ -e '$TQ_TMP/idle.ready' ]" 20 || fail "the idle clients did not connect"
 before=$(ntasks)
-timed_submit -- sh -c 'echo behind idle'
+# =supervisor: the submit fails unless the supervisor stored it
+TASKQ_SUBMIT_VIA=supervisor timed_submit -- sh -c 'echo behind idle'
 [ "$SUB_MS" -lt 2000 ] || fail "the submit took $SUB_MS ms behind 40 idle connections"
-assert_eq 1 "$(tokens_of "$SUB_ID")" "stored by the supervisor (its token)"
 assert_eq $((before + 1)) "$(ntasks)" "stored once"
 
 check "the idle connections are closed at their deadline (1 s after accept)"
@@ -120,9 +117,8 @@ hold slow 60 "$TQ_TMP/slow"
 slow=$HOLD_PID
 wait_for "[ -e '$TQ_TMP/slow.ready' ]" 20 || fail "the slow clients did not connect"
 before=$(ntasks)
-timed_submit -- sh -c 'echo behind slow writers'
+TASKQ_SUBMIT_VIA=supervisor timed_submit -- sh -c 'echo behind slow writers'
 [ "$SUB_MS" -lt 2000 ] || fail "the submit took $SUB_MS ms behind 60 slow writers"
-assert_eq 1 "$(tokens_of "$SUB_ID")" "stored by the supervisor (its token)"
 assert_eq $((before + 1)) "$(ntasks)" "stored once"
 wait_for "[ -e '$TQ_TMP/slow' ]" 40 || fail "the slow writers were not all closed"
 closed_within "$TQ_TMP/slow" 60 0.9 6
@@ -142,7 +138,7 @@ wait_for "[ -e '$TQ_TMP/flood' ]" 40 || fail "the flood was not all closed"
 wait "$flood" 2>/dev/null || fail "the flood helper failed"
 assert_eq 1 "$(grep -c 'submit socket: 64 connections open, the most served at once' "$TQ_TMP/serve.log")" \
 	"lines about the bound"
-assert_eq 0 "$(tq_sql "select count(*) from tasks where id > $SUB_ID")" "nothing else stored"
+assert_eq "$SUB_ID" "$(task_ids | tail -n 1)" "nothing else stored"
 
 # A proxy in front of the real supervisor: the supervisor keeps listening
 # (its socket file moved aside), and the client finds the proxy in its
@@ -154,7 +150,7 @@ assert_eq 0 "$(tq_sql "select count(*) from tasks where id > $SUB_ID")" "nothing
 mv "$SOCK" "$TASKQ_HOME/real.sock"
 cat >"$TQ_TMP/proxy.py" <<'EOF'
 import os, socket, struct, sys, time
-path, real, when, out, dbpath, before = sys.argv[1:7]
+path, real, when, out, before = sys.argv[1:6]
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 s.bind(path)
 s.listen(1)
@@ -173,17 +169,16 @@ req = h + recv(c, struct.unpack("<I", h[4:8])[0])
 if when == "late":
     # until the client gives up (it closes its end) and has stored the
     # task itself
-    import sqlite3
+    import json, subprocess
     c.settimeout(20)
     while c.recv(4096):
         pass
-    db = sqlite3.connect(dbpath, timeout=20)
     end = time.monotonic() + 20
-    while db.execute("select count(*) from tasks").fetchone()[0] <= int(before):
+    while sum(json.loads(subprocess.run([os.environ["TASKQ_BIN"], "status", "--json"],
+              capture_output=True, check=True).stdout)["tasks"].values()) <= int(before):
         if time.monotonic() > end:
             sys.exit("the client did not store the task")
         time.sleep(0.02)
-    db.close()
 r = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 r.settimeout(20)
 r.connect(real)
@@ -194,6 +189,8 @@ if when == "early":
     c.settimeout(20)
     while c.recv(4096):
         pass
+with open(out + ".req", "wb") as f:
+    f.write(req)
 with open(out + ".tmp", "w") as f:
     f.write(ans + "\n")
 os.rename(out + ".tmp", out)
@@ -201,6 +198,29 @@ c.close()
 s.close()
 os.unlink(path)
 EOF
+# replay REQ SOCK: send the request frame in file REQ to the socket SOCK;
+# print the answer's payload.
+replay() {
+	"$TQ_PYTHON" - "$@" <<'EOF'
+import socket, struct, sys
+req = open(sys.argv[1], "rb").read()
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.settimeout(20)
+s.connect(sys.argv[2])
+s.sendall(req)
+def recv(n):
+    b = b""
+    while len(b) < n:
+        x = s.recv(n - len(b))
+        if not x:
+            break
+        b += x
+    return b
+h = recv(8)
+print(recv(struct.unpack("<I", h[4:8])[0]).decode())
+EOF
+}
+
 proxy() {
 	tq_bg "$TQ_PYTHON" "$TQ_TMP/proxy.py" "$SOCK" "$TASKQ_HOME/real.sock" "$@"
 	PROXY_PID=$TQ_LAST_PID
@@ -210,7 +230,7 @@ for when in early late; do
 	check "the supervisor commits $( [ $when = early ] && echo before || echo after) the client gives up: stored once, one id"
 	rm -f "$TQ_TMP/proxy" "$TQ_TMP/proxy.ready"
 	before=$(ntasks)
-	proxy "$when" "$TQ_TMP/proxy" "$TASKQ_HOME/taskq.db" "$before"
+	proxy "$when" "$TQ_TMP/proxy" "$before"
 	wait_for "[ -e '$TQ_TMP/proxy.ready' ]" 10 || fail "the proxy did not start"
 	timed_submit -- sh -c "echo through a $when proxy"
 	[ "$SUB_MS" -lt 3000 ] || fail "the client waited $SUB_MS ms for an answer"
@@ -218,15 +238,21 @@ for when in early late; do
 	wait "$PROXY_PID" 2>/dev/null || fail "the proxy failed"
 	assert_eq "OK $SUB_ID 0" "$(cat "$TQ_TMP/proxy")" "the supervisor's answer"
 	assert_eq $((before + 1)) "$(ntasks)" "stored once"
-	assert_eq 1 "$(tokens_of "$SUB_ID")" "one token row"
+	# the same request again, straight to the supervisor: its token is
+	# kept, so it names the same task and stores nothing
+	assert_eq "OK $SUB_ID 0" "$(replay "$TQ_TMP/proxy.req" "$TASKQ_HOME/real.sock")" \
+		"the request sent again"
+	assert_eq $((before + 1)) "$(ntasks)" "still stored once"
 done
 mv "$TASKQ_HOME/real.sock" "$SOCK"
 
 check "the stored tasks run once each"
 assert_exit 0 tq resume sh
-for id in $(tq_sql "select id from tasks"); do
+for id in $(task_ids); do
 	wait_state "$id" succeeded 60
 done
 assert_eq "behind idle|behind slow writers|behind a flood|through a early proxy|through a late proxy" \
-	"$(for id in $(tq_sql "select id from tasks order by id"); do tq log "$id"; done | paste -sd'|')"
-assert_eq "$(ntasks)" "$(tq_sql "select count(*) from attempts")" "one attempt a task"
+	"$(for id in $(task_ids); do tq log "$id"; done | paste -sd'|')"
+for id in $(task_ids); do
+	assert_eq 1 "$(attempt_count "$id")" "attempts of task $id"
+done
