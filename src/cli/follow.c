@@ -15,7 +15,10 @@
  *
  * The signals are blocked while the loop runs (they are events here, read
  * from the signalfd) and unblocked by cli_follow_release: one that arrives
- * after the loop gave up takes its default action then.
+ * after the loop gave up takes its default action then. Not the event loop
+ * of proc/loop.h, on purpose: that one reads every signal waiting, and here
+ * only the first is taken (it ends the wait); a second one stays pending
+ * and acts at the release, as if nothing had caught it. No child to reap.
  */
 #include "cli.h"
 

@@ -1,7 +1,7 @@
 /*
  * diag.c - diagnostic lines, the serve.log they go to (rotated by size,
- * followed across rotations), repeats folded into a count, and the
- * signalfd of long-running processes. See diag.h for the design.
+ * followed across rotations), and repeats folded into a count. See diag.h
+ * for the design.
  *
  * Per process, one static state: the supervisor and each worker is one
  * single-threaded process with one stderr. Nothing here prints anything but
@@ -22,11 +22,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -506,20 +504,4 @@ void tq_diag_tick(int all)
 			f->used = 0;
 	}
 	log_check(0);
-}
-
-/* ------------------------------------------------------------------ */
-/* Signals                                                            */
-
-int tq_signalfd_open(const int *sigs, size_t n)
-{
-	sigset_t set;
-
-	signal(SIGPIPE, SIG_IGN);
-	sigemptyset(&set);
-	for (size_t i = 0; i < n; i++)
-		sigaddset(&set, sigs[i]);
-	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
-		return -1;
-	return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 }

@@ -1,8 +1,8 @@
 /*
  * diag.h - what the long-running processes (supervisor, workers) share:
  * timestamped diagnostic lines on stderr (their log), the log file
- * HOME/serve.log rotated by size, repeats of one line folded into a count,
- * and their signals routed to a signalfd.
+ * HOME/serve.log rotated by size, and repeats of one line folded into a
+ * count. (Their signalfd is proc/loop.h's.)
  *
  * The log file. A background supervisor's stderr (and stdout) is
  * HOME/serve.log, and its workers inherit it. Every process writing it
@@ -103,13 +103,5 @@ int tq_diag_log_active(int64_t *size, int *files);
  * nothing changes. Returns 1 when following, else 0.
  */
 int tq_diag_log_follow(const char *home, int64_t size, int files);
-
-/*
- * Ignore SIGPIPE (a write to a closed pipe must be EPIPE, not our death),
- * block sigs[0..n) and return a signalfd (O_NONBLOCK | O_CLOEXEC) that
- * delivers them; -1 with errno set on failure. Call before starting any
- * child, so no signal is lost between steps.
- */
-int tq_signalfd_open(const int *sigs, size_t n);
 
 #endif

@@ -35,6 +35,7 @@
 
 #include "../common/profile.h"
 #include "../common/sys.h"
+#include "proc/loop.h"
 #include "proc/proc.h"
 #include "proc/spawn.h"
 #include "result.h"
@@ -1589,26 +1590,55 @@ int tq_workspace_sweep(struct tq_queue *q, const char *home, int *removed,
 /* ------------------------------------------------------------------ */
 /* --interactive                                                      */
 
+/* The agent in the foreground, while we wait for it. */
+struct foreground {
+	pid_t pid;
+	int status;
+	int done;                  /* reaped: its pid is no longer ours */
+};
+
+static void fg_child(pid_t pid, int status, void *arg)
+{
+	struct foreground *f = arg;
+
+	if (pid == f->pid) {
+		f->status = status;
+		f->done = 1;
+	}
+}
+
+static void fg_signal(const struct signalfd_siginfo *si, void *arg)
+{
+	struct foreground *f = arg;
+
+	/* INT/QUIT: the terminal sent them to the whole foreground group, the
+	 * agent included; passing them on would make one ^C two (two ^C end an
+	 * interactive claude). TERM and HUP are passed on. */
+	if ((si->ssi_signo == SIGTERM || si->ssi_signo == SIGHUP) && !f->done)
+		kill(f->pid, (int)si->ssi_signo);
+}
+
 /*
  * Run argv in the foreground and wait: stdio, session and process group are
  * ours (the spawn's flags: spawn.h), cwd its workspace. The terminal's
  * SIGINT/SIGQUIT reach the agent by themselves (it is in the foreground
- * group); we ignore them meanwhile, and pass SIGTERM and SIGHUP on.
+ * group); we ignore them meanwhile, and pass SIGTERM and SIGHUP on. The
+ * wait is the event loop (loop.h) with no descriptor and no deadline.
  */
 static int run_foreground(char *const *argv, char *const *envp, const char *cwd, int *status,
 			  struct tq_err *err)
 {
 	static const int sigs[] = { SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGCHLD };
 	struct tq_child c = TQ_CHILD_INIT;
-	sigset_t set, old, deflt;
-	struct timespec zero = { 0, 0 };
-	pid_t pid = -1;
-	int rc, st = 0;
+	struct foreground f = { .pid = -1 };
+	struct tq_loop l = { .on_child = fg_child, .on_signal = fg_signal, .arg = &f };
+	struct tq_loop drain = TQ_LOOP_INIT;
+	sigset_t old, deflt;
+	int rc;
 
-	sigemptyset(&set);
+	sigemptyset(&deflt);
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-		sigaddset(&set, sigs[i]);
-	deflt = set;
+		sigaddset(&deflt, sigs[i]);
 	sigaddset(&deflt, SIGPIPE);
 	c.argv = argv;
 	c.envp = envp;
@@ -1617,34 +1647,23 @@ static int run_foreground(char *const *argv, char *const *envp, const char *cwd,
 	c.flags = TQ_SPAWN_KEEP_SESSION;
 	c.sigdefault = &deflt;
 	/* block first: a signal between the spawn and the wait is not lost */
-	sigprocmask(SIG_BLOCK, &set, &old);
+	if ((l.sigfd = tq_loop_sigfd_open(sigs, sizeof(sigs) / sizeof(sigs[0]), &old, err)) < 0)
+		return l.sigfd;
 	if ((rc = tq_spawn_start(&c, err)) < 0) {
-		sigprocmask(SIG_SETMASK, &old, NULL);
+		tq_loop_sigfd_close(l.sigfd, &old);
 		return rc;
 	}
-	pid = c.pid;
-	for (;;) {
-		int sig = sigwaitinfo(&set, NULL);
-
-		if (sig < 0)
-			continue; /* EINTR */
-		if (sig == SIGCHLD) {
-			if (tq_waitpid(pid, &st, WNOHANG) == pid)
-				break;
-			continue;
-		}
-		/* INT/QUIT: the terminal sent them to the whole foreground group,
-		 * the agent included; passing them on would make one ^C two (two
-		 * ^C end an interactive claude) */
-		if (sig == SIGINT || sig == SIGQUIT)
-			continue;
-		kill(pid, sig);
-	}
-	/* a last ^C that came with the exit is not ours to die of */
-	while (sigtimedwait(&set, NULL, &zero) > 0)
-		;
-	sigprocmask(SIG_SETMASK, &old, NULL);
-	*status = tq_proc_exit_code(st);
+	f.pid = c.pid;
+	/* until it is reaped; a failed turn (poll out of memory) is tried
+	 * again, as there is nothing else to do */
+	while (!f.done)
+		tq_loop_wait(&l, NULL, NULL, 0, TQ_LOOP_NEVER, NULL);
+	/* a last ^C that came with the exit is not ours to die of: read, and
+	 * dropped, before the mask is put back */
+	drain.sigfd = l.sigfd;
+	tq_loop_signals(&drain, NULL);
+	tq_loop_sigfd_close(l.sigfd, &old);
+	*status = tq_proc_exit_code(f.status);
 	return 0;
 }
 

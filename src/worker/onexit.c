@@ -10,11 +10,11 @@
  * the rest counted and dropped). It is bounded: at its timeout (60 s, or
  * $TASKQ_ON_EXIT_TIMEOUT in the worker's environment) its group gets
  * SIGTERM, then SIGKILL ON_EXIT_KILL_GRACE_MS later (term.h, as a task's
- * timeout). It is reaped with
- * waitpid(WNOHANG) whenever SIGCHLD arrives on the worker's signalfd (the
- * one poll waits on that, the pipes and the deadline), never by a blocking
- * wait that could outlast the timeout. When it has exited, whatever it
- * left behind is swept (tq_proc_sweep), as after a task.
+ * timeout). It is reaped
+ * when SIGCHLD arrives on the worker's signalfd (the event loop, loop.h,
+ * waits on that, the pipes and the deadline), never by a blocking wait that
+ * could outlast the timeout. When it has exited, whatever it left behind is
+ * swept (tq_proc_sweep), as after a task.
  *
  * What it does not do: change the task. The task is recorded before the
  * hook starts; the hook's failure, timeout or absence is only logged. A
@@ -39,6 +39,7 @@
 #include "../common/env.h"
 #include "../common/parse.h"
 #include "../common/sys.h"
+#include "proc/loop.h"
 #include "proc/proc.h"
 #include "proc/spawn.h"
 #include "proc/term.h"
@@ -175,32 +176,41 @@ static void pump(struct hook *h, int s)
 	*fd = -1;
 }
 
-static void reap(struct hook *h)
+static void on_stdout(void *arg, short revents)
 {
-	int status;
-
-	if (h->exited || h->child.pid <= 0)
-		return;
-	if (tq_waitpid(h->child.pid, &status, WNOHANG) == h->child.pid) {
-		h->status = status;
-		h->exited = 1;
-		tq_term_step(&h->term, TQ_TERM_EXITED, tq_mono_ms(), NULL);
-	}
+	(void)revents;
+	pump(arg, 0);
 }
 
-/* SIGCHLD: look at the hook; a stop signal: note it, and shorten the time. */
-static void read_signals(struct hook *h)
+static void on_stderr(void *arg, short revents)
 {
-	struct signalfd_siginfo si;
+	(void)revents;
+	pump(arg, 1);
+}
 
-	while (tq_read(h->w->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-		if (si.ssi_signo == SIGCHLD)
-			continue; /* reaped below; strays are swept after the hook */
-		tq_worker_on_signal(h->w, &si);
-		if (h->w->stopping)
-			tq_term_due(&h->term, h->w->stop_at);
-	}
-	reap(h);
+/* Reaped by the loop at a SIGCHLD: the hook, or a stray of it that
+ * exited (the rest are swept after the hook). */
+static void on_child(pid_t pid, int status, void *arg)
+{
+	struct hook *h = arg;
+
+	if (h->exited || pid != h->child.pid)
+		return;
+	h->status = status;
+	h->exited = 1;
+	tq_term_step(&h->term, TQ_TERM_EXITED, tq_mono_ms(), NULL);
+}
+
+/* A stop signal: note it, and shorten the hook's time. */
+static void on_signal(const struct signalfd_siginfo *si, void *arg)
+{
+	struct hook *h = arg;
+
+	if (si->ssi_signo == SIGCHLD)
+		return; /* reaped already (on_child) */
+	tq_worker_on_signal(h->w, si);
+	if (h->w->stopping)
+		tq_term_due(&h->term, h->w->stop_at);
 }
 
 /* Its deadline passed: TERM to the group, then KILL (term.h). The group is
@@ -220,31 +230,24 @@ static void on_deadline(struct hook *h, int64_t timeout, int64_t now)
 		tq_worker_log(h->w, "task %lld on-exit: %s", (long long)h->id, err.msg);
 }
 
-static int poll_ms(int64_t at, int64_t now)
-{
-	if (at == TQ_TERM_NEVER)
-		return -1;
-	if (at <= now)
-		return 0;
-	return at - now > INT_MAX ? INT_MAX : (int)(at - now);
-}
-
-/* Until the hook has exited and its output is closed (or given up on). */
+/* Until the hook has exited and its output is closed (or given up on).
+ * Each turn (loop.h) reads its stdout, its stderr, then the signals. */
 static void loop(struct hook *h, int64_t timeout)
 {
+	const struct tq_loop l = { .sigfd = h->w->sigfd, .on_child = on_child,
+				   .on_signal = on_signal, .arg = h };
+	const struct tq_loop_cb cb[2] = { { on_stdout, h }, { on_stderr, h } };
+	struct tq_err err = TQ_ERR_INIT;
 	int64_t drain_until = 0;
 
 	for (;;) {
-		struct pollfd p[3] = {
-			{ h->w->sigfd, POLLIN, 0 },
+		struct pollfd p[2] = {
 			{ h->child.out_fd, POLLIN, 0 },
 			{ h->child.err_fd, POLLIN, 0 },
 		};
 		int64_t now = tq_mono_ms();
 
-		reap(h);
 		if (h->exited && drain_until == 0) {
-			struct tq_err err = TQ_ERR_INIT;
 			size_t killed = 0;
 			/* what it left behind (a `cmd &`) holds the pipes open */
 			if (tq_proc_sweep(NULL, 0, &killed, &err) < 0)
@@ -261,17 +264,8 @@ static void loop(struct hook *h, int64_t timeout)
 			return;
 		if (!h->exited && now >= h->term.deadline)
 			on_deadline(h, timeout, now);
-		if (poll(p, 3, poll_ms(h->exited ? drain_until : h->term.deadline, now)) < 0 &&
-		    errno != EINTR) {
-			tq_worker_log(h->w, "on-exit: poll: %s", strerror(errno));
-			tq_sleep_ms(10);
-		}
-		if (p[1].revents)
-			pump(h, 0);
-		if (p[2].revents)
-			pump(h, 1);
-		if (p[0].revents)
-			read_signals(h);
+		if (tq_loop_wait(&l, p, cb, 2, h->exited ? drain_until : h->term.deadline, &err) < 0)
+			tq_worker_log(h->w, "on-exit: %s", err.msg);
 	}
 }
 

@@ -18,9 +18,9 @@
  * fenced out, sees that it was written. A stop signal ends the retries at
  * the shutdown grace; the record stays for the next supervisor.
  *
- * One poll loop owns all of it; every timer is an absolute CLOCK_MONOTONIC
- * deadline turned into the poll timeout; signals arrive on the worker's
- * signalfd. The runner never blocks on a full pipe in either direction and
+ * One event loop (proc/loop.h) owns all of it; every timer is an absolute
+ * CLOCK_MONOTONIC deadline, the soonest of which is the loop's; signals
+ * arrive on the worker's signalfd. The runner never blocks on a full pipe in either direction and
  * buffers at most one chunk of stdin, one partial line per stream and
  * LOG_HOLD bytes of complete lines not yet written to the log.
  *
@@ -63,6 +63,7 @@
 #include "onexit.h"
 #include "policy.h"
 #include "proc/contain.h"
+#include "proc/loop.h"
 #include "proc/proc.h"
 #include "proc/spawn.h"
 #include "proc/term.h"
@@ -614,24 +615,20 @@ static void after_exit(struct run *r, int64_t now)
 	close_in(r);
 }
 
-static void read_signals(struct run *r)
+/* A signal, after the loop reaped at a SIGCHLD (on_child): the task's
+ * exit is acted on once (the term machine is DONE after it). */
+static void on_signal(const struct signalfd_siginfo *si, void *arg)
 {
-	struct signalfd_siginfo si;
-	struct tq_err err = TQ_ERR_INIT;
+	struct run *r = arg;
 
-	while (tq_read(r->w->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-		if (si.ssi_signo == SIGCHLD) {
-			int was = r->exited;
-			if (tq_proc_reap(on_child, r, &err) < 0)
-				tq_worker_log(r->w, "reap: %s", err.msg);
-			if (!was && r->exited)
-				after_exit(r, tq_mono_ms());
-			continue;
-		}
-		tq_worker_on_signal(r->w, &si);
-		if (si.ssi_signo == SIGUSR1)
-			r->next_renew = 0;
+	if (si->ssi_signo == SIGCHLD) {
+		if (r->exited && r->term.state != TQ_TERM_DONE)
+			after_exit(r, tq_mono_ms());
+		return;
 	}
+	tq_worker_on_signal(r->w, si);
+	if (si->ssi_signo == SIGUSR1)
+		r->next_renew = 0;
 }
 
 static int64_t min64(int64_t a, int64_t b)
@@ -639,14 +636,8 @@ static int64_t min64(int64_t a, int64_t b)
 	return a < b ? a : b;
 }
 
-static int ms_until(int64_t at, int64_t now)
-{
-	if (at <= now)
-		return 0;
-	return at - now > INT_MAX ? INT_MAX : (int)(at - now);
-}
-
-static int poll_timeout(struct run *r, int64_t now)
+/* The loop's deadline: the soonest of every clock that runs. */
+static int64_t loop_deadline(struct run *r, int64_t now)
 {
 	int64_t at = r->next_renew, next_log = -1;
 	struct tq_err err = TQ_ERR_INIT;
@@ -655,7 +646,7 @@ static int poll_timeout(struct run *r, int64_t now)
 		at = min64(at, r->next_try);
 		if (r->w->stopping)
 			at = min64(at, r->w->stop_at);
-		return ms_until(at, now);
+		return at;
 	}
 	if (!r->exited && r->term.deadline != TQ_TERM_NEVER)
 		at = min64(at, r->term.deadline);
@@ -671,7 +662,7 @@ static int poll_timeout(struct run *r, int64_t now)
 		on_log_error(r, err.code, &err);
 	if (next_log >= 0)
 		at = min64(at, now + next_log);
-	return ms_until(at, now);
+	return at;
 }
 
 static void recording_timers(struct run *r, int64_t now);
@@ -703,16 +694,47 @@ static void on_timers(struct run *r, int64_t now)
 		renew(r, now);
 }
 
+static void on_stdout(void *arg, short revents)
+{
+	struct run *r = arg;
+
+	(void)revents;
+	if (pump_out(r, r->child.out_fd, TQ_STREAM_STDOUT))
+		close_out(r, &r->child.out_fd, TQ_STREAM_STDOUT);
+}
+
+static void on_stderr(void *arg, short revents)
+{
+	struct run *r = arg;
+
+	(void)revents;
+	if (pump_out(r, r->child.err_fd, TQ_STREAM_STDERR))
+		close_out(r, &r->child.err_fd, TQ_STREAM_STDERR);
+}
+
+static void on_stdin(void *arg, short revents)
+{
+	(void)revents;
+	pump_in(arg);
+}
+
 /* The loop: while the task lives, until its main process has exited and
  * both outputs are closed; while its end is being recorded, until it is
- * written (or left to recovery at a shutdown). */
+ * written (or left to recovery at a shutdown). Each turn (loop.h) reads
+ * stdout, then stderr (their order is the output's: see the top of this
+ * file), feeds stdin, and only then reads the signals, so output that came
+ * before an exit is read before the exit is acted on. */
 static void loop(struct run *r)
 {
+	const struct tq_loop l = { .sigfd = r->w->sigfd, .on_child = on_child,
+				   .on_signal = on_signal, .arg = r };
+	const struct tq_loop_cb cb[3] = { { on_stdout, r }, { on_stderr, r }, { on_stdin, r } };
+	struct tq_err err = TQ_ERR_INIT;
+
 	if (r->log != NULL)
 		tq_log_hold(r->log, LOG_HOLD, LOG_HOLD_MS);
 	for (;;) {
-		struct pollfd p[4] = {
-			{ r->w->sigfd, POLLIN, 0 },
+		struct pollfd p[3] = {
 			{ poll_fd(r, TQ_STREAM_STDOUT), POLLIN, 0 },
 			{ poll_fd(r, TQ_STREAM_STDERR), POLLIN, 0 },
 			{ r->in_data ? r->child.in_fd : -1, POLLOUT, 0 },
@@ -729,20 +751,11 @@ static void loop(struct run *r)
 				      "closing it", (long long)r->t->id, DRAIN_AFTER_EXIT_MS);
 			break;
 		}
-		if (poll(p, 4, poll_timeout(r, now)) < 0 && errno != EINTR) {
-			tq_worker_log(r->w, "poll: %s", strerror(errno));
-			tq_sleep_ms(10);
-		}
-		if (p[1].revents && pump_out(r, r->child.out_fd, TQ_STREAM_STDOUT))
-			close_out(r, &r->child.out_fd, TQ_STREAM_STDOUT);
-		if (p[2].revents && pump_out(r, r->child.err_fd, TQ_STREAM_STDERR))
-			close_out(r, &r->child.err_fd, TQ_STREAM_STDERR);
+		if (tq_loop_wait(&l, p, cb, 3, loop_deadline(r, now), &err) < 0)
+			tq_worker_log(r->w, "%s", err.msg);
+		/* the end of a round: a narrowing the reads could not finish */
 		if (narrowing(r))
 			pipe_width(r, r->wide);
-		if (p[3].revents)
-			pump_in(r);
-		if (p[0].revents)
-			read_signals(r);
 		on_timers(r, tq_mono_ms());
 	}
 	if (r->child.out_fd >= 0)

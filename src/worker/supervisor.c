@@ -21,9 +21,9 @@
  * worker's end record, and each tick removes records of attempts that are
  * recorded already.
  *
- * One loop: poll() on a signalfd (CHLD, TERM, INT, HUP) and the adopted
- * workers' pidfds, with a timeout at the next maintenance tick or the next
- * worker restart.
+ * One loop (proc/loop.h): a signalfd (CHLD, TERM, INT, HUP), the adopted
+ * workers' pidfds and the submit socket, until the next maintenance tick,
+ * the next worker restart or a submit connection's deadline.
  */
 #include "supervisor.h"
 
@@ -59,6 +59,7 @@
 #include "ipc/submitd.h"
 #include "policy.h"
 #include "proc/contain.h"
+#include "proc/loop.h"
 #include "proc/proc.h"
 #include "proc/spawn.h"
 #include "statedir.h"
@@ -791,31 +792,19 @@ static void check_home(struct sup *s)
 /* ------------------------------------------------------------------ */
 /* The loop                                                           */
 
-static void read_signals(struct sup *s)
+/* A signal; at SIGCHLD the loop has reaped (on_reaped). */
+static void on_signal(const struct signalfd_siginfo *si, void *arg)
 {
-	struct signalfd_siginfo si;
-	struct tq_err err = TQ_ERR_INIT;
+	struct sup *s = arg;
 
-	while (tq_read(s->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-		switch (si.ssi_signo) {
-		case SIGCHLD:
-			if (tq_proc_reap(on_reaped, s, &err) < 0)
-				slog("reap: %s", err.msg);
-			break;
-		case SIGTERM:
-		case SIGINT:
-			begin_stop(s, &si);
-			break;
-		default:
-			break;
-		}
-	}
+	if (si->ssi_signo == SIGTERM || si->ssi_signo == SIGINT)
+		begin_stop(s, si);
 }
 
 static void check_adopted(struct sup *s, const struct pollfd *p, const int *slot_of,
 			  int np)
 {
-	for (int k = 1; k < np; k++) {
+	for (int k = 0; k < np; k++) {
 		int i = slot_of[k];
 		if (!p[k].revents || s->slots[i].pid <= 0)
 			continue;
@@ -829,11 +818,11 @@ static void check_adopted(struct sup *s, const struct pollfd *p, const int *slot
 	}
 }
 
-/* at_most: the submit socket's next deadline (mono ms), or later. */
-static int next_timeout(struct sup *s, int64_t at_most)
+/* The loop's deadline: a tick from now, a worker's restart, or at_most
+ * (the submit socket's next deadline, mono ms), whichever comes first. */
+static int64_t next_deadline(struct sup *s, int64_t at_most)
 {
-	int64_t now = tq_mono_ms();
-	int64_t at = now + (s->o->drain ? DRAIN_TICK_MS : TICK_MS);
+	int64_t at = tq_mono_ms() + (s->o->drain ? DRAIN_TICK_MS : TICK_MS);
 
 	if (at_most < at)
 		at = at_most;
@@ -841,7 +830,7 @@ static int next_timeout(struct sup *s, int64_t at_most)
 	for (int i = 0; i < s->o->workers && !s->stopping; i++)
 		if (s->slots[i].pid == 0 && s->slots[i].restart_at < at)
 			at = s->slots[i].restart_at;
-	return at <= now ? 0 : (int)(at - now);
+	return at;
 }
 
 /* drain: done when nothing can run now, nothing runs, and no task that our
@@ -971,19 +960,33 @@ static void housekeep(struct sup *s)
 	retention_sweep(s);
 }
 
+_Static_assert(TQ_MAX_WORKERS + TQ_SUBMITD_POLL_MAX <= TQ_LOOP_FD_MAX,
+	       "the supervisor's descriptors fit one wait of the event loop");
+
+/*
+ * Each turn (loop.h) reads the signals first: a SIGTERM that began the
+ * stop closes the submit socket (begin_stop) before its connections are
+ * served, and makes an adopted worker that ended in the same turn one to
+ * forget rather than restart (check_adopted). The adopted workers' pidfds
+ * and the socket are served after the wait, not by callbacks: the socket
+ * is served every turn, ready or not, to close connections past their
+ * deadline.
+ */
 static void loop(struct sup *s)
 {
+	const struct tq_loop l = { .sigfd = s->sigfd, .signals_first = 1,
+				   .on_child = on_reaped, .on_signal = on_signal, .arg = s };
 	int64_t next_tick = tq_mono_ms(), next_housekeep = tq_mono_ms();
+	struct tq_err err = TQ_ERR_INIT;
 
 	for (;;) {
-		struct pollfd p[1 + TQ_MAX_WORKERS + TQ_SUBMITD_POLL_MAX];
-		int slot_of[1 + TQ_MAX_WORKERS], np = 1;
+		struct pollfd p[TQ_MAX_WORKERS + TQ_SUBMITD_POLL_MAX];
+		int slot_of[TQ_MAX_WORKERS], np = 0;
 		int64_t sd_at = INT64_MAX;
 		size_t nsd = 0;
 
 		if (s->stopping && workers_left(s) == 0)
 			break;
-		p[0] = (struct pollfd){ s->sigfd, POLLIN, 0 };
 		for (int i = 0; i < s->o->workers; i++)
 			if (s->slots[i].pidfd >= 0) {
 				p[np] = (struct pollfd){ s->slots[i].pidfd, POLLIN, 0 };
@@ -993,10 +996,8 @@ static void loop(struct sup *s)
 		 * socket and its connections, each under its own deadline */
 		if (s->sd)
 			nsd = tq_submitd_poll(s->sd, p + np, &sd_at);
-		if (poll(p, (nfds_t)np + nsd, next_timeout(s, sd_at)) < 0 && errno != EINTR)
-			tq_sleep_ms(10);
-		if (p[0].revents)
-			read_signals(s);
+		if (tq_loop_wait(&l, p, NULL, (size_t)np + nsd, next_deadline(s, sd_at), &err) < 0)
+			slog("%s", err.msg);
 		check_adopted(s, p, slot_of, np);
 		/* s->sd is gone if a signal just began the stop; served even
 		 * without events, to close connections past their deadline */
@@ -1030,11 +1031,14 @@ static void loop(struct sup *s)
 /* ------------------------------------------------------------------ */
 /* Starting                                                           */
 
+/* The signals, blocked and read from a signalfd by the loop from here on;
+ * SIGPIPE ignored (a submit client that hung up is an EPIPE). */
 static int setup_signals(struct sup *s)
 {
 	static const int sigs[] = { SIGCHLD, SIGTERM, SIGINT, SIGHUP };
 
-	s->sigfd = tq_signalfd_open(sigs, sizeof(sigs) / sizeof(sigs[0]));
+	signal(SIGPIPE, SIG_IGN);
+	s->sigfd = tq_loop_sigfd_open(sigs, sizeof(sigs) / sizeof(sigs[0]), NULL, NULL);
 	return s->sigfd < 0 ? -1 : 0;
 }
 

@@ -7,9 +7,9 @@
  * orphans are reparented here and can be swept; the database is opened in
  * this process (never inherited across fork).
  *
- * An idle worker sleeps in poll() on the doorbell and the signalfd, with a
- * timeout at its next heartbeat or the next scheduled task's time: no busy
- * loop, ~0% CPU.
+ * An idle worker waits in its event loop (proc/loop.h) on the doorbell and
+ * the signalfd, until its next heartbeat or the next scheduled task's
+ * time: no busy loop, ~0% CPU.
  */
 #include "worker_int.h"
 
@@ -32,6 +32,7 @@
 #include "ipc/doorbell.h"
 #include "onexit.h"
 #include "proc/contain.h"
+#include "proc/loop.h"
 #include "proc/proc.h"
 
 #define IDLE_BEAT_MS 10000     /* heartbeat while idle */
@@ -90,42 +91,58 @@ void tq_worker_on_signal(struct worker *w, const struct signalfd_siginfo *si)
 	}
 }
 
+/* The signals, blocked from here on and read from the worker's one
+ * signalfd by each of its loops (idle, a task, a hook); SIGPIPE ignored: a
+ * task that stops reading its stdin is an EPIPE to record (spawn.h). */
 static int setup_signals(struct worker *w)
 {
 	static const int sigs[] = { SIGCHLD, SIGTERM, SIGINT, SIGUSR1, SIGHUP };
 
-	w->sigfd = tq_signalfd_open(sigs, sizeof(sigs) / sizeof(sigs[0]));
+	signal(SIGPIPE, SIG_IGN);
+	w->sigfd = tq_loop_sigfd_open(sigs, sizeof(sigs) / sizeof(sigs[0]), NULL, NULL);
 	return w->sigfd < 0 ? -1 : 0;
 }
 
-/* While idle: handle signals (reaping strays) and the doorbell. Every idle
- * worker polls the doorbell, so each byte wakes them all; the one that reads
- * it claims, and the others, finding it gone, sleep on (to the same
- * deadline) instead of each running a claim that finds nothing. */
+struct idle {
+	struct worker *w;
+	int signals;              /* read in this wait */
+};
+
+static void idle_signal(const struct signalfd_siginfo *si, void *arg)
+{
+	struct idle *i = arg;
+	struct tq_err err = TQ_ERR_INIT;
+
+	i->signals++;
+	if (si->ssi_signo == SIGCHLD) {
+		/* Nothing of ours runs: sweep anything reparented (the loop
+		 * reaped what had exited; this kills what has not). */
+		tq_proc_sweep(NULL, 0, NULL, &err);
+		return;
+	}
+	tq_worker_on_signal(i->w, si);
+}
+
+/* While idle, for timeout ms: handle signals (reaping strays) and the
+ * doorbell. Every idle worker polls the doorbell, so each byte
+ * wakes them all; the one that reads it claims, and the others, finding it
+ * gone, sleep on (to the same deadline) instead of each running a claim
+ * that finds nothing. */
 static void idle_events(struct worker *w, int timeout)
 {
-	struct pollfd p[2] = { { w->sigfd, POLLIN, 0 }, { w->bellfd, POLLIN, 0 } };
-	struct signalfd_siginfo si;
-	struct tq_err err = TQ_ERR_INIT;
 	int64_t until = tq_mono_ms() + timeout;
+	struct idle i = { .w = w };
+	const struct tq_loop l = { .sigfd = w->sigfd, .on_signal = idle_signal, .arg = &i };
 
 	for (;;) {
-		if (poll(p, 2, timeout) < 0)
+		struct pollfd bell = { w->bellfd, POLLIN, 0 };
+
+		if (tq_loop_wait(&l, &bell, NULL, 1, until, NULL) < 0)
 			return;
-		if (p[0].revents || !p[1].revents || tq_doorbell_drain(w->bellfd) > 0)
-			break;
-		if ((timeout = (int)(until - tq_mono_ms())) <= 0)
+		if (i.signals || !bell.revents || tq_doorbell_drain(w->bellfd) > 0)
 			return;
-	}
-	if (!p[0].revents)
-		return;
-	while (tq_read(w->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-		if (si.ssi_signo == SIGCHLD) {
-			/* Nothing of ours runs: sweep anything reparented. */
-			tq_proc_sweep(NULL, 0, NULL, &err);
-			continue;
-		}
-		tq_worker_on_signal(w, &si);
+		if (tq_mono_ms() >= until)
+			return;
 	}
 }
 
