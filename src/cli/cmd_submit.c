@@ -167,7 +167,8 @@ static const char submit_help[] =
 	"(STATE/submit.sock), which stores it as durably, and faster than a\n"
 	"process opening the database; else (or if the supervisor does not answer)\n"
 	"submit stores the task itself, exactly once either way; also, saying so,\n"
-	"when the supervisor runs another version of taskq that cannot read it.\n"
+	"when the supervisor runs another version of taskq (it cannot read the\n"
+	"request, or submit cannot read its answer).\n"
 	"TASKQ_SUBMIT_VIA=direct always stores it directly; =supervisor fails\n"
 	"rather than do so. After storing the task itself, submit rings the\n"
 	"workers' doorbell (unless the task waits in a paused group), and starts\n"
@@ -964,9 +965,9 @@ static int submit_via(const struct cli_ctx *c, int *via)
  * directory must pass the checks opening the database makes (a directory
  * that fails them gets its error from the direct path); the supervisor must
  * be ours (tq_wire_submit checks the peer's uid). Returns TQ_WIRE_STORED
- * (*id, *existed), TQ_WIRE_NOT_SENT, TQ_WIRE_LOST (store it directly, the
- * token kept: the supervisor may have stored it), or the supervisor's
- * refusal (a tq_err code, err set).
+ * (*id, *existed), TQ_WIRE_NOT_SENT, TQ_WIRE_LOST or TQ_WIRE_GARBLED (store
+ * it directly, the token kept: the supervisor may have stored it),
+ * TQ_WIRE_UNREAD, or the supervisor's refusal (a tq_err code, err set).
  */
 static int via_supervisor(struct cli_submit *s, const char *home, char *token, size_t n,
 			  int64_t *id, int *existed, struct tq_err *err)
@@ -1061,6 +1062,13 @@ int cli_submit_store(const struct cli_ctx *c, struct cli_submit *s)
 				"this submit (%s): it runs another version of taskq; "
 				"storing the task directly (after an upgrade: taskq "
 				"shutdown, and the next submit starts this one)\n",
+				c->cmd->name, err.msg);
+		if (rc == TQ_WIRE_GARBLED && via != VIA_SUPERVISOR)
+			/* it may have stored it: the same token keeps it once */
+			fprintf(stderr, "taskq: %s: this taskq could not read the running "
+				"supervisor's answer (%s): it runs another version of "
+				"taskq; storing the task directly (after an upgrade: "
+				"taskq shutdown, and the next submit starts this one)\n",
 				c->cmd->name, err.msg);
 		if (via == VIA_SUPERVISOR)
 			return cli_runtime(c, "TASKQ_SUBMIT_VIA=supervisor: %s", err.msg);

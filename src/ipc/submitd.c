@@ -244,19 +244,20 @@ static int peer_ok(int c, void (*log)(const char *msg))
 	return 1;
 }
 
-/* Store the request that arrived whole on c, and answer it. */
+/* Store the request that arrived whole on c, a frame of version, and
+ * answer it in that version (wire.h, "Versions"). */
 static void store(struct tq_submitd *sd, int c, const uint8_t *payload, size_t len,
-		  void (*log)(const char *msg))
+		  int version, void (*log)(const char *msg))
 {
 	struct tq_wire_spec w = { .argv = NULL };
 	struct tq_err err = TQ_ERR_INIT;
 	int64_t id = 0, now;
 	int existed = 0, rc;
 
-	if ((rc = tq_wire_decode(payload, len, &w, &err)) < 0) {
+	if ((rc = tq_wire_decode(payload, len, version, &w, &err)) < 0) {
 		note(log, "bad request: %s", err.msg);
 		if (rc == TQ_EINVAL)
-			tq_wire_answer_err(c, &err, tq_mono_ms());
+			tq_wire_answer_err(c, version, &err, tq_mono_ms());
 		goto out;
 	}
 	rc = tq_queue_submit(sd->q, &w.spec, &id, &existed, &err);
@@ -266,12 +267,12 @@ static void store(struct tq_submitd *sd, int c, const uint8_t *payload, size_t l
 	now = tq_mono_ms();
 	if (rc < 0) {
 		if (spec_error(rc))
-			tq_wire_answer_err(c, &err, now);
+			tq_wire_answer_err(c, version, &err, now);
 		else
 			note(log, "submit: %s (the client stores it itself)", err.msg);
 		goto out;
 	}
-	if (tq_wire_answer_ok(c, id, existed, now) < 0)
+	if (tq_wire_answer_ok(c, version, id, existed, now) < 0)
 		note(log, "task %lld stored, but its client did not take the answer",
 		     (long long)id);
 	/* A token already stored (the client's retry) rings once more for
@@ -299,13 +300,14 @@ static void conn_input(struct tq_submitd *sd, struct conn *c, void (*log)(const 
 	if (rc == 0)
 		return; /* more to come, by its deadline */
 	if (rc > 0) {
-		store(sd, c->fd, c->f.payload, c->f.len, log);
+		store(sd, c->fd, c->f.payload, c->f.len, c->f.version, log);
 	} else {
-		/* A bad frame is worth telling the client about; a client that
-		 * went away has no one to tell. */
+		/* A bad frame is worth telling the client about (a newer
+		 * one's, in a version it reads: it then stores the task
+		 * itself); a client that went away has no one to tell. */
 		note(log, "request: %s", err.msg);
 		if (rc == TQ_EINVAL)
-			tq_wire_answer_err(c->fd, &err, tq_mono_ms());
+			tq_wire_answer_err(c->fd, c->f.version, &err, tq_mono_ms());
 	}
 	conn_close(sd, c);
 }
@@ -346,7 +348,7 @@ static void conn_open(struct tq_submitd *sd, int fd, void (*log)(const char *msg
 			c = &sd->conns[i];
 	c->fd = fd;
 	c->deadline = tq_mono_ms() + TQ_SUBMITD_REQUEST_MS;
-	tq_wire_frame_start(&c->f, "TQS1", REQUEST_MAX);
+	tq_wire_frame_start(&c->f, TQ_WIRE_REQUEST, REQUEST_MAX);
 	sd->nconns++;
 	conn_input(sd, c, log);
 }

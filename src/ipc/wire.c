@@ -5,7 +5,10 @@
  * The request is the spec's fields in one fixed order: put_spec and
  * get_spec below, kept side by side so that they stay in step. The
  * encoding is canonical (booleans 0 or 1, NULL only as length 0, no
- * padding), so decoding then encoding gives back the same bytes.
+ * padding), so decoding a request of this version then encoding it gives
+ * back the same bytes. Every frame's header says its version (wire.h,
+ * "Frames"): the decoder reads a "TQS1" frame as the version 1 and 2
+ * clients wrote it, and the answer goes back in the request's version.
  *
  * The decoder trusts nothing it reads: every length is checked against the
  * bytes left before it is used, every count against the least room its
@@ -35,8 +38,11 @@
 #include "common/sys.h"
 
 #define HEADER_LEN TQ_WIRE_HEADER
-#define MAGIC_REQUEST "TQS1"
-#define MAGIC_ANSWER "TQR1"
+/* The request version that says its version in a "TQS1" frame's payload,
+ * after the token: the last one to. */
+#define PAYLOAD_VERSION 2
+/* The first version whose frame header says it. */
+#define HEADER_VERSION 3
 /* The longest answer: "ERR -NN " and a message of at most TQ_ERR_MAX. */
 #define ANSWER_MAX (TQ_ERR_MAX + 32)
 /* The lowest tq_err code (err.h): an answer's CODE is in [ECODE_MIN, -1]. */
@@ -87,6 +93,23 @@ static uint32_t le32_get(const uint8_t *p)
 {
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
 	       (uint32_t)p[3] << 24;
+}
+
+/* A frame version this taskq reads and writes: "TQS1"/"TQR1", or one of
+ * 3 to ours. */
+static int known_version(int v)
+{
+	return v == TQ_WIRE_FRAME_V1 || (v >= HEADER_VERSION && v <= TQ_WIRE_VERSION);
+}
+
+/* "TQ", the kind, '0' + version, the payload's length. */
+static void put_header(uint8_t *h, enum tq_wire_kind kind, int version, uint32_t len)
+{
+	h[0] = 'T';
+	h[1] = 'Q';
+	h[2] = (uint8_t)kind;
+	h[3] = (uint8_t)('0' + version);
+	le32_put(h + 4, len);
 }
 
 /* ------------------------------------------------------------------ */
@@ -257,8 +280,8 @@ static void put_spec(struct wbuf *b, const struct tq_task_spec *s)
 	put_bool(b, FIELD("isolate"), s->isolate);
 	put_str(b, FIELD("sources_json"), s->sources_json);
 	put_str(b, FIELD("token"), s->token);
-	/* version 2 on (wire.h): the version, then its fields */
-	put_i64(b, FIELD("version"), TQ_WIRE_VERSION);
+	/* version 2's fields; version 3 says its version in the header, not
+	 * here (wire.h, "Versions") */
 	put_i64(b, FIELD("umask"), s->umask);
 	put_i64(b, FIELD("stall_timeout_ms"), s->stall_timeout_ms);
 	put_bool(b, FIELD("cwd_explicit"), s->cwd_explicit);
@@ -289,8 +312,7 @@ int tq_wire_encode(const struct tq_task_spec *spec, uint8_t **frame, size_t *len
 	if ((buf = malloc(HEADER_LEN + n)) == NULL)
 		return tq_err_set(err, TQ_ENOMEM, "wire: out of memory (%zu bytes)",
 				  HEADER_LEN + n);
-	memcpy(buf, MAGIC_REQUEST, 4);
-	le32_put(buf + 4, (uint32_t)n);
+	put_header(buf, TQ_WIRE_REQUEST, TQ_WIRE_VERSION, (uint32_t)n);
 	b.p = buf + HEADER_LEN;
 	put_spec(&b, spec);
 	if (b.rc < 0 || b.len != n) {
@@ -499,36 +521,11 @@ static enum tq_stdin_mode get_stdin_mode(struct rbuf *c)
 	return (enum tq_stdin_mode)v;
 }
 
-/*
- * What follows the token (wire.h, "Versions"): nothing from a version 1
- * client, which gets the defaults of the fields it does not know; else the
- * request's version and the fields of every version up to it. A version
- * above ours is refused by name, so that its client knows to store the
- * task itself; a version field saying 1 is not canonical (version 1 sends
- * none) and is refused too.
- */
-static void get_later(struct rbuf *c, struct tq_wire_spec *w)
+/* Version 2's fields: umask, stall_timeout_ms, cwd_explicit. */
+static void get_v2(struct rbuf *c, struct tq_task_spec *s)
 {
-	struct tq_task_spec *s = &w->spec;
-	int64_t v;
+	int64_t v = get_i64(c, FIELD("umask"));
 
-	s->umask = -1;
-	s->stall_timeout_ms = 0;
-	s->cwd_explicit = 0;
-	w->version = 1;
-	if (c->rc < 0 || c->left == 0)
-		return;
-	v = get_i64(c, FIELD("version"));
-	if (c->rc == 0 && v > TQ_WIRE_VERSION)
-		get_fail(c, FIELD("version"), "request version %lld is newer than this "
-			 "taskq's (%d)", (long long)v, TQ_WIRE_VERSION);
-	else if (c->rc == 0 && v < 2)
-		get_fail(c, FIELD("version"), "%lld is not a version that sends one",
-			 (long long)v);
-	if (c->rc < 0)
-		return;
-	w->version = (int)v;
-	v = get_i64(c, FIELD("umask"));
 	/* range-checked as an enum is: it narrows to an int */
 	if (c->rc == 0 && (v < -1 || v > TQ_UMASK_MAX))
 		get_fail(c, FIELD("umask"), "%lld is not -1 (unknown) or 0 to 0%o",
@@ -538,8 +535,44 @@ static void get_later(struct rbuf *c, struct tq_wire_spec *w)
 	s->cwd_explicit = get_bool(c, FIELD("cwd_explicit"));
 }
 
-/* The wire order: as put_spec. */
-static void get_spec(struct rbuf *c, struct tq_wire_spec *w)
+/*
+ * What follows the token (wire.h, "Versions"). In a "TQS1" frame: nothing
+ * from a version 1 client, which gets the defaults of the fields it does
+ * not know, or version 2's i64 2 and its fields; any other number there is
+ * refused (version 1 sends none, version 3 on say theirs in the header).
+ * In a frame of version 3 on: version 2's fields, there always.
+ */
+static void get_later(struct rbuf *c, struct tq_wire_spec *w, int frame)
+{
+	struct tq_task_spec *s = &w->spec;
+	int64_t v;
+
+	s->umask = -1;
+	s->stall_timeout_ms = 0;
+	s->cwd_explicit = 0;
+	w->version = 1;
+	if (c->rc < 0 || (frame == TQ_WIRE_FRAME_V1 && c->left == 0))
+		return;
+	if (frame == TQ_WIRE_FRAME_V1) {
+		v = get_i64(c, FIELD("version"));
+		if (c->rc == 0 && v > PAYLOAD_VERSION)
+			get_fail(c, FIELD("version"), "request version %lld in a TQS1 frame "
+				 "(version %d on say theirs in the frame header)", (long long)v,
+				 HEADER_VERSION);
+		else if (c->rc == 0 && v < PAYLOAD_VERSION)
+			get_fail(c, FIELD("version"), "%lld is not a version that sends one",
+				 (long long)v);
+	} else {
+		v = frame;
+	}
+	if (c->rc < 0)
+		return;
+	w->version = (int)v;
+	get_v2(c, s);
+}
+
+/* The wire order: as put_spec. frame: the frame's version. */
+static void get_spec(struct rbuf *c, struct tq_wire_spec *w, int frame)
 {
 	struct tq_task_spec *s = &w->spec;
 
@@ -578,16 +611,22 @@ static void get_spec(struct rbuf *c, struct tq_wire_spec *w)
 	s->isolate = get_bool(c, FIELD("isolate"));
 	s->sources_json = get_str(c, FIELD("sources_json"));
 	s->token = get_str(c, FIELD("token"));
-	get_later(c, w);
+	get_later(c, w, frame);
 }
 
-int tq_wire_decode(const uint8_t *payload, size_t len, struct tq_wire_spec *w,
-		   struct tq_err *err)
+int tq_wire_decode(const uint8_t *payload, size_t len, int version,
+		   struct tq_wire_spec *w, struct tq_err *err)
 {
 	struct rbuf c = { payload, len, 0, err };
 
 	memset(w, 0, sizeof(*w));
-	get_spec(&c, w);
+	if (version > TQ_WIRE_VERSION)
+		return tq_err_set(err, TQ_EINVAL, "wire: request version %d is newer than "
+				  "this taskq's (%d)", version, TQ_WIRE_VERSION);
+	if (!known_version(version))
+		return tq_err_set(err, TQ_EINVAL, "wire: no request frame has version %d",
+				  version);
+	get_spec(&c, w, version);
 	if (c.rc == 0 && c.left > 0)
 		c.rc = tq_err_set(err, TQ_EINVAL,
 				  "wire: %zu bytes left over after the last field (%s)", c.left,
@@ -650,10 +689,10 @@ static const char *frame_part(const struct tq_wire_frame *f, size_t *at, size_t 
 	return "frame payload";
 }
 
-void tq_wire_frame_start(struct tq_wire_frame *f, const char magic[4], uint32_t max)
+void tq_wire_frame_start(struct tq_wire_frame *f, enum tq_wire_kind kind, uint32_t max)
 {
 	*f = (struct tq_wire_frame)TQ_WIRE_FRAME_INIT;
-	memcpy(f->magic, magic, 4);
+	f->kind = (char)kind;
 	f->max = max < TQ_WIRE_MAX ? max : TQ_WIRE_MAX;
 }
 
@@ -695,19 +734,41 @@ int tq_wire_frame_space(struct tq_wire_frame *f, uint8_t **p, size_t *n,
 	return 0;
 }
 
+/*
+ * The header is in: "TQ", our kind, a version. A newer version is named
+ * (its client then knows to store the task itself), and refused before its
+ * length, which is its business; f->version keeps it, so that the answer
+ * goes in a version that client reads. A byte 3 that names no version
+ * (below '1', or '2': no frame was ever version 2) is a bad magic.
+ */
+static int header_check(struct tq_wire_frame *f, struct tq_err *err)
+{
+	const uint8_t *h = f->head;
+
+	f->version = 0;
+	if (h[0] != 'T' || h[1] != 'Q' || h[2] != (uint8_t)f->kind || h[3] < '1' ||
+	    h[3] == '0' + PAYLOAD_VERSION)
+		return tq_err_set(err, TQ_EINVAL, "wire: bad magic (not a TQ%c frame)", f->kind);
+	f->version = h[3] - '0';
+	if (f->version > TQ_WIRE_VERSION)
+		return tq_err_set(err, TQ_EINVAL, "wire: %s version %d is newer than this "
+				  "taskq's (%d)", f->kind == TQ_WIRE_REQUEST ? "request" : "answer",
+				  f->version, TQ_WIRE_VERSION);
+	f->len = le32_get(h + 4);
+	if (f->len > f->max)
+		return tq_err_set(err, TQ_EINVAL, "wire: frame length %u is over %u bytes",
+				  f->len, f->max);
+	return 0;
+}
+
 int tq_wire_frame_took(struct tq_wire_frame *f, size_t n, struct tq_err *err)
 {
-	int was_head = f->got < HEADER_LEN;
+	int was_head = f->got < HEADER_LEN, rc;
 
 	f->got += n;
 	if (was_head && f->got >= HEADER_LEN) {
-		if (memcmp(f->head, f->magic, 4) != 0)
-			return tq_err_set(err, TQ_EINVAL, "wire: bad magic (not a %.4s frame)",
-					  f->magic);
-		f->len = le32_get(f->head + 4);
-		if (f->len > f->max)
-			return tq_err_set(err, TQ_EINVAL, "wire: frame length %u is over %u bytes",
-					  f->len, f->max);
+		if ((rc = header_check(f, err)) < 0)
+			return rc;
 		/* An empty payload is a buffer all the same: a complete frame
 		 * always has one. */
 		if (f->len == 0 && (f->payload = malloc(1)) == NULL)
@@ -770,15 +831,16 @@ void tq_wire_frame_release(struct tq_wire_frame *f)
 	f->len = 0;
 }
 
-int tq_wire_read_frame(int fd, const char magic[4], int64_t deadline_ms,
-		       uint8_t **payload, size_t *len, struct tq_err *err)
+int tq_wire_read_frame(int fd, enum tq_wire_kind kind, int64_t deadline_ms,
+		       uint8_t **payload, size_t *len, int *version, struct tq_err *err)
 {
 	struct tq_wire_frame f = TQ_WIRE_FRAME_INIT;
 	int rc, w;
 
 	*payload = NULL;
 	*len = 0;
-	tq_wire_frame_start(&f, magic, TQ_WIRE_MAX);
+	*version = 0;
+	tq_wire_frame_start(&f, kind, TQ_WIRE_MAX);
 	/* Poll before each read: fd may be blocking. */
 	do {
 		if ((w = wait_fd(fd, POLLIN, deadline_ms)) == 0) {
@@ -796,6 +858,7 @@ int tq_wire_read_frame(int fd, const char magic[4], int64_t deadline_ms,
 	}
 	*payload = f.payload;
 	*len = f.len;
+	*version = f.version;
 	return 0;
 }
 
@@ -834,29 +897,31 @@ int tq_wire_write_all(int fd, const void *buf, size_t len, int64_t deadline_ms,
 /* ------------------------------------------------------------------ */
 /* Answers                                                            */
 
-static int answer(int fd, const char *text, size_t n, int64_t deadline_ms)
+/* In the request's frame version when we write it, else in ours (a newer
+ * client reads ours). */
+static int answer(int fd, int version, const char *text, size_t n, int64_t deadline_ms)
 {
 	uint8_t buf[HEADER_LEN + ANSWER_MAX];
 
 	if (n > ANSWER_MAX)
 		n = ANSWER_MAX;
-	memcpy(buf, MAGIC_ANSWER, 4);
-	le32_put(buf + 4, (uint32_t)n);
+	put_header(buf, TQ_WIRE_ANSWER, known_version(version) ? version : TQ_WIRE_VERSION,
+		   (uint32_t)n);
 	memcpy(buf + HEADER_LEN, text, n);
 	return tq_wire_write_all(fd, buf, HEADER_LEN + n, deadline_ms, NULL);
 }
 
-int tq_wire_answer_ok(int fd, int64_t id, int existed, int64_t deadline_ms)
+int tq_wire_answer_ok(int fd, int version, int64_t id, int existed, int64_t deadline_ms)
 {
 	char text[64];
 	int n = snprintf(text, sizeof(text), "OK %lld %d", (long long)id, existed != 0);
 
-	return answer(fd, text, (size_t)n, deadline_ms);
+	return answer(fd, version, text, (size_t)n, deadline_ms);
 }
 
 /* The message goes on one line: control characters become spaces. A code
  * that is not an error (>= 0) is sent as TQ_EIO. */
-int tq_wire_answer_err(int fd, const struct tq_err *e, int64_t deadline_ms)
+int tq_wire_answer_err(int fd, int version, const struct tq_err *e, int64_t deadline_ms)
 {
 	char text[ANSWER_MAX];
 	int code = e != NULL && e->code < 0 ? e->code : TQ_EIO;
@@ -868,7 +933,7 @@ int tq_wire_answer_err(int fd, const struct tq_err *e, int64_t deadline_ms)
 
 		text[n++] = ch < ' ' || ch == 0x7f ? ' ' : (char)ch;
 	}
-	return answer(fd, text, n, deadline_ms);
+	return answer(fd, version, text, n, deadline_ms);
 }
 
 /* Decimal digits (at least one) up to max: the end, or NULL. */
@@ -891,8 +956,8 @@ static const char *number(const char *s, int64_t max, int64_t *v)
 }
 
 /* "OK ID EXISTED" -> STORED; "ERR CODE MESSAGE" -> CODE; anything else,
- * even slightly off, is LOST (safe: the direct path follows with the same
- * token). */
+ * even slightly off, is GARBLED (safe: the direct path follows with the
+ * same token). */
 static int parse_answer(const uint8_t *p, size_t n, int64_t *id, int *existed,
 			struct tq_err *err)
 {
@@ -922,7 +987,7 @@ static int parse_answer(const uint8_t *p, size_t n, int64_t *id, int *existed,
 	}
 bad:
 	tq_err_set(err, TQ_EIO, "wire: a malformed answer (%zu bytes)", n);
-	return TQ_WIRE_LOST;
+	return TQ_WIRE_GARBLED;
 }
 
 /* ------------------------------------------------------------------ */
@@ -985,11 +1050,12 @@ static int dial(const char *home, struct tq_err *err)
 int tq_wire_submit(const char *home, const struct tq_task_spec *spec, int64_t timeout_ms,
 		   int64_t *id, int *existed, struct tq_err *err)
 {
-	struct tq_err refusal = TQ_ERR_INIT;
+	struct tq_err why = TQ_ERR_INIT;  /* the answer's refusal, or why none */
+	struct tq_err rerr = TQ_ERR_INIT;
 	uint8_t *frame = NULL, *ans = NULL;
 	size_t flen = 0, alen = 0, need;
 	int64_t now = tq_mono_ms(), deadline;
-	int fd = -1, rc;
+	int fd = -1, rc, sent, version;
 
 	*id = 0;
 	if (existed)
@@ -1019,18 +1085,35 @@ int tq_wire_submit(const char *home, const struct tq_task_spec *spec, int64_t ti
 		rc = TQ_WIRE_NOT_SENT;
 		goto out;
 	}
-	/* From here on the supervisor may have the task: every failure is LOST. */
-	rc = TQ_WIRE_LOST;
-	if (tq_wire_write_all(fd, frame, flen, deadline, err) < 0 ||
-	    tq_wire_read_frame(fd, MAGIC_ANSWER, deadline, &ans, &alen, err) < 0)
-		goto out;
-	rc = parse_answer(ans, alen, id, existed, &refusal);
-	/* A decoding error is the supervisor's, before any store (wire.h,
-	 * "Versions"); any other refusal is the spec's, as the store gives. */
-	if (rc < 0 && strncmp(refusal.msg, "wire: ", 6) == 0)
-		rc = TQ_WIRE_UNREAD;
+	/* From here on the supervisor may have the task: no answer is LOST,
+	 * one we cannot read GARBLED. */
+	sent = tq_wire_write_all(fd, frame, flen, deadline, &why);
+	/* The answer is read even when the send failed: a supervisor that
+	 * refuses a request from its header (another version: wire.h,
+	 * "Versions") answers and closes before it has read the rest, and
+	 * the send of a request larger than the socket's buffer then fails;
+	 * its answer is there all the same. (After a send that timed out,
+	 * the deadline has passed: the read does not wait.) */
+	rc = tq_wire_read_frame(fd, TQ_WIRE_ANSWER, deadline, &ans, &alen, &version, &rerr);
+	if (rc == TQ_EINVAL) {
+		rc = TQ_WIRE_GARBLED; /* a header we do not read */
+		why = rerr;
+	} else if (rc < 0) {
+		rc = TQ_WIRE_LOST;
+		if (sent == 0)
+			why = rerr;   /* else the send's error says it first */
+	} else {
+		if (sent < 0)
+			why = (struct tq_err)TQ_ERR_INIT; /* an answer came */
+		rc = parse_answer(ans, alen, id, existed, &why);
+		/* A decoding error is the supervisor's, before any store
+		 * (wire.h, "Versions"); any other refusal is the spec's, as
+		 * the store gives. */
+		if (rc < 0 && strncmp(why.msg, "wire: ", 6) == 0)
+			rc = TQ_WIRE_UNREAD;
+	}
 	if (err != NULL)
-		*err = refusal;
+		*err = why;
 out:
 	free(frame);
 	free(ans);

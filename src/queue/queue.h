@@ -252,7 +252,7 @@ struct tq_task_spec {
 	const char *prompt;
 	int isolate;
 	const char *sources_json;
-	/* Submits through the supervisor (wire.h): a random id of this submit
+	/* Submits through the supervisor (ipc/wire.h): a random id of this submit
 	 * (at most 64 bytes). A token already stored names the task it made,
 	 * which is returned as the id (existed stays 0: it is the same
 	 * submit, not a --unique collision); a new one is stored with the

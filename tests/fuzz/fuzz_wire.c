@@ -3,25 +3,29 @@
  * (src/ipc/wire.h: tq_wire_decode), which reads whatever a local process
  * wrote to the supervisor's socket.
  *
- * Input: a request payload, without the 8-byte frame header.
+ * Input: a request payload, without the 8-byte frame header, decoded both
+ * as the payload of a "TQS3" frame (this version's) and of a "TQS1" one
+ * (versions 1 and 2, as deployed clients send them).
  * Checked beyond "no crash, no sanitizer report, no hang":
  *   - success: every string lies inside the payload and ends there with
  *     its NUL (read with strlen under ASan), argv and env are
  *     NULL-terminated after their counts, booleans are 0 or 1, stdin_mode
- *     and umask are in range; encoding the decoded spec gives back the
- *     input byte for byte (the encoding is canonical; a version 1 request,
- *     which ends at the token, comes back as its version 2 form: the input
- *     then the later fields' defaults), and decoding that again agrees
- *     with the first decoding field by field;
+ *     and umask are in range; encoding the decoded spec gives a "TQS3"
+ *     frame whose payload is the input byte for byte (the encoding is
+ *     canonical) -- for a "TQS1" request its version 3 form: a version 1
+ *     request, which ends at the token, then the later fields' defaults; a
+ *     version 2 one without its version field -- and decoding that again
+ *     agrees with the first decoding field by field;
  *   - failure: TQ_EINVAL or TQ_ENOMEM with a one-line message starting
  *     "wire: ", and the struct left empty.
  * The same bytes also go through the piecewise frame reader the supervisor
  * serves its connections with (tq_wire_frame_space / _took), in chunks of
- * sizes taken from the input: framed as a request (it must complete with
- * the input as its payload, having taken exactly the frame), and raw, as a
- * stream that may or may not start with a header (its verdict must match a
- * plain reading of the header: incomplete, complete with the right bytes,
- * or TQ_EINVAL for a bad magic or a length over the bound).
+ * sizes taken from the input: framed as a request of each version (it must
+ * complete with the input as its payload, having taken exactly the frame),
+ * and raw, as a stream that may or may not start with a header, read as a
+ * request and as an answer (its verdict must match a plain reading of the
+ * header: incomplete, complete with the right bytes and version, or
+ * TQ_EINVAL for a bad magic, a newer version or a length over the bound).
  * A failed check abort()s.
  */
 #include <stdint.h>
@@ -172,13 +176,14 @@ static void check_failure(int rc, const struct tq_err *err, const struct tq_wire
 /* Feed n bytes of p to a new reader (bound max) in chunks whose sizes
  * come from p itself. Returns its verdict (1 complete, 0 wants more,
  * < 0 failed) and leaves the reader in f. */
-static int feed(struct tq_wire_frame *f, const uint8_t *p, size_t n, uint32_t max)
+static int feed(struct tq_wire_frame *f, enum tq_wire_kind kind, const uint8_t *p, size_t n,
+		uint32_t max)
 {
 	struct tq_err err = TQ_ERR_INIT;
 	size_t off = 0, k = 0;
 	int rc = 0;
 
-	tq_wire_frame_start(f, "TQS1", max);
+	tq_wire_frame_start(f, kind, max);
 	while (off < n && rc == 0) {
 		size_t chunk = 1 + (size_t)(p[k++ % n] % 61), room;
 		uint8_t *dst;
@@ -208,37 +213,52 @@ static uint32_t le32(const uint8_t *p)
 	       (uint32_t)p[3] << 24;
 }
 
-static void check_frames(const uint8_t *data, size_t size)
+/* The input framed as a request of version (magic "TQS" '0'+version):
+ * read back whole, the payload the input, the version said, nothing over. */
+static void check_framed(const uint8_t *data, size_t size, int version)
 {
 	struct tq_wire_frame f = TQ_WIRE_FRAME_INIT;
 	uint8_t *framed;
-	uint32_t max = 4096, len;
-	int rc;
 
-	/* as a request: complete, the payload the input, nothing over */
 	if ((framed = malloc(size + 8)) == NULL)
 		return;
-	memcpy(framed, "TQS1", 4);
+	memcpy(framed, "TQS", 3);
+	framed[3] = (uint8_t)('0' + version);
 	for (int i = 0; i < 4; i++)
 		framed[4 + i] = (uint8_t)(size >> (8 * i));
 	if (size > 0)
 		memcpy(framed + 8, data, size);
-	if (feed(&f, framed, size + 8, TQ_WIRE_MAX) != 1 || f.got != size + 8 ||
-	    f.len != size || f.payload == NULL || (size > 0 && memcmp(f.payload, data, size) != 0))
+	if (feed(&f, TQ_WIRE_REQUEST, framed, size + 8, TQ_WIRE_MAX) != 1 ||
+	    f.got != size + 8 || f.len != size || f.version != version || f.payload == NULL ||
+	    (size > 0 && memcmp(f.payload, data, size) != 0))
 		die("a framed request did not read back whole");
 	tq_wire_frame_release(&f);
 	free(framed);
+}
 
-	/* raw: what its header says */
-	rc = size > 0 ? feed(&f, data, size, max) : 0;
+/* The input as a raw stream to a reader of kind: what its header says
+ * (wire.h, "Frames"). */
+static void check_raw(const uint8_t *data, size_t size, enum tq_wire_kind kind)
+{
+	struct tq_wire_frame f = TQ_WIRE_FRAME_INIT;
+	uint32_t max = 4096, len;
+	int rc = size > 0 ? feed(&f, kind, data, size, max) : 0, v = 0;
+
 	if (size < 8) {
 		if (rc != 0)
 			die("a verdict before the header was whole");
-	} else if (memcmp(data, "TQS1", 4) != 0 || (len = le32(data + 4)) > max) {
+	} else if (memcmp(data, "TQ", 2) != 0 || data[2] != (uint8_t)kind || data[3] < '1' ||
+		   data[3] == '2') {
+		if (rc != TQ_EINVAL || f.got != 8 || f.version != 0)
+			die("a bad magic not refused when the header was whole");
+	} else if ((v = data[3] - '0') > TQ_WIRE_VERSION) {
+		if (rc != TQ_EINVAL || f.got != 8 || f.version != v)
+			die("a newer version not refused when the header was whole");
+	} else if ((len = le32(data + 4)) > max) {
 		if (rc != TQ_EINVAL || f.got != 8)
-			die("a bad header not refused when it was whole");
+			die("a length over the bound not refused when the header was whole");
 	} else if (size >= 8 + (size_t)len) {
-		if (rc != 1 || f.got != 8 + (size_t)len || f.len != len ||
+		if (rc != 1 || f.got != 8 + (size_t)len || f.len != len || f.version != v ||
 		    (len > 0 && memcmp(f.payload, data + 8, len) != 0))
 			die("a good frame not read back");
 	} else if (rc != 0) {
@@ -247,37 +267,85 @@ static void check_frames(const uint8_t *data, size_t size)
 	tq_wire_frame_release(&f);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static void check_frames(const uint8_t *data, size_t size)
+{
+	check_framed(data, size, TQ_WIRE_FRAME_V1);
+	check_framed(data, size, TQ_WIRE_VERSION);
+	check_raw(data, size, TQ_WIRE_REQUEST);
+	check_raw(data, size, TQ_WIRE_ANSWER);
+}
+
+/* The version 3 payload that a "TQS1" request of version (1 or 2) in data
+ * comes back as: version 1 (it ends at the token) with the later fields'
+ * defaults after it (umask -1, stall 0, cwd_explicit 0); version 2 without
+ * its version field, the 8 bytes before its last three fields. A new
+ * buffer of *n bytes, or NULL. */
+static uint8_t *as_v3(const uint8_t *data, size_t size, int version, size_t *n)
+{
+	uint8_t *q = malloc(size + 24);
+
+	if (q == NULL)
+		return NULL;
+	if (version == 1) {
+		if (size > 0)
+			memcpy(q, data, size);
+		memset(q + size, 0, 24);
+		memset(q + size, 0xff, 8);
+		*n = size + 24;
+	} else {
+		memcpy(q, data, size - 32);
+		memcpy(q + size - 32, data + size - 24, 24);
+		*n = size - 8;
+	}
+	return q;
+}
+
+/* Decode data as the payload of a frame of version; on success, encode and
+ * decode again and compare. */
+static void check_decode(const uint8_t *data, size_t size, int version)
 {
 	struct tq_err err = TQ_ERR_INIT;
 	struct tq_wire_spec a, b;
-	uint8_t *frame = NULL;
-	size_t len = 0;
+	uint8_t *frame = NULL, *want = NULL;
+	size_t len = 0, wlen = size;
 	int rc;
 
-	check_frames(data, size);
 	memset(&a, 0x5a, sizeof(a));
-	rc = tq_wire_decode(data, size, &a, &err);
+	rc = tq_wire_decode(data, size, version, &a, &err);
 	if (rc != 0) {
 		check_failure(rc, &err, &a);
 		tq_wire_free(&a);
-		return 0;
+		return;
 	}
 	check_spec(&a.spec, data, size);
-	if (tq_wire_encode(&a.spec, &frame, &len, &err) != 0)
-		die("a decoded spec does not encode");
-	/* version 1 comes back with version 2's fields after it: 4 i64 */
-	if (len != size + 8 + (a.version == 1 ? 32 : 0) || memcmp(frame + 8, data, size) != 0)
-		die("re-encoding does not give back the input");
+	if (version == TQ_WIRE_VERSION ? a.version != TQ_WIRE_VERSION :
+	    a.version != 1 && a.version != 2)
+		die("a request version its frame does not carry");
 	if (a.version == 1 && (a.spec.umask != -1 || a.spec.stall_timeout_ms != 0 ||
 			       a.spec.cwd_explicit != 0))
 		die("a version 1 request without the later fields' defaults");
-	if (tq_wire_decode(frame + 8, len - 8, &b, &err) != 0)
+	if (tq_wire_encode(&a.spec, &frame, &len, &err) != 0)
+		die("a decoded spec does not encode");
+	if (version == TQ_WIRE_FRAME_V1 && (want = as_v3(data, size, a.version, &wlen)) == NULL)
+		goto out; /* out of memory: nothing to compare with */
+	if (memcmp(frame, "TQS3", 4) != 0 || len != wlen + 8 ||
+	    memcmp(frame + 8, want ? want : data, wlen) != 0)
+		die("re-encoding does not give back the input");
+	if (tq_wire_decode(frame + 8, len - 8, TQ_WIRE_VERSION, &b, &err) != 0)
 		die("a re-encoded spec does not decode");
 	check_spec(&b.spec, frame + 8, len - 8);
 	compare(&a.spec, &b.spec);
 	tq_wire_free(&b);
+out:
 	tq_wire_free(&a);
+	free(want);
 	free(frame);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	check_frames(data, size);
+	check_decode(data, size, TQ_WIRE_VERSION);
+	check_decode(data, size, TQ_WIRE_FRAME_V1);
 	return 0;
 }

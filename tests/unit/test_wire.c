@@ -3,12 +3,16 @@
  * spec survive encode + decode field by field (and re-encode to the same
  * bytes); the decoder refuses every prefix of a valid request, strings
  * without their NUL or with one inside, counts that cannot fit, bad enums
- * and booleans, trailing bytes, naming the field; a version 1 request
- * decodes with the defaults of later fields, a newer one is refused; frames over a real
- * socketpair (good, large, bad magic, oversize, EOF, a deadline that
- * passes); tq_wire_submit with no socket, a spec too big to send, and
- * against a server forked per test that answers OK, ERR, nothing, or
- * garbage.
+ * and booleans, trailing bytes, naming the field; versions: a request in
+ * a "TQS1" frame as the deployed version 1 and 2 clients send it decodes
+ * (version 1 with the defaults of later fields), a "TQS3" one as this
+ * taskq sends it, a newer one is refused; the frame header both ways
+ * (requests and answers say their version; a newer one is refused from
+ * the header, answered in ours); frames over a real socketpair (good,
+ * large, bad magic, oversize, EOF, a deadline that passes); tq_wire_submit
+ * with no socket, a spec too big to send, and against a server forked per
+ * test that answers OK, ERR, nothing, garbage, a newer version, or
+ * refuses the request from its header before reading the rest.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -176,7 +180,7 @@ static uint8_t *encode_payload(const struct tq_task_spec *s, size_t *n)
 	if (tq_wire_encode(s, &frame, &len, &err) != 0)
 		fail_msg("encode: %s", err.msg);
 	assert_true(len >= 8);
-	assert_memory_equal(frame, "TQS1", 4);
+	assert_memory_equal(frame, "TQS3", 4);
 	*n = len - 8;
 	assert_int_equal(frame[4] | frame[5] << 8 | frame[6] << 16 | (uint32_t)frame[7] << 24, *n);
 	p = malloc(*n > 0 ? *n : 1);
@@ -201,7 +205,7 @@ static void round_trip(const struct tq_task_spec *s)
 	size_t n, n2;
 
 	p = encode_payload(s, &n);
-	if (tq_wire_decode(p, n, &w, &err) != 0)
+	if (tq_wire_decode(p, n, TQ_WIRE_VERSION, &w, &err) != 0)
 		fail_msg("decode: %s", err.msg);
 	spec_same(s, &w.spec);
 	/* counted and NULL-terminated; strings point into the payload */
@@ -247,7 +251,7 @@ static void test_round_trip_minimal(void **state)
 	s.argc = 1;
 	round_trip(&s);
 	p = encode_payload(&s, &n);
-	assert_int_equal(tq_wire_decode(p, n, &w, &err), 0);
+	assert_int_equal(tq_wire_decode(p, n, TQ_WIRE_VERSION, &w, &err), 0);
 	assert_null(w.spec.name);
 	assert_null(w.spec.cwd);
 	assert_null(w.spec.token);
@@ -267,10 +271,10 @@ static void test_round_trip_minimal(void **state)
 
 static char last_msg[TQ_ERR_MAX];
 
-/* Decoding n bytes of p fails with TQ_EINVAL, a "wire: " message holding
- * needle (if any; the message is kept in last_msg), and leaves nothing to
- * free. */
-static void expect_bad(const uint8_t *p, size_t n, const char *needle)
+/* Decoding n bytes of p, the payload of a frame of version, fails with
+ * TQ_EINVAL, a "wire: " message holding needle (if any; the message is
+ * kept in last_msg), and leaves nothing to free. */
+static void expect_bad_as(const uint8_t *p, size_t n, int version, const char *needle)
 {
 	struct tq_err err = TQ_ERR_INIT;
 	struct tq_wire_spec w;
@@ -279,7 +283,7 @@ static void expect_bad(const uint8_t *p, size_t n, const char *needle)
 	assert_non_null(copy);
 	memcpy(copy, p, n);
 	memset(&w, 0xa5, sizeof(w));
-	assert_int_equal(tq_wire_decode(copy, n, &w, &err), TQ_EINVAL);
+	assert_int_equal(tq_wire_decode(copy, n, version, &w, &err), TQ_EINVAL);
 	assert_int_equal(err.code, TQ_EINVAL);
 	if (strncmp(err.msg, "wire: ", 6) != 0 || strchr(err.msg, '\n') != NULL)
 		fail_msg("message: \"%s\"", err.msg);
@@ -293,6 +297,12 @@ static void expect_bad(const uint8_t *p, size_t n, const char *needle)
 	assert_int_equal(w.spec.argc, 0);
 	tq_wire_free(&w);
 	free(copy);
+}
+
+/* As expect_bad_as, in a frame of this version. */
+static void expect_bad(const uint8_t *p, size_t n, const char *needle)
+{
+	expect_bad_as(p, n, TQ_WIRE_VERSION, needle);
 }
 
 /* Where version 1's request ended: just past the token and its NUL. */
@@ -309,12 +319,11 @@ static void test_decode_truncated(void **state)
 	struct tq_task_spec s = full_spec();
 	size_t n;
 	uint8_t *p = encode_payload(&s, &n);
-	size_t v1 = v1_length(p, n);
 
 	(void)state;
+	/* (a "TQS3" request ending at the token, as version 1's did,
+	 * included: test_decode_versions) */
 	for (size_t len = 0; len < n; len++) {
-		if (len == v1)
-			continue; /* a whole version 1 request: test_decode_versions */
 		expect_bad(p, len, NULL);
 		/* a length past the end, or a count that cannot fit */
 		if (strstr(last_msg, "truncated") == NULL && strstr(last_msg, "does not fit") == NULL)
@@ -374,7 +383,7 @@ static void test_decode_bad_strings(void **state)
 		struct tq_err err = TQ_ERR_INIT;
 		struct tq_wire_spec w;
 
-		if (tq_wire_decode(p, n, &w, &err) != 0)
+		if (tq_wire_decode(p, n, TQ_WIRE_VERSION, &w, &err) != 0)
 			fail_msg("decode: %s", err.msg);
 		spec_same(&s, &w.spec);
 		tq_wire_free(&w);
@@ -490,53 +499,91 @@ static void test_decode_trailing(void **state)
 	free(p);
 }
 
+/* The "TQS1" payload a deployed version 2 client sends for what p (n bytes,
+ * version 3: the token ends at v1) holds: i64 2 inserted after the token.
+ * A new buffer of *len bytes. */
+static uint8_t *as_v2(const uint8_t *p, size_t n, size_t v1, size_t *len)
+{
+	uint8_t *q = malloc(n + 8);
+
+	assert_non_null(q);
+	memcpy(q, p, v1);
+	memset(q + v1, 0, 8);
+	q[v1] = 2;
+	memcpy(q + v1 + 8, p + v1, n - v1);
+	*len = n + 8;
+	return q;
+}
+
 /*
- * Versions (wire.h): a version 1 request (what a taskq before version 2
- * sends: the same fields up to the token, nothing after) decodes with the
- * later fields' defaults; a newer version, a version field saying 1 or
- * less, a umask out of range and a non-boolean cwd_explicit are refused,
- * naming the field.
+ * Versions (wire.h): a request of this version ("TQS3") carries version
+ * 2's fields after the token and no version field; in a "TQS1" frame, a
+ * version 1 request (what a taskq before version 2 sends: the fields up to
+ * the token, nothing after) decodes with the later fields' defaults, and a
+ * version 2 one (i64 2, then those fields) decodes whole. Refused, naming
+ * the field: a "TQS1" payload saying version 3 or more (they say theirs in
+ * the header) or 1 or less; a "TQS3" request ending at the token; a frame
+ * version newer than ours, or one no frame has; a umask out of range and a
+ * non-boolean cwd_explicit.
  */
 static void test_decode_versions(void **state)
 {
 	struct tq_task_spec s = full_spec(), want = full_spec();
 	struct tq_err err = TQ_ERR_INIT;
 	struct tq_wire_spec w;
-	size_t n;
-	uint8_t *p = encode_payload(&s, &n);
+	size_t n, n2;
+	uint8_t *p = encode_payload(&s, &n), *v2;
 	size_t v1 = v1_length(p, n);
 
 	(void)state;
-	assert_int_equal(n - v1, 4 * 8); /* version, umask, stall, cwd_explicit */
-	assert_int_equal(tq_wire_decode(p, v1, &w, &err), 0);
+	assert_int_equal(n - v1, 3 * 8); /* umask, stall, cwd_explicit */
+	assert_int_equal(tq_wire_decode(p, n, TQ_WIRE_VERSION, &w, &err), 0);
+	assert_int_equal(w.version, TQ_WIRE_VERSION);
+	spec_same(&s, &w.spec);
+	tq_wire_free(&w);
+
+	/* version 1, as deployed: a TQS1 frame ending at the token */
+	assert_int_equal(tq_wire_decode(p, v1, TQ_WIRE_FRAME_V1, &w, &err), 0);
 	assert_int_equal(w.version, 1);
 	want.umask = -1;
 	want.stall_timeout_ms = 0;
 	want.cwd_explicit = 0;
 	spec_same(&want, &w.spec);
 	tq_wire_free(&w);
-	assert_int_equal(tq_wire_decode(p, n, &w, &err), 0);
-	assert_int_equal(w.version, TQ_WIRE_VERSION);
+	/* version 2, as deployed: TQS1, the version after the token */
+	v2 = as_v2(p, n, v1, &n2);
+	assert_int_equal(tq_wire_decode(v2, n2, TQ_WIRE_FRAME_V1, &w, &err), 0);
+	assert_int_equal(w.version, 2);
+	spec_same(&s, &w.spec);
 	tq_wire_free(&w);
+	v2[v1] = 3;
+	expect_bad_as(v2, n2, TQ_WIRE_FRAME_V1, "version: request version 3 in a TQS1 frame "
+		      "(version 3 on say theirs in the frame header)");
+	v2[v1] = 1;
+	expect_bad_as(v2, n2, TQ_WIRE_FRAME_V1, "version: 1 is not a version that sends one");
+	memset(v2 + v1, 0xff, 8);
+	expect_bad_as(v2, n2, TQ_WIRE_FRAME_V1, "version: -1 is not");
+	free(v2);
+	/* version 3's request read as a TQS1 frame: its umask is no version */
+	expect_bad_as(p, n, TQ_WIRE_FRAME_V1, "version: ");
 
-	p[v1] = TQ_WIRE_VERSION + 1;
-	expect_bad(p, n, "version: request version 3 is newer than this taskq's (2)");
-	p[v1] = 1;
-	expect_bad(p, n, "version: 1 is not a version that sends one");
-	memset(p + v1, 0xff, 8);
-	expect_bad(p, n, "version: -1 is not");
-	memset(p + v1, 0, 8);
-	p[v1] = TQ_WIRE_VERSION;
-	p[v1 + 8] = 0x00, p[v1 + 9] = 0x02; /* 01000 */
+	/* a TQS3 request must carry version 2's fields */
+	expect_bad_as(p, v1, TQ_WIRE_VERSION, "umask: truncated");
+	expect_bad_as(p, n, TQ_WIRE_VERSION + 1, "request version 4 is newer than this "
+		      "taskq's (3)");
+	expect_bad_as(p, n, 2, "no request frame has version 2");
+	expect_bad_as(p, n, 0, "no request frame has version 0");
+
+	p[v1] = 0x00, p[v1 + 1] = 0x02; /* 01000 */
 	expect_bad(p, n, "umask: 512 is not -1 (unknown) or 0 to 0777");
-	memset(p + v1 + 8, 0xff, 8);  /* -2 */
-	p[v1 + 8] = 0xfe;
+	memset(p + v1, 0xff, 8);  /* -2 */
+	p[v1] = 0xfe;
 	expect_bad(p, n, "umask: -2 is not");
-	memset(p + v1 + 8, 0xff, 8);  /* -1: unknown, as from version 1 */
-	assert_int_equal(tq_wire_decode(p, n, &w, &err), 0);
+	memset(p + v1, 0xff, 8);  /* -1: unknown, as from version 1 */
+	assert_int_equal(tq_wire_decode(p, n, TQ_WIRE_VERSION, &w, &err), 0);
 	assert_int_equal(w.spec.umask, -1);
 	tq_wire_free(&w);
-	p[v1 + 24] = 2;
+	p[v1 + 16] = 2;
 	expect_bad(p, n, "cwd_explicit: 2 is not 0 or 1");
 	free(p);
 }
@@ -601,10 +648,13 @@ static void expect_frame_err(int fd, int code, const char *needle, int64_t deadl
 	struct tq_err err = TQ_ERR_INIT;
 	uint8_t *payload = (uint8_t *)&err;
 	size_t len = 7;
+	int version = 7;
 
-	assert_int_equal(tq_wire_read_frame(fd, "TQS1", deadline, &payload, &len, &err), code);
+	assert_int_equal(tq_wire_read_frame(fd, TQ_WIRE_REQUEST, deadline, &payload, &len,
+					    &version, &err), code);
 	assert_null(payload);
 	assert_int_equal(len, 0);
+	assert_int_equal(version, 0);
 	if (strstr(err.msg, needle) == NULL)
 		fail_msg("expected \"%s\" in \"%s\"", needle, err.msg);
 }
@@ -616,23 +666,25 @@ static void test_frame_good(void **state)
 	struct tq_wire_spec w;
 	uint8_t *frame, *payload;
 	size_t len, plen;
-	int sv[2];
+	int sv[2], version;
 
 	(void)state;
 	pair(sv);
 	assert_int_equal(tq_wire_encode(&s, &frame, &len, &err), 0);
 	send_raw(sv[0], frame, len);
 	send_raw(sv[0], "TQS1\0\0\0\0", 8); /* and an empty one after it */
-	assert_int_equal(tq_wire_read_frame(sv[1], "TQS1", tq_mono_ms() + 5000, &payload,
-					    &plen, &err), 0);
+	assert_int_equal(tq_wire_read_frame(sv[1], TQ_WIRE_REQUEST, tq_mono_ms() + 5000,
+					    &payload, &plen, &version, &err), 0);
+	assert_int_equal(version, TQ_WIRE_VERSION);
 	assert_int_equal(plen, len - 8);
 	assert_memory_equal(payload, frame + 8, plen);
-	assert_int_equal(tq_wire_decode(payload, plen, &w, &err), 0);
+	assert_int_equal(tq_wire_decode(payload, plen, TQ_WIRE_VERSION, &w, &err), 0);
 	spec_same(&s, &w.spec);
 	tq_wire_free(&w);
 	free(payload);
-	assert_int_equal(tq_wire_read_frame(sv[1], "TQS1", tq_mono_ms() + 5000, &payload,
-					    &plen, &err), 0);
+	assert_int_equal(tq_wire_read_frame(sv[1], TQ_WIRE_REQUEST, tq_mono_ms() + 5000,
+					    &payload, &plen, &version, &err), 0);
+	assert_int_equal(version, TQ_WIRE_FRAME_V1);
 	assert_int_equal(plen, 0);
 	assert_non_null(payload);
 	free(payload);
@@ -650,7 +702,7 @@ static void test_frame_large(void **state)
 	struct tq_wire_spec w;
 	uint8_t *frame, *payload, *blob;
 	size_t len, plen;
-	int sv[2], st;
+	int sv[2], st, version;
 	pid_t pid;
 
 	(void)state;
@@ -670,12 +722,12 @@ static void test_frame_large(void **state)
 		_exit(tq_wire_write_all(sv[0], frame, len, tq_mono_ms() + 20000, NULL) == 0 ? 0 : 1);
 	}
 	close(sv[0]);
-	assert_int_equal(tq_wire_read_frame(sv[1], "TQS1", tq_mono_ms() + 20000, &payload,
-					    &plen, &err), 0);
+	assert_int_equal(tq_wire_read_frame(sv[1], TQ_WIRE_REQUEST, tq_mono_ms() + 20000,
+					    &payload, &plen, &version, &err), 0);
 	assert_int_equal(tq_waitpid(pid, &st, 0), pid);
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	assert_int_equal(plen, len - 8);
-	assert_int_equal(tq_wire_decode(payload, plen, &w, &err), 0);
+	assert_int_equal(tq_wire_decode(payload, plen, TQ_WIRE_VERSION, &w, &err), 0);
 	spec_same(&s, &w.spec);
 	tq_wire_free(&w);
 	free(payload);
@@ -694,6 +746,91 @@ static void test_frame_bad_magic(void **state)
 	expect_frame_err(sv[1], TQ_EINVAL, "bad magic", tq_mono_ms() + 5000);
 	close(sv[0]);
 	close(sv[1]);
+}
+
+/* One header fed to a reader of kind, whole: its verdict, version and
+ * message. */
+static int header_fed(enum tq_wire_kind kind, const char *head4, uint32_t len, int *version,
+		      struct tq_err *err)
+{
+	struct tq_wire_frame f = TQ_WIRE_FRAME_INIT;
+	uint8_t *p;
+	size_t n;
+	int rc;
+
+	tq_wire_frame_start(&f, kind, 100);
+	assert_int_equal(tq_wire_frame_space(&f, &p, &n, err), 0);
+	assert_int_equal(n, 8);
+	memcpy(p, head4, 4);
+	put32(p + 4, len);
+	rc = tq_wire_frame_took(&f, 8, err);
+	*version = f.version;
+	tq_wire_frame_release(&f);
+	return rc;
+}
+
+/*
+ * The header says the frame's version, both ways (wire.h, "Frames"): a
+ * request reader takes "TQS1" (the deployed version 1 and 2 clients) and
+ * "TQS3", and says which; it refuses a newer "TQS4" by its version, from
+ * the header alone (whatever length it says), keeping the version for the
+ * answer; "TQS2" (no frame was ever version 2), "TQS0" and a kind of the
+ * other way are a bad magic. An answer reader the same with "TQR".
+ */
+static void test_frame_versions(void **state)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	int version;
+
+	(void)state;
+	assert_int_equal(header_fed(TQ_WIRE_REQUEST, "TQS1", 5, &version, &err), 0);
+	assert_int_equal(version, TQ_WIRE_FRAME_V1);
+	assert_int_equal(header_fed(TQ_WIRE_REQUEST, "TQS3", 5, &version, &err), 0);
+	assert_int_equal(version, 3);
+	assert_int_equal(header_fed(TQ_WIRE_REQUEST, "TQS3", 0, &version, &err), 1);
+	assert_int_equal(header_fed(TQ_WIRE_REQUEST, "TQS4", 0xffffffffu, &version, &err),
+			 TQ_EINVAL);
+	assert_string_equal(err.msg, "wire: request version 4 is newer than this taskq's (3)");
+	assert_int_equal(version, 4);
+	assert_int_equal(header_fed(TQ_WIRE_REQUEST, "TQS9", 5, &version, &err), TQ_EINVAL);
+	assert_int_equal(version, 9);
+	assert_int_equal(header_fed(TQ_WIRE_REQUEST, "TQS3", 101, &version, &err), TQ_EINVAL);
+	assert_string_equal(err.msg, "wire: frame length 101 is over 100 bytes");
+	assert_int_equal(version, 3);
+	for (const char *const *m = (const char *const[]){ "TQS2", "TQS0", "TQS/", "TQR3",
+				   "TQR1", "TQX3", "tqs3", "XQS3", NULL }; *m; m++) {
+		assert_int_equal(header_fed(TQ_WIRE_REQUEST, *m, 5, &version, &err), TQ_EINVAL);
+		assert_string_equal(err.msg, "wire: bad magic (not a TQS frame)");
+		assert_int_equal(version, 0);
+	}
+
+	assert_int_equal(header_fed(TQ_WIRE_ANSWER, "TQR1", 5, &version, &err), 0);
+	assert_int_equal(version, TQ_WIRE_FRAME_V1);
+	assert_int_equal(header_fed(TQ_WIRE_ANSWER, "TQR3", 5, &version, &err), 0);
+	assert_int_equal(version, 3);
+	assert_int_equal(header_fed(TQ_WIRE_ANSWER, "TQR4", 5, &version, &err), TQ_EINVAL);
+	assert_string_equal(err.msg, "wire: answer version 4 is newer than this taskq's (3)");
+	assert_int_equal(header_fed(TQ_WIRE_ANSWER, "TQS3", 5, &version, &err), TQ_EINVAL);
+	assert_string_equal(err.msg, "wire: bad magic (not a TQR frame)");
+	assert_int_equal(header_fed(TQ_WIRE_ANSWER, "TQR2", 5, &version, &err), TQ_EINVAL);
+	assert_string_equal(err.msg, "wire: bad magic (not a TQR frame)");
+}
+
+/* The request this taskq writes: "TQS3", its length, its payload. */
+static void test_encode_header(void **state)
+{
+	struct tq_task_spec s = small_spec();
+	struct tq_err err = TQ_ERR_INIT;
+	uint8_t *frame;
+	size_t len;
+
+	(void)state;
+	assert_int_equal(tq_wire_encode(&s, &frame, &len, &err), 0);
+	assert_true(len > 8);
+	assert_memory_equal(frame, "TQS3", 4);
+	assert_int_equal(frame[4] | frame[5] << 8 | frame[6] << 16 | (uint32_t)frame[7] << 24,
+			 len - 8);
+	free(frame);
 }
 
 static void test_frame_oversize(void **state)
@@ -786,7 +923,7 @@ static void test_frame_pieces(void **state)
 	(void)state;
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv), 0);
 	assert_int_equal(tq_wire_encode(&s, &frame, &len, &err), 0);
-	tq_wire_frame_start(&f, "TQS1", TQ_WIRE_SPEC_MAX);
+	tq_wire_frame_start(&f, TQ_WIRE_REQUEST, TQ_WIRE_SPEC_MAX);
 	assert_int_equal(tq_wire_frame_read(&f, sv[1], &err), 0); /* nothing yet */
 	for (size_t i = 0; i + 1 < len; i++) {
 		send_raw(sv[0], frame + i, 1);
@@ -802,7 +939,7 @@ static void test_frame_pieces(void **state)
 	free(frame);
 
 	/* a frame that announces the most and sends little holds one chunk */
-	tq_wire_frame_start(&f, "TQS1", TQ_WIRE_SPEC_MAX);
+	tq_wire_frame_start(&f, TQ_WIRE_REQUEST, TQ_WIRE_SPEC_MAX);
 	put32(head + 4, TQ_WIRE_SPEC_MAX);
 	send_raw(sv[0], head, sizeof(head));
 	send_raw(sv[0], "abc", 3);
@@ -814,7 +951,7 @@ static void test_frame_pieces(void **state)
 	tq_wire_frame_release(&f);
 
 	/* over the reader's own bound, and a bad magic, once the header is in */
-	tq_wire_frame_start(&f, "TQS1", 100);
+	tq_wire_frame_start(&f, TQ_WIRE_REQUEST, 100);
 	put32(head + 4, 101);
 	send_raw(sv[0], head, 5);
 	assert_int_equal(tq_wire_frame_read(&f, sv[1], &err), 0);
@@ -824,14 +961,14 @@ static void test_frame_pieces(void **state)
 	assert_int_equal(tq_wire_frame_read(&f, sv[1], &err), TQ_EINVAL);
 	assert_string_equal(err.msg, "wire: frame length 101 is over 100 bytes");
 	tq_wire_frame_release(&f);
-	tq_wire_frame_start(&f, "TQS1", 100);
+	tq_wire_frame_start(&f, TQ_WIRE_REQUEST, 100);
 	send_raw(sv[0], "TQR1\0\0\0\0", 8);
 	assert_int_equal(tq_wire_frame_read(&f, sv[1], &err), TQ_EINVAL);
 	assert_non_null(strstr(err.msg, "bad magic"));
 	tq_wire_frame_release(&f);
 
 	/* an empty payload is complete at once, with a buffer */
-	tq_wire_frame_start(&f, "TQS1", 100);
+	tq_wire_frame_start(&f, TQ_WIRE_REQUEST, 100);
 	send_raw(sv[0], "TQS1\0\0\0\0", 8);
 	assert_int_equal(tq_wire_frame_read(&f, sv[1], &err), 1);
 	assert_int_equal(f.len, 0);
@@ -839,7 +976,7 @@ static void test_frame_pieces(void **state)
 	tq_wire_frame_release(&f);
 
 	/* the peer goes away halfway */
-	tq_wire_frame_start(&f, "TQS1", 100);
+	tq_wire_frame_start(&f, TQ_WIRE_REQUEST, 100);
 	send_raw(sv[0], "TQS1\12\0\0\0ab", 10);
 	close(sv[0]);
 	assert_int_equal(tq_wire_frame_read(&f, sv[1], &err), TQ_EIO);
@@ -880,17 +1017,19 @@ static void test_write_closed_peer(void **state)
 	close(sv[1]);
 }
 
-static void expect_answer(int fd, const char *text)
+/* The next frame on fd, byte for byte: the header magic ("TQR3"), the
+ * length, the text. */
+static void expect_answer(int fd, const char *magic, const char *text)
 {
-	struct tq_err err = TQ_ERR_INIT;
-	uint8_t *payload;
-	size_t len;
+	size_t n = strlen(text);
+	uint8_t *buf = malloc(8 + n);
 
-	assert_int_equal(tq_wire_read_frame(fd, "TQR1", tq_mono_ms() + 5000, &payload, &len,
-					    &err), 0);
-	assert_int_equal(len, strlen(text));
-	assert_memory_equal(payload, text, len);
-	free(payload);
+	assert_non_null(buf);
+	assert_int_equal(tq_read_full(fd, buf, 8 + n), (ssize_t)(8 + n));
+	assert_memory_equal(buf, magic, 4);
+	assert_int_equal(buf[4] | buf[5] << 8 | buf[6] << 16 | (uint32_t)buf[7] << 24, n);
+	assert_memory_equal(buf + 8, text, n);
+	free(buf);
 }
 
 static void test_answers(void **state)
@@ -900,21 +1039,55 @@ static void test_answers(void **state)
 
 	(void)state;
 	pair(sv);
-	assert_int_equal(tq_wire_answer_ok(sv[0], 42, 0, tq_mono_ms() + 5000), 0);
-	expect_answer(sv[1], "OK 42 0");
-	assert_int_equal(tq_wire_answer_ok(sv[0], INT64_MAX, 5, tq_mono_ms() + 5000), 0);
-	expect_answer(sv[1], "OK 9223372036854775807 1");
+	assert_int_equal(tq_wire_answer_ok(sv[0], 3, 42, 0, tq_mono_ms() + 5000), 0);
+	expect_answer(sv[1], "TQR3", "OK 42 0");
+	assert_int_equal(tq_wire_answer_ok(sv[0], 3, INT64_MAX, 5, tq_mono_ms() + 5000), 0);
+	expect_answer(sv[1], "TQR3", "OK 9223372036854775807 1");
 	snprintf(e.msg, sizeof(e.msg), "no task 7\nsecond\tline");
-	assert_int_equal(tq_wire_answer_err(sv[0], &e, tq_mono_ms() + 5000), 0);
-	expect_answer(sv[1], "ERR -2 no task 7 second line");
+	assert_int_equal(tq_wire_answer_err(sv[0], 3, &e, tq_mono_ms() + 5000), 0);
+	expect_answer(sv[1], "TQR3", "ERR -2 no task 7 second line");
 	e.code = 0;
-	assert_int_equal(tq_wire_answer_err(sv[0], &e, tq_mono_ms() + 5000), 0);
-	expect_answer(sv[1], "ERR -5 no task 7 second line");
-	assert_int_equal(tq_wire_answer_err(sv[0], NULL, tq_mono_ms() + 5000), 0);
-	expect_answer(sv[1], "ERR -5 ");
+	assert_int_equal(tq_wire_answer_err(sv[0], 3, &e, tq_mono_ms() + 5000), 0);
+	expect_answer(sv[1], "TQR3", "ERR -5 no task 7 second line");
+	assert_int_equal(tq_wire_answer_err(sv[0], 3, NULL, tq_mono_ms() + 5000), 0);
+	expect_answer(sv[1], "TQR3", "ERR -5 ");
 	close(sv[1]);
-	assert_int_equal(tq_wire_answer_ok(sv[0], 1, 0, tq_mono_ms() + 5000), TQ_EIO);
+	assert_int_equal(tq_wire_answer_ok(sv[0], 3, 1, 0, tq_mono_ms() + 5000), TQ_EIO);
 	close(sv[0]);
+}
+
+/*
+ * The answer's header says its version, the request's (wire.h,
+ * "Versions"): "TQR1" to a "TQS1" request, which the deployed version 1
+ * and 2 clients read; "TQR3" to a "TQS3" one; and ours to a version we do
+ * not write (a newer request's, 2 which no frame had, 0: not a taskq
+ * frame), which a newer client reads.
+ */
+static void test_answer_versions(void **state)
+{
+	struct tq_err e = { .code = TQ_EINVAL };
+	int sv[2];
+
+	(void)state;
+	pair(sv);
+	assert_int_equal(tq_wire_answer_ok(sv[0], TQ_WIRE_FRAME_V1, 42, 1, tq_mono_ms() + 5000),
+			 0);
+	expect_answer(sv[1], "TQR1", "OK 42 1");
+	snprintf(e.msg, sizeof(e.msg), "no command given");
+	assert_int_equal(tq_wire_answer_err(sv[0], TQ_WIRE_FRAME_V1, &e, tq_mono_ms() + 5000),
+			 0);
+	expect_answer(sv[1], "TQR1", "ERR -1 no command given");
+	assert_int_equal(tq_wire_answer_ok(sv[0], TQ_WIRE_VERSION, 7, 0, tq_mono_ms() + 5000),
+			 0);
+	expect_answer(sv[1], "TQR3", "OK 7 0");
+	for (int v = 0; v <= 200; v++) {
+		if (v == TQ_WIRE_FRAME_V1 || v == TQ_WIRE_VERSION)
+			continue;
+		assert_int_equal(tq_wire_answer_ok(sv[0], v, 8, 0, tq_mono_ms() + 5000), 0);
+		expect_answer(sv[1], "TQR3", "OK 8 0");
+	}
+	close(sv[0]);
+	close(sv[1]);
 }
 
 /* ------------------------------------------------------------------ */
@@ -926,6 +1099,8 @@ enum scenario {
 	ANSWER_CLOSE,   /* read the request, close without a word */
 	ANSWER_RAW,     /* write the given bytes */
 	ANSWER_NOTHING, /* read the request, then wait for the client to go */
+	ANSWER_EARLY,   /* read the header only, write the given bytes, close:
+			 * what a supervisor of another version does */
 };
 
 /* The state of the tests that fork a server: teardown reaps a child an
@@ -983,17 +1158,26 @@ static int serve(int lfd, enum scenario sc, const void *raw, size_t rawlen)
 	struct tq_task_spec want = small_spec();
 	struct tq_err err = TQ_ERR_INIT, e = { .code = TQ_EINVAL };
 	struct tq_wire_spec w;
-	uint8_t *p = NULL, *rest = NULL;
+	uint8_t *p = NULL, *rest = NULL, head[8];
 	size_t n = 0;
 	struct pollfd pfd = { .fd = lfd, .events = POLLIN };
-	int fd, rc = 0;
+	int fd, rc = 0, version;
 
 	/* a client that never comes must not leave this child behind */
 	if (poll(&pfd, 1, 10000) != 1 || (fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC)) < 0)
 		return 10;
-	if (tq_wire_read_frame(fd, "TQS1", deadline, &p, &n, &err) != 0)
+	if (sc == ANSWER_EARLY) {
+		/* the client's request is a "TQS3" frame */
+		if (tq_read_full(fd, head, sizeof(head)) != (ssize_t)sizeof(head) ||
+		    memcmp(head, "TQS3", 4) != 0)
+			return 15;
+		rc = tq_wire_write_all(fd, raw, rawlen, deadline, NULL);
+		close(fd);
+		return rc == 0 ? 0 : 14;
+	}
+	if (tq_wire_read_frame(fd, TQ_WIRE_REQUEST, deadline, &p, &n, &version, &err) != 0)
 		return 11;
-	if (tq_wire_decode(p, n, &w, &err) != 0)
+	if (version != TQ_WIRE_VERSION || tq_wire_decode(p, n, version, &w, &err) != 0)
 		return 12;
 	if (w.spec.argc != 2 || strcmp(w.spec.argv[0], want.argv[0]) != 0 ||
 	    strcmp(w.spec.argv[1], want.argv[1]) != 0 || w.spec.token == NULL ||
@@ -1001,20 +1185,23 @@ static int serve(int lfd, enum scenario sc, const void *raw, size_t rawlen)
 		return 13;
 	switch (sc) {
 	case ANSWER_OK:
-		rc = tq_wire_answer_ok(fd, 42, 0, deadline);
+		rc = tq_wire_answer_ok(fd, version, 42, 0, deadline);
 		break;
 	case ANSWER_ERR:
 		snprintf(e.msg, sizeof(e.msg), "no command given");
-		rc = tq_wire_answer_err(fd, &e, deadline);
+		rc = tq_wire_answer_err(fd, version, &e, deadline);
 		break;
 	case ANSWER_CLOSE:
 		break;
 	case ANSWER_RAW:
 		rc = tq_wire_write_all(fd, raw, rawlen, deadline, NULL);
 		break;
+	case ANSWER_EARLY:
+		break; /* answered above */
 	case ANSWER_NOTHING:
 		/* the client gives up and closes: EOF, long before the deadline */
-		rc = tq_wire_read_frame(fd, "TQS1", deadline, &rest, &n, &err) == TQ_EIO &&
+		rc = tq_wire_read_frame(fd, TQ_WIRE_REQUEST, deadline, &rest, &n, &version,
+					&err) == TQ_EIO &&
 		     strstr(err.msg, "closed") != NULL ? 0 : -1;
 		break;
 	}
@@ -1233,34 +1420,49 @@ static void test_submit_answers(void **state)
 		int64_t id;
 		int existed;
 	} cases[] = {
+		{ "TQR3", "OK 42 1", 0, TQ_WIRE_STORED, 42, 1 },
+		{ "TQR3", "OK 9223372036854775807 0", 0, TQ_WIRE_STORED, INT64_MAX, 0 },
+		{ "TQR3", "ERR -15 cap", 0, TQ_ECAP, 0, 0 },
+		{ "TQR3", "ERR -12 ", 0, TQ_EEXIST, 0, 0 },
+		/* a version 1 or 2 supervisor's answer frame, read as well */
 		{ "TQR1", "OK 42 1", 0, TQ_WIRE_STORED, 42, 1 },
-		{ "TQR1", "OK 9223372036854775807 0", 0, TQ_WIRE_STORED, INT64_MAX, 0 },
 		{ "TQR1", "ERR -15 cap", 0, TQ_ECAP, 0, 0 },
-		{ "TQR1", "ERR -12 ", 0, TQ_EEXIST, 0, 0 },
 		/* a supervisor of another version that could not read us: what
-		 * version 1 answers a version 2 request, what version 2 answers
-		 * version 3; any decoding error (they all start "wire: ") */
+		 * versions 1 and 2 answer a version 3 request, what a version 4
+		 * would answer a version 5; any decoding error (they all start
+		 * "wire: ") */
+		{ "TQR1", "ERR -1 wire: bad magic (not a TQS1 frame)", 0, TQ_WIRE_UNREAD, 0, 0 },
 		{ "TQR1", "ERR -1 wire: 32 bytes left over after the last field (token)", 0,
 		  TQ_WIRE_UNREAD, 0, 0 },
-		{ "TQR1", "ERR -1 wire: version: request version 3 is newer than this "
-		  "taskq's (2)", 0, TQ_WIRE_UNREAD, 0, 0 },
-		{ "TQR1", "ERR -1 wire: bad magic (not a TQS1 frame)", 0, TQ_WIRE_UNREAD, 0, 0 },
-		{ "TQR1", "HELLO", 0, TQ_WIRE_LOST, 0, 0 },
-		{ "TQR1", "", 0, TQ_WIRE_LOST, 0, 0 },
-		{ "TQR1", "OK 42", 0, TQ_WIRE_LOST, 0, 0 },
-		{ "TQR1", "OK 42 2", 0, TQ_WIRE_LOST, 0, 0 },
-		{ "TQR1", "OK 42 0 ", 0, TQ_WIRE_LOST, 0, 0 },
-		{ "TQR1", "OK 0 0", 0, TQ_WIRE_LOST, 0, 0 },
-		{ "TQR1", "OK -1 0", 0, TQ_WIRE_LOST, 0, 0 },
-		{ "TQR1", "OK 9223372036854775808 0", 0, TQ_WIRE_LOST, 0, 0 },
-		{ "TQR1", "OK 42 0\0", 8, TQ_WIRE_LOST, 0, 0 },
-		{ "TQR1", "ERR 5 positive", 0, TQ_WIRE_LOST, 0, 0 },
-		{ "TQR1", "ERR -0 zero", 0, TQ_WIRE_LOST, 0, 0 },
-		{ "TQR1", "ERR -16 unknown", 0, TQ_WIRE_LOST, 0, 0 },
-		{ "TQR1", "ERR -1", 0, TQ_WIRE_LOST, 0, 0 },
-		{ "TQR1", "ERR -1 two\nlines", 0, TQ_WIRE_LOST, 0, 0 },
-		{ "TQS1", "OK 42 0", 0, TQ_WIRE_LOST, 0, 0 },
+		{ "TQR3", "ERR -1 wire: request version 5 is newer than this taskq's (4)", 0,
+		  TQ_WIRE_UNREAD, 0, 0 },
+		/* answers this taskq cannot read: told apart from no answer at
+		 * all (LOST), as the client says why it stores the task itself */
+		{ "TQR4", "OK 42 0", 0, TQ_WIRE_GARBLED, 0, 0 },
+		{ "TQR9", "ERR -1 wire: anything", 0, TQ_WIRE_GARBLED, 0, 0 },
+		{ "TQR2", "OK 42 0", 0, TQ_WIRE_GARBLED, 0, 0 },
+		{ "TQR0", "OK 42 0", 0, TQ_WIRE_GARBLED, 0, 0 },
+		{ "TQS3", "OK 42 0", 0, TQ_WIRE_GARBLED, 0, 0 },
+		{ "TQS1", "OK 42 0", 0, TQ_WIRE_GARBLED, 0, 0 },
+		{ "TQR3", "HELLO", 0, TQ_WIRE_GARBLED, 0, 0 },
+		{ "TQR3", "", 0, TQ_WIRE_GARBLED, 0, 0 },
+		{ "TQR3", "OK 42", 0, TQ_WIRE_GARBLED, 0, 0 },
+		{ "TQR3", "OK 42 2", 0, TQ_WIRE_GARBLED, 0, 0 },
+		{ "TQR3", "OK 42 0 ", 0, TQ_WIRE_GARBLED, 0, 0 },
+		{ "TQR3", "OK 0 0", 0, TQ_WIRE_GARBLED, 0, 0 },
+		{ "TQR3", "OK -1 0", 0, TQ_WIRE_GARBLED, 0, 0 },
+		{ "TQR3", "OK 9223372036854775808 0", 0, TQ_WIRE_GARBLED, 0, 0 },
+		{ "TQR3", "OK 42 0\0", 8, TQ_WIRE_GARBLED, 0, 0 },
+		{ "TQR3", "ERR 5 positive", 0, TQ_WIRE_GARBLED, 0, 0 },
+		{ "TQR3", "ERR -0 zero", 0, TQ_WIRE_GARBLED, 0, 0 },
+		{ "TQR3", "ERR -16 unknown", 0, TQ_WIRE_GARBLED, 0, 0 },
+		{ "TQR3", "ERR -1", 0, TQ_WIRE_GARBLED, 0, 0 },
+		{ "TQR3", "ERR -1 two\nlines", 0, TQ_WIRE_GARBLED, 0, 0 },
+		{ "TQR1", "HELLO", 0, TQ_WIRE_GARBLED, 0, 0 },
+		{ NULL, "garbage, and more", 0, TQ_WIRE_GARBLED, 0, 0 },
+		/* fewer bytes than a header, then EOF: no answer */
 		{ NULL, "garbage", 0, TQ_WIRE_LOST, 0, 0 },
+		{ NULL, "TQR3", 0, TQ_WIRE_LOST, 0, 0 },
 	};
 	struct server *s = *state;
 
@@ -1290,8 +1492,51 @@ static void test_submit_answers(void **state)
 			assert_string_equal(err.msg, strchr(cases[i].text + 4, ' ') + 1);
 		if (rc < 0)
 			assert_int_equal(err.code, rc);
+		if (rc == TQ_WIRE_GARBLED && strncmp(err.msg, "wire: ", 6) != 0)
+			fail_msg("answer \"%s\": \"%s\"", cases[i].text, err.msg);
+		if (rc == TQ_WIRE_GARBLED && cases[i].magic && cases[i].magic[3] == '4')
+			assert_string_equal(err.msg,
+					    "wire: answer version 4 is newer than this taskq's (3)");
 		server_finish(s);
 	}
+}
+
+/*
+ * A supervisor of another version refuses a "TQS3" request from its header
+ * and closes without reading the rest: with a request larger than the
+ * socket's buffer the send then fails, and the client still reads the
+ * answer that came before, UNREAD (it stores the task itself, saying why),
+ * not LOST.
+ */
+static void test_submit_refused_from_the_header(void **state)
+{
+	static const char old[] = "ERR -1 wire: bad magic (not a TQS1 frame)";
+	struct tq_task_spec spec = small_spec();
+	struct tq_err err = TQ_ERR_INIT;
+	struct server *s = *state;
+	uint8_t buf[256];
+	size_t blen = frame_of(buf, "TQR1", old, strlen(old));
+	void *big = calloc(1, 2u << 20);
+	int64_t id;
+	int existed;
+
+	assert_non_null(big);
+	server_start(s, ANSWER_EARLY, buf, blen);
+	spec.stdin_mode = TQ_STDIN_FILE;
+	spec.stdin_data = big;
+	spec.stdin_len = 2u << 20; /* over any socket buffer */
+	assert_int_equal(tq_wire_submit(s->dir, &spec, 5000, &id, &existed, &err),
+			 TQ_WIRE_UNREAD);
+	assert_string_equal(err.msg, "wire: bad magic (not a TQS1 frame)");
+	assert_int_equal(id, 0);
+	server_finish(s);
+
+	/* the same with a small request, which the send got out whole */
+	server_start(s, ANSWER_EARLY, buf, blen);
+	assert_int_equal(submit_to(s->dir, 5000, &id, &existed, &err), TQ_WIRE_UNREAD);
+	assert_string_equal(err.msg, "wire: bad magic (not a TQS1 frame)");
+	server_finish(s);
+	free(big);
 }
 
 int main(void)
@@ -1309,12 +1554,15 @@ int main(void)
 		cmocka_unit_test(test_frame_good),
 		cmocka_unit_test(test_frame_large),
 		cmocka_unit_test(test_frame_bad_magic),
+		cmocka_unit_test(test_frame_versions),
+		cmocka_unit_test(test_encode_header),
 		cmocka_unit_test(test_frame_oversize),
 		cmocka_unit_test(test_frame_eof),
 		cmocka_unit_test(test_frame_deadline),
 		cmocka_unit_test(test_frame_pieces),
 		cmocka_unit_test(test_write_closed_peer),
 		cmocka_unit_test(test_answers),
+		cmocka_unit_test(test_answer_versions),
 		cmocka_unit_test(test_submit_no_socket),
 		cmocka_unit_test(test_submit_never_through_a_symlink),
 		cmocka_unit_test(test_submit_not_sent),
@@ -1323,6 +1571,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_submit_closed, server_setup, server_teardown),
 		cmocka_unit_test_setup_teardown(test_submit_timeout, server_setup, server_teardown),
 		cmocka_unit_test_setup_teardown(test_submit_answers, server_setup, server_teardown),
+		cmocka_unit_test_setup_teardown(test_submit_refused_from_the_header, server_setup,
+						server_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
