@@ -28,8 +28,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <dirent.h>
+
+#include <cjson/cJSON.h>
+
 #include "common/sys.h"
 #include "classify/classify.h"
+#include "classify/prefilter.h"
 #include "classify_tails.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
@@ -283,24 +288,12 @@ static const struct row rows[] = {
 
 static struct tq_rules *builtin;
 
-static char *read_fixture(const char *name, size_t *len)
+static char *read_path(const char *path, size_t *len)
 {
-	const char *dir = getenv("TASKQ_FIXTURES");
-	char path[1024];
 	struct stat st;
 	char *buf;
 	int fd;
 
-	if (name == NULL) {
-		*len = 0;
-		return NULL;
-	}
-	if (name[0] == '=') {
-		*len = strlen(name + 1);
-		return strdup(name + 1);
-	}
-	assert_non_null(dir);
-	snprintf(path, sizeof(path), "%s/agent-outputs/%s", dir, name);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		fail_msg("fixture %s: %s", path, strerror(errno));
@@ -312,6 +305,24 @@ static char *read_fixture(const char *name, size_t *len)
 	close(fd);
 	*len = (size_t)st.st_size;
 	return buf;
+}
+
+static char *read_fixture(const char *name, size_t *len)
+{
+	const char *dir = getenv("TASKQ_FIXTURES");
+	char path[1024];
+
+	if (name == NULL) {
+		*len = 0;
+		return NULL;
+	}
+	if (name[0] == '=') {
+		*len = strlen(name + 1);
+		return strdup(name + 1);
+	}
+	assert_non_null(dir);
+	snprintf(path, sizeof(path), "%s/agent-outputs/%s", dir, name);
+	return read_path(path, len);
 }
 
 static void classify_text(const struct tq_rules *r, const char *out, size_t on, const char *err,
@@ -880,54 +891,216 @@ static void test_tz_restored(void **state)
 /* ------------------------------------------------------------------ */
 /* The literal prefilter finds what plain regexec finds               */
 
+/* Patterns that stress the literal extractor, and lines for them. */
+static const char *const pf_pats[] = {
+	"(foo|bar)?bazqux", "ab+cdefg", "x{0,2}yzwv", "(abc|cde)(efgh|hijk)",
+	"[a-z]+ERRNO42", "a\\.b\\.c\\.d", "^start here", "end here$", "(x|y)*literal",
+	"\\bwordy\\b", "(kilo|(mega|giga)byte)s? lost", "q(uu)+x marks", "sp[.]ot",
+	"zz(top|bottom)?zz", "one|two words|thr?ee", "(alpha|beta)[0-9]{2,3}omega",
+};
+static const char *const pf_lines[] = {
+	"bazqux", "foobazqux", "BARBAZQUX", "bazqu", "abbbcdefg", "acdefg", "yzwv",
+	"xxyzwv", "abcefgh", "cdehijk", "abcde", "fooERRNO42", "ERRNO42", "a.b.c.d",
+	"aXb.c.d", "start here now", "not start here", "at the end here", "end here now",
+	"xyxyliteral", "literal", "a wordy one", "swordy", "kilos lost", "gigabyte lost",
+	"bytes lost", "quuuux marks", "qx marks", "sp.ot", "spxot", "zzzz", "zztopzz",
+	"zzmidzz", "one", "two words", "three", "thee", "alpha12omega", "beta1omega",
+	"beta123omega", "nothing at all",
+};
+
 static void test_prefilter_agrees_with_regexec(void **state)
 {
-	static const char *const pats[] = {
-		"(foo|bar)?bazqux", "ab+cdefg", "x{0,2}yzwv", "(abc|cde)(efgh|hijk)",
-		"[a-z]+ERRNO42", "a\\.b\\.c\\.d", "^start here", "end here$", "(x|y)*literal",
-		"\\bwordy\\b", "(kilo|(mega|giga)byte)s? lost", "q(uu)+x marks", "sp[.]ot",
-		"zz(top|bottom)?zz", "one|two words|thr?ee", "(alpha|beta)[0-9]{2,3}omega",
-	};
-	static const char *const lines[] = {
-		"bazqux", "foobazqux", "BARBAZQUX", "bazqu", "abbbcdefg", "acdefg", "yzwv",
-		"xxyzwv", "abcefgh", "cdehijk", "abcde", "fooERRNO42", "ERRNO42", "a.b.c.d",
-		"aXb.c.d", "start here now", "not start here", "at the end here", "end here now",
-		"xyxyliteral", "literal", "a wordy one", "swordy", "kilos lost", "gigabyte lost",
-		"bytes lost", "quuuux marks", "qx marks", "sp.ot", "spxot", "zzzz", "zztopzz",
-		"zzmidzz", "one", "two words", "three", "thee", "alpha12omega", "beta1omega",
-		"beta123omega", "nothing at all",
-	};
 	struct cfg f = { 0 };
 
 	(void)state;
-	for (size_t p = 0; p < N(pats); p++) {
+	for (size_t p = 0; p < N(pf_pats); p++) {
 		char text[512];
 		struct tq_rules *r;
 		regex_t re;
 
 		snprintf(text, sizeof(text), "{\"rules\": [{\"id\": \"p\", \"category\": "
-			 "\"rate_limit\", \"pattern\": \"%s\"}]}", pats[p]);
+			 "\"rate_limit\", \"pattern\": \"%s\"}]}", pf_pats[p]);
 		for (char *s = strstr(text, "\\"); s != NULL; s = strstr(s + 2, "\\"))
 			memmove(s + 1, s, strlen(s) + 1); /* JSON-escape backslashes */
 		r = cfg_load(&f, text);
-		assert_int_equal(regcomp(&re, pats[p], REG_EXTENDED | REG_ICASE | REG_NEWLINE |
+		assert_int_equal(regcomp(&re, pf_pats[p], REG_EXTENDED | REG_ICASE | REG_NEWLINE |
 					 REG_NOSUB), 0);
-		for (size_t l = 0; l < N(lines); l++) {
+		for (size_t l = 0; l < N(pf_lines); l++) {
 			char in[256];
 			struct tq_classification c;
-			int want = regexec(&re, lines[l], 0, NULL, 0) == 0;
+			int want = regexec(&re, pf_lines[l], 0, NULL, 0) == 0;
 
 			/* the line among others, so the candidate lines matter */
-			snprintf(in, sizeof(in), "first line\n%s\nlast line\n", lines[l]);
+			snprintf(in, sizeof(in), "first line\n%s\nlast line\n", pf_lines[l]);
 			classify_text(r, "", 0, in, strlen(in), F, 1, 0, "t", &c, NULL, 0);
 			if ((c.category == RL) != want)
 				fail_msg("pattern /%s/ on \"%s\": regexec %d, classifier %s",
-					 pats[p], lines[l], want, tq_category_name(c.category));
+					 pf_pats[p], pf_lines[l], want, tq_category_name(c.category));
 		}
 		regfree(&re);
 		tq_rules_free(r);
 	}
 	th_rmtree(f.dir);
+}
+
+/* The text rules' patterns of rules.json: sources, and whether they
+ * ignore case (as the rules compile them). */
+static size_t builtin_patterns(char ***srcp, int **icasep)
+{
+	const char *top = getenv("TASKQ_SRCDIR");
+	char path[1024], *text, **src = NULL;
+	int *icase = NULL;
+	size_t len, n = 0;
+	const cJSON *it;
+	cJSON *doc;
+
+	assert_non_null(top);
+	snprintf(path, sizeof(path), "%s/rules.json", top);
+	text = read_path(path, &len);
+	assert_non_null(doc = cJSON_ParseWithLength(text, len));
+	cJSON_ArrayForEach(it, cJSON_GetObjectItem(doc, "rules")) {
+		const cJSON *p = cJSON_GetObjectItem(it, "pattern");
+		const cJSON *ic = cJSON_GetObjectItem(it, "icase");
+
+		if (p == NULL)
+			p = cJSON_GetObjectItem(cJSON_GetObjectItem(it, "retry_after"), "pattern");
+		if (!cJSON_IsString(p))
+			continue;
+		assert_non_null(src = reallocarray(src, n + 1, sizeof(*src)));
+		assert_non_null(icase = reallocarray(icase, n + 1, sizeof(*icase)));
+		assert_non_null(src[n] = strdup(p->valuestring));
+		icase[n++] = !cJSON_IsFalse(ic);
+	}
+	cJSON_Delete(doc);
+	free(text);
+	*srcp = src;
+	*icasep = icase;
+	return n;
+}
+
+/* Every agent output of the fixtures, then pf_lines: one text. */
+static char *all_outputs(size_t *len)
+{
+	const char *fx = getenv("TASKQ_FIXTURES");
+	char dir[1024], *text = NULL;
+	struct dirent *e;
+	size_t n = 0;
+	DIR *d;
+
+	assert_non_null(fx);
+	snprintf(dir, sizeof(dir), "%s/agent-outputs", fx);
+	assert_non_null(d = opendir(dir));
+	while ((e = readdir(d)) != NULL) {
+		char path[2048], *one;
+		size_t k;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		one = read_path(path, &k);
+		assert_non_null(text = realloc(text, n + k + 2));
+		memcpy(text + n, one, k);
+		n += k;
+		if (k > 0 && one[k - 1] != '\n')
+			text[n++] = '\n';
+		free(one);
+	}
+	closedir(d);
+	for (size_t i = 0; i < N(pf_lines); i++) {
+		size_t k = strlen(pf_lines[i]);
+
+		assert_non_null(text = realloc(text, n + k + 2));
+		memcpy(text + n, pf_lines[i], k);
+		n += k;
+		text[n++] = '\n';
+	}
+	for (size_t i = 0; i < n; i++) /* as the classifier reads a tail */
+		if (text[i] == '\0')
+			text[i] = ' ';
+	text[n] = '\0';
+	*len = n;
+	return text;
+}
+
+static int is_cand(const struct tq_cands *c, size_t ls)
+{
+	for (size_t i = 0; i < c->n; i++)
+		if (c->v[i] == ls)
+			return 1;
+	return 0;
+}
+
+/*
+ * The prefilter by itself (classify/prefilter.h), as the differential fuzz
+ * target (tests/fuzz/fuzz_prefilter.c) runs it, on real text: rules.json's
+ * patterns and the ones above, over every line of the agent outputs. Each
+ * line where regexec matches a pattern is a candidate of that pattern;
+ * every built-in pattern is served; and it filters: the built-in patterns
+ * have candidates on a small part of the lines.
+ */
+static void test_prefilter_by_itself(void **state)
+{
+	char **src = NULL, *text;
+	int *icase = NULL;
+	size_t nb = builtin_patterns(&src, &icase), n = nb + N(pf_pats), len, lines = 0;
+	size_t bcands = 0, matched = 0;
+	unsigned char *served = calloc(n, 1);
+	struct tq_cands *cand = calloc(n, sizeof(*cand));
+	struct tq_prefilter pf;
+
+	(void)state;
+	assert_true(nb >= 10);
+	assert_non_null(src = reallocarray(src, n, sizeof(*src)));
+	for (size_t i = 0; i < N(pf_pats); i++)
+		assert_non_null(src[nb + i] = strdup(pf_pats[i]));
+	text = all_outputs(&len);
+	assert_int_equal(tq_prefilter_build(&pf, (const char *const *)src, n, served), 0);
+	tq_prefilter_scan(&pf, text, len, cand);
+	for (size_t p = 0; p < n; p++) {
+		regex_t re;
+		int fl = REG_EXTENDED | REG_NEWLINE | (p >= nb || icase[p] ? REG_ICASE : 0);
+
+		if (p < nb && !served[p])
+			fail_msg("built-in pattern /%s/: no literal to prefilter on", src[p]);
+		if (p < nb)
+			bcands += cand[p].n;
+		if (!served[p])
+			continue;
+		assert_int_equal(regcomp(&re, src[p], fl), 0);
+		lines = 0;
+		for (size_t ls = 0, le; ls < len; ls = le + 1) {
+			regmatch_t m[1] = { { .rm_so = 0 } };
+
+			le = (size_t)((char *)memchr(text + ls, '\n', len - ls) - text);
+			m[0].rm_eo = (regoff_t)(le - ls);
+			lines++;
+			if (regexec(&re, text + ls, 1, m, REG_STARTEND) != 0)
+				continue;
+			matched++;
+			if (!is_cand(&cand[p], ls))
+				fail_msg("/%s/ matches \"%.*s\", not a candidate line", src[p],
+					 (int)(le - ls > 200 ? 200 : le - ls), text + ls);
+		}
+		regfree(&re);
+	}
+	/* what it proves: patterns matched real lines, and the built-ins
+	 * named fewer than one line in ten on average (here: a few per
+	 * pattern, of 500-odd) */
+	print_message("prefilter: %zu patterns (%zu built in), %zu lines; %zu (pattern, line) "
+		      "matches, each a candidate; %zu candidate lines of the built-ins\n",
+		      n, nb, lines, matched, bcands);
+	assert_true(matched >= 50);
+	assert_true(bcands * 10 < nb * lines);
+	for (size_t p = 0; p < n; p++) {
+		free(cand[p].v);
+		free(src[p]);
+	}
+	tq_prefilter_release(&pf);
+	free(cand);
+	free(served);
+	free(src);
+	free(icase);
+	free(text);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1015,6 +1188,7 @@ int main(void)
 		cmocka_unit_test(test_garbage),
 		cmocka_unit_test(test_tz_restored),
 		cmocka_unit_test(test_prefilter_agrees_with_regexec),
+		cmocka_unit_test(test_prefilter_by_itself),
 		cmocka_unit_test(test_big_tails_bounded_work),
 	};
 
