@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """seed.py - (re)make the seed inputs of tests/fuzz/corpus/<target>/ from
 real inputs: the agent outputs in tests/fixtures/agent-outputs, the durations
-and sizes of the docs, JSON lines in the form of `taskq submit --file`, and
+and sizes of the docs, JSON lines in the form of `taskq submit --file`, the
+patterns of rules.json with the lines of those outputs they match, and
 log + index pairs written by a real taskq (TASKQ_BIN, if given).
 
     tests/fuzz/seed.py [TASKQ_BIN]
@@ -9,7 +10,10 @@ log + index pairs written by a real taskq (TASKQ_BIN, if given).
 Seeds are named seed-*; inputs the fuzzers found and were merged in
 (tests/fuzz/run --merge) have other names and are kept.
 """
+import json
 import os
+import random
+import re
 import shutil
 import struct
 import subprocess
@@ -54,6 +58,67 @@ for name in sorted(os.listdir(fixtures)):
         data = f.read()
     put("fuzz_result", name, bytes([parsers[agent]]) + data)
 put("fuzz_result", "unknown", bytes([4]) + b'{"type":"result","result":"x"}\n')
+
+# fuzz_prefilter.c, raw mode: byte 0 = REG_ICASE | raw | (patterns - 1) << 2,
+# NUL-terminated patterns, then the text: the patterns of rules.json (as
+# the rules compile them) with lines of the agent outputs that they match
+# (Python's re stands in for regexec to choose them; regexec decides) cut
+# around the match, and a few that match none.
+PF_MAX = 4000  # under tests/fuzz/run's -max_len for the target
+
+
+def pf_put(name, pats, icase, lines):
+    head = bytes([(1 if icase else 0) | 2 | (len(pats) - 1) << 2])
+    body = b"".join(p.encode() + b"\0" for p in pats)
+    text = b""
+    for ln in lines:
+        if len(head) + len(body) + len(text) + len(ln) + 1 > PF_MAX:
+            break
+        text += ln + b"\n"
+    put("fuzz_prefilter", name, head + body + text)
+
+
+with open(os.path.join(root, "rules.json")) as f:
+    rules = json.load(f)["rules"]
+out_lines = [  # what the retry hints read, as providers write it
+    b'retry-after: 30', b'{"retry_after": 12, "error": "rate_limited"}',
+    b'Please retry after 20 seconds', b'Retry in 1500ms.', b'retry in 38.5s',
+    b'"retryDelay": "38s"', b'Your limit resets 3pm (Europe/Paris)',
+    b'5-hour limit reached \xe2\x88\x99 resets Jan 5 at 3:45 pm',
+    b'continuing automatically at 5:00 PM', b'Claude AI usage limit reached|1750000000',
+]
+for name in sorted(os.listdir(fixtures)):
+    if name == "README.md":
+        continue
+    with open(os.path.join(fixtures, name), "rb") as f:
+        out_lines += [ln for ln in f.read().split(b"\n") if ln.strip()]
+pf_rules = []
+for r in rules:
+    if "pattern" in r:
+        pf_rules.append((r["id"], r["pattern"], r.get("icase", True)))
+    elif "pattern" in r.get("retry_after", {}):
+        pf_rules.append((r["id"], r["retry_after"]["pattern"], True))
+for rid, pat, icase in pf_rules:
+    rx = re.compile(pat.encode(), re.I if icase else 0)
+    hits, misses = [], []
+    for ln in out_lines:
+        m = rx.search(ln)
+        if m:
+            hits.append(ln[max(0, m.start() - 80):m.end() + 80])
+        elif len(misses) < 4 and len(ln) < 200:
+            misses.append(ln)
+    put_lines = misses[:2] + hits[:12] + misses[2:]
+    pf_put(rid, [pat], icase, put_lines)
+# the pattern rules together (one automaton over all their literals), over
+# lines from every output
+mixed = [p for _, p, ic in pf_rules if ic][:4]
+pf_put("four", mixed, True, [ln[:300] for ln in out_lines[::7]])
+# the generated mode (byte 0 bit 1 clear): random bytes, a start
+rng = random.Random(18)
+for i in range(4):
+    put("fuzz_prefilter", "gen-%d" % i,
+        bytes([rng.choice([0, 1, 4, 5, 13])]) +
+        bytes(rng.randrange(256) for _ in range(rng.randrange(64, 512))))
 
 jsonl = [
     '{"cmd":["echo","hi"]}\n',
