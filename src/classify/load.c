@@ -5,11 +5,10 @@
  * first), then the literal prefilter built over every pattern of a text
  * rule or retry hint.
  *
- * Invariants: what tq_rules_load returns is never modified afterwards (the
- * processes that classify share nothing, but tq_classify takes it const);
- * a broken user file is an error naming it, never a silent fallback (the
- * caller decides to run on the built-in rules, loudly); on failure *rp is
- * NULL and nothing is leaked.
+ * Invariants: what tq_rules_load returns is never modified afterwards
+ * (tq_classify only reads it); a broken user file is an error naming it,
+ * never a silent fallback (the caller decides to run on the built-in
+ * rules, loudly); on failure *rp is NULL and nothing is leaked.
  */
 #include "classify_int.h"
 
