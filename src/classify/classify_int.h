@@ -197,6 +197,7 @@ int tq_jnum_whole(double d);
 int tq_jscalar(const cJSON *v);
 void tq_jval_str(const cJSON *v, char *buf, size_t n);
 int tq_sel_match(const struct sel *s, const cJSON *o);
+ssize_t tq_sel_last(const struct sel *s, const struct view *v);
 void tq_sel_desc(const struct sel *s, char *buf, size_t n);
 void tq_sel_release(struct sel *s);
 int tq_jtest_match(const struct jtest *t, const cJSON *v);
@@ -211,7 +212,6 @@ void tq_ruleset_release(struct ruleset *s);
 int tq_rule_applies(const struct rule *r, const struct tq_classify_input *in);
 void tq_view_load(struct cls *c, struct view *v, const char *s, size_t n);
 void tq_view_release(struct view *v, size_t npat);
-ssize_t tq_view_last_obj(const struct view *v, const struct sel *s);
 /* The last line of t where re matches (any text: a JSON field's too). */
 int tq_last_line(const regex_t *re, const char *t, size_t len, size_t *ls,
 		 size_t *le, regmatch_t *m, size_t nm, size_t *work);

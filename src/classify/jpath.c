@@ -52,7 +52,10 @@ int tq_jpath_init(struct jpath *p, const char *s, const char **why)
 	return 0;
 }
 
-const cJSON *tq_jpath_get(const cJSON *o, const struct jpath *p)
+/* Static, with tq_jpath_get its exported twin, so that calls in this file
+ * inline it: the library is built -fPIC, where an exported function may be
+ * interposed and is not inlined (tq_sel_last runs it for every object). */
+static const cJSON *jpath_get(const cJSON *o, const struct jpath *p)
 {
 	for (size_t i = 0; o != NULL && i < p->n; i++) {
 		const char *s = p->seg[i];
@@ -67,6 +70,11 @@ const cJSON *tq_jpath_get(const cJSON *o, const struct jpath *p)
 		}
 	}
 	return o;
+}
+
+const cJSON *tq_jpath_get(const cJSON *o, const struct jpath *p)
+{
+	return jpath_get(o, p);
 }
 
 /* A whole number of safe size (no libm: the library links without it). */
@@ -113,12 +121,28 @@ void tq_jval_str(const cJSON *v, char *buf, size_t n)
 		snprintf(buf, n, "%s", cJSON_IsArray(v) ? "[...]" : "{...}");
 }
 
-int tq_sel_match(const struct sel *s, const cJSON *o)
+static int sel_match(const struct sel *s, const cJSON *o)
 {
 	for (size_t i = 0; i < s->nwhere; i++)
-		if (!jeq(tq_jpath_get(o, &s->where[i].path), s->where[i].value))
+		if (!jeq(jpath_get(o, &s->where[i].path), s->where[i].value))
 			return 0;
 	return 1;
+}
+
+int tq_sel_match(const struct sel *s, const cJSON *o)
+{
+	return sel_match(s, o);
+}
+
+/* The index of the last object of view v that s selects, or -1. Here,
+ * beside sel_match, so that the loop over every object of a stream (for
+ * each json, text_from and retry rule) inlines it. */
+ssize_t tq_sel_last(const struct sel *s, const struct view *v)
+{
+	for (size_t i = v->nobj; i-- > 0;)
+		if (sel_match(s, v->obj[i].o))
+			return (ssize_t)i;
+	return -1;
 }
 
 /* "type=result, status=error" (or "any") for the trace. */

@@ -66,7 +66,7 @@ static void eval_json(struct cls *c, const struct rule *r, struct hits *hs)
 		struct hit *h;
 		ssize_t i;
 
-		if (!(r->streams & v->bit) || (i = tq_view_last_obj(v, &r->sel)) < 0)
+		if (!(r->streams & v->bit) || (i = tq_sel_last(&r->sel, v)) < 0)
 			continue;
 		seen = 1;
 		x = tq_jpath_get(v->obj[i].o, &r->test.path);
@@ -149,7 +149,7 @@ static const char *from_text(const struct rule *r, const struct view *v)
 	ssize_t i;
 	const cJSON *x;
 
-	if (!(r->streams & v->bit) || (i = tq_view_last_obj(v, &r->sel)) < 0)
+	if (!(r->streams & v->bit) || (i = tq_sel_last(&r->sel, v)) < 0)
 		return NULL;
 	x = tq_jpath_get(v->obj[i].o, &r->test.path);
 	return cJSON_IsString(x) ? x->valuestring : NULL;
@@ -347,7 +347,7 @@ static void retry_json(struct cls *c, const struct rule *r, int64_t *best)
 		const cJSON *x;
 		char num[40];
 
-		if (!(r->streams & c->v[v].bit) || (i = tq_view_last_obj(&c->v[v], &r->sel)) < 0)
+		if (!(r->streams & c->v[v].bit) || (i = tq_sel_last(&r->sel, &c->v[v])) < 0)
 			continue;
 		x = tq_jpath_get(c->v[v].obj[i].o, &r->test.path);
 		if (!cJSON_IsNumber(x))

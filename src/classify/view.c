@@ -201,15 +201,6 @@ void tq_view_load(struct cls *c, struct view *v, const char *s, size_t n)
 		  v->lines, v->nobj, v->nignored);
 }
 
-/* The index of the last object of v that sel selects, or -1. */
-ssize_t tq_view_last_obj(const struct view *v, const struct sel *s)
-{
-	for (size_t i = v->nobj; i-- > 0;)
-		if (tq_sel_match(s, v->obj[i].o))
-			return (ssize_t)i;
-	return -1;
-}
-
 /* ------------------------------------------------------------------ */
 /* Matching text                                                      */
 
