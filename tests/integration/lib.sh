@@ -292,10 +292,6 @@ print(json.dumps(r) if isinstance(r, (list, tuple, dict, bool)) or r is None els
 ' "$1"
 }
 
-# The environment stored for task ID, one "K=V" per line: task_env (the
-# old name, until no test calls it).
-db_env() { task_env "$@"; }
-
 # ---------------------------------------------------------------------------
 # What was stored, read through the CLI's --json (issue 18)
 #
@@ -308,7 +304,7 @@ db_env() { task_env "$@"; }
 # The test's own stderr, for a message from inside a redirected wait_for.
 exec {TQ_STDERR_FD}>&2
 
-# json_get [--in PATH] [--where KEY VALUE] [--each] PATH... < JSON
+# json_get [--in PATH] [--where KEY VALUE] [--each] [--null K1,K2...] PATH... < JSON
 # The values at each PATH of the JSON document on stdin, on one line joined
 # by '|' as sqlite3 joins columns. A PATH is keys and array indexes
 # separated by '.' ("attempts.0.outcome", "tasks.queued"; -1 is the last

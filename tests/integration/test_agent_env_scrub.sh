@@ -26,7 +26,7 @@ check "the markers each real CLI gives its children are not stored"
 for f in gemini-0.61-tool-child.env codex-0.169-tool-child.env opencode-1.18-tool-child.env \
 	claude-2.1-tool-child.env; do
 	id=$(submit_from "$FIX/$f" -- true)
-	db_env "$id" >"$TQ_TMP/stored.env"
+	task_env "$id" >"$TQ_TMP/stored.env"
 	if grep -E '^(GEMINI_CLI|GEMINI_CLI_NO_RELAUNCH|GIT_CONFIG_[A-Z_0-9]*|GIT_TERMINAL_PROMPT|GIT_EDITOR|CODEX_THREAD_ID|CODEX_SESSION_ID|CODEX_CI|CODEX_TOOL_CALL_ID|CODEX_MANAGED_[A-Z_]*|CODEX_VERSION|OPENCODE|OPENCODE_PID|AGENT|CLAUDECODE|AI_AGENT|CLAUDE_CODE_SESSION_ID|npm_config_user_agent)=' \
 		"$TQ_TMP/stored.env"; then
 		fail "$f: a marker was stored"
@@ -37,13 +37,13 @@ grep -qx 'OPENCODE_DISABLE_MODELS_FETCH=1' "$TQ_TMP/stored.env" 2>/dev/null ||
 
 check "CODEX_SANDBOX and CODEX_SANDBOX_NETWORK_DISABLED are not stored"
 id=$(CODEX_SANDBOX=seccomp CODEX_SANDBOX_NETWORK_DISABLED=1 KEEP_ME=1 tq submit -- true)
-db_env "$id" >"$TQ_TMP/stored.env"
+task_env "$id" >"$TQ_TMP/stored.env"
 grep -q '^CODEX_SANDBOX' "$TQ_TMP/stored.env" && fail "CODEX_SANDBOX stored"
 grep -qx 'KEEP_ME=1' "$TQ_TMP/stored.env" || fail "KEEP_ME lost"
 
 check "a user's git settings stay when no Gemini marker is there"
 id=$(GIT_CONFIG_GLOBAL="$HOME/.gitconfig-work" GIT_EDITOR=vim tq submit -- true)
-db_env "$id" >"$TQ_TMP/stored.env"
+task_env "$id" >"$TQ_TMP/stored.env"
 grep -qx "GIT_CONFIG_GLOBAL=$HOME/.gitconfig-work" "$TQ_TMP/stored.env" || fail "GIT_CONFIG_GLOBAL lost"
 grep -qx "GIT_EDITOR=vim" "$TQ_TMP/stored.env" || fail "GIT_EDITOR lost"
 
@@ -52,7 +52,7 @@ cat >"$TQ_TMP/config.json" <<'JSON'
 {"scrub_env": [{"id": "mine", "names": ["MY_AGENT_MARK"], "prefixes": ["MYAGENT_"]}]}
 JSON
 id=$(TASKQ_CONFIG="$TQ_TMP/config.json" MY_AGENT_MARK=1 MYAGENT_X=2 tq submit -- true)
-db_env "$id" >"$TQ_TMP/stored.env"
+task_env "$id" >"$TQ_TMP/stored.env"
 grep -q '^MY' "$TQ_TMP/stored.env" && fail "the user's entries were not scrubbed: $(grep '^MY' "$TQ_TMP/stored.env")"
 
 check "a marker stored anyway (--env) is removed when the task starts"

@@ -43,7 +43,7 @@ assert_exit 0 tq show "$quiet" --show-env
 assert_contains "$(out)" "\"DATABASE_URL=$url\""
 assert_exit 0 tq show "$quiet" --json --show-env
 assert_contains "$(out | pyjson 'd["env"]')" "\"NOTIFY=$hook\""
-assert_eq "$url" "$(db_env "$quiet" | sed -n 's/^DATABASE_URL=//p')"
+assert_eq "$url" "$(task_env "$quiet" | sed -n 's/^DATABASE_URL=//p')"
 
 check "a task that prints its credentials in its error line"
 # text.auth quotes the line ("Invalid API key"); the hook echoes them too
