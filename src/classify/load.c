@@ -15,7 +15,7 @@
 #include <limits.h>
 #include <string.h>
 
-#include "common/profile.h"
+#include "common/config.h"
 #include "rules_json.h"
 
 static ssize_t find_rule(struct rule *const *r, size_t n, const char *id)

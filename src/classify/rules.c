@@ -34,8 +34,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/config.h"
 #include "common/parse.h"
-#include "common/profile.h"
 
 #define RULES_MAX 4096          /* rules in one file */
 #define RULE_ID_MAX 63          /* bytes of a rule id: "A+B" fits rule[128] */

@@ -41,6 +41,7 @@
 #include <bsd/stdlib.h>
 
 #include "common/env.h"
+#include "common/scrub.h"
 #include "common/parse.h"
 #include "common/sys.h"
 #include "ipc/doorbell.h"
@@ -565,7 +566,7 @@ static int build_env(const struct cli_ctx *c, struct cli_submit *s)
 	struct tq_err err = TQ_ERR_INIT;
 	size_t bytes;
 
-	if (tq_env_build(&s->env, s->clean_env ? NULL : environ,
+	if (tq_scrub_env(&s->env, s->clean_env ? NULL : environ,
 			 getenv(TQ_ENV_SCRUB_VAR), &err) < 0)
 		return cli_fail(c, &err);
 	for (size_t i = 0; i < s->unsets.n; i++)

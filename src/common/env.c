@@ -11,18 +11,11 @@
 #include <string.h>
 #include <strings.h>
 
-#include "scrub.h"
-
 size_t tq_env_name_len(const char *entry)
 {
 	const char *eq = strchr(entry, '=');
 
 	return eq != NULL ? (size_t)(eq - entry) : strlen(entry);
-}
-
-int tq_env_is_scrubbed(const char *name, const char *extra)
-{
-	return tq_scrub_match(tq_scrub_default(), name, strlen(name), NULL, extra);
 }
 
 int tq_env_looks_secret(const char *name)
@@ -69,17 +62,16 @@ static int push(struct tq_env *e, char *s, struct tq_err *err)
 	return 0;
 }
 
-int tq_env_build(struct tq_env *e, char *const *src, const char *extra,
-		 struct tq_err *err)
+int tq_env_copy(struct tq_env *e, char *const *src, tq_env_drop_fn *drop, void *arg,
+		struct tq_err *err)
 {
-	const struct tq_scrub *scrub = tq_scrub_default();
 	int rc = reserve_one(e, err); /* so an empty result is still {NULL} */
 
 	for (size_t i = 0; rc == 0 && src != NULL && src[i] != NULL; i++) {
 		const char *eq = strchr(src[i], '=');
 		char *copy;
 
-		if (eq == NULL || tq_scrub_match(scrub, src[i], (size_t)(eq - src[i]), src, extra))
+		if (eq == NULL || (drop != NULL && drop(src[i], (size_t)(eq - src[i]), src, arg)))
 			continue;
 		copy = strdup(src[i]);
 		if (copy == NULL)

@@ -2,15 +2,16 @@
  * env.h - the environment a task runs with: the submitter's, minus a scrub
  * list, plus the user's --env / --unset / --clean-env changes.
  *
- * The scrub list holds variables that describe the submitting process rather
+ * The scrub list (agent/scrub.h, which builds a task's environment with
+ * tq_env_copy) holds variables that describe the submitting process rather
  * than the user's wishes: an agent CLI marks its own children with them
  * (CLAUDECODE=1 makes a nested `claude` refuse to start or change behaviour,
  * the session id would tie the task to a session that has ended; GEMINI_CLI,
- * CODEX_THREAD_ID, OPENCODE, AGENT, ...). The list is data (scrub.h,
- * agent-env.json); the user's own settings (CLAUDE_CODE_MAX_RETRIES,
- * ANTHROPIC_API_KEY, base URLs) pass through. $TASKQ_SCRUB_ENV
- * (comma-separated names) adds to the list; the caller passes its value in,
- * so the same code serves the CLI at submit and a worker at spawn time.
+ * CODEX_THREAD_ID, OPENCODE, AGENT, ...). The user's own settings
+ * (CLAUDE_CODE_MAX_RETRIES, ANTHROPIC_API_KEY, base URLs) pass through.
+ * $TASKQ_SCRUB_ENV (comma-separated names) adds to the list; the caller
+ * passes its value in, so the same code serves the CLI at submit and a
+ * worker at spawn time.
  *
  * Entries are "K=V" byte strings; any byte but NUL is kept exactly. Nothing
  * here prints or exits; allocation failure is TQ_ENOMEM and leaves the
@@ -39,15 +40,6 @@ struct tq_env {
 #define TQ_ENV_INIT { NULL, 0, 0 }
 
 /*
- * 1 if name (a variable name, without "=") is on the scrub list
- * (tq_scrub_default: built in, and the user's "scrub_env") without a "when"
- * condition, or on extra, a comma-separated list of names such as the value
- * of $TASKQ_SCRUB_ENV (NULL or "" for none; empty items and spaces around
- * names are ignored). Case-sensitive, as variable names are.
- */
-int tq_env_is_scrubbed(const char *name, const char *extra);
-
-/*
  * 1 if a value of this variable is likely a credential: its name contains
  * KEY, TOKEN, SECRET or PASSWORD, in any case. Used to mask values on
  * display; false positives (MONKEY) only cost a masked value.
@@ -58,15 +50,21 @@ int tq_env_looks_secret(const char *name);
 size_t tq_env_name_len(const char *entry);
 
 /*
+ * 1 if tq_env_copy is to leave out the entry of src whose name is name
+ * (n bytes, no '='); src is the whole array being copied (a rule may look
+ * for a marker in it), arg the caller's.
+ */
+typedef int tq_env_drop_fn(const char *name, size_t n, char *const *src, void *arg);
+
+/*
  * Fill e (which must be empty: TQ_ENV_INIT or released) with copies of the
  * entries of src (a NULL-terminated environ-style array; NULL is empty),
- * leaving out every scrubbed name (tq_scrub_match over src: an entry with a
- * "when" marker applies when src holds the marker; with extra) and entries
- * with no "=" (no program can look them up by name). Order and
- * duplicates are kept. Returns 0 or TQ_ENOMEM (e is left empty).
+ * leaving out every entry drop (NULL: none) says to and entries with no "="
+ * (no program can look them up by name). Order and duplicates are kept.
+ * Returns 0 or TQ_ENOMEM (e is left empty).
  */
-int tq_env_build(struct tq_env *e, char *const *src, const char *extra,
-		 struct tq_err *err);
+int tq_env_copy(struct tq_env *e, char *const *src, tq_env_drop_fn *drop, void *arg,
+		struct tq_err *err);
 
 /*
  * Set "K=V": replaces the first entry named K in place and removes any later

@@ -58,27 +58,6 @@ struct tq_profile {
 
 struct tq_profiles; /* every profile known: built-in plus the user's */
 
-/*
- * The user's config file, shared by the classification rules and the
- * profiles: $TASKQ_CONFIG (then it must exist), else
- * $XDG_CONFIG_HOME/taskq/config.json, else ~/.config/taskq/config.json.
- * 0 with buf set; 1 when there is none to look for (no HOME).
- */
-int tq_config_path(char *buf, size_t n, int *must_exist, struct tq_err *err);
-
-/* Read a config file whole (at most max bytes). *text (malloc'd,
- * NUL-terminated) NULL when it does not exist and need not; one that must
- * exist and does not is TQ_ENOTFOUND. */
-int tq_config_read(const char *path, int must_exist, size_t max, char **text,
-		   size_t *len, struct tq_err *err);
-
-struct cJSON;
-/* Parse a config file's text (n bytes) as one JSON value with nothing but
- * white space after it; TQ_EINVAL names file and the line and column of the
- * error. *out: the document (cJSON_Delete it). */
-int tq_config_parse(const char *file, const char *text, size_t n, struct cJSON **out,
-		    struct tq_err *err);
-
 /* Load the built-in profiles and the user's config over them. A broken
  * config is TQ_EINVAL with a message naming the file and what is wrong. */
 int tq_profiles_load(struct tq_profiles **pp, struct tq_err *err);

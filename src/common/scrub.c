@@ -16,7 +16,7 @@
 #include <cjson/cJSON.h>
 
 #include "agent_env_json.h"
-#include "profile.h"
+#include "config.h"
 
 #define BUILTIN_FILE "agent-env.json (built in)"
 #define ID_MAX 63
@@ -332,4 +332,29 @@ int tq_scrub_match(const struct tq_scrub *s, const char *name, size_t n, char *c
 			return 1;
 	}
 	return extra != NULL && in_list(name, n, extra);
+}
+
+int tq_scrub_has(const char *name, const char *extra)
+{
+	return tq_scrub_match(tq_scrub_default(), name, strlen(name), NULL, extra);
+}
+
+struct env_drop {
+	const struct tq_scrub *scrub;
+	const char *extra;
+};
+
+static int env_drop(const char *name, size_t n, char *const *src, void *arg)
+{
+	const struct env_drop *d = arg;
+
+	return tq_scrub_match(d->scrub, name, n, src, d->extra);
+}
+
+int tq_scrub_env(struct tq_env *e, char *const *src, const char *extra,
+		 struct tq_err *err)
+{
+	struct env_drop d = { tq_scrub_default(), extra };
+
+	return tq_env_copy(e, src, env_drop, &d, err);
 }

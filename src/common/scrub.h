@@ -10,7 +10,8 @@
  * entry of a built-in id replaces it, {"id": ID, "disabled": true} removes
  * it). An entry names variables, or prefixes, and may apply only "when"
  * the environment holds the agent's marker (Gemini's GIT_CONFIG_GLOBAL is a
- * user's own setting elsewhere). env.c applies it at submit and at spawn.
+ * user's own setting elsewhere). tq_scrub_env applies it at submit and at
+ * spawn.
  *
  * Nothing here prints or exits.
  */
@@ -19,6 +20,7 @@
 
 #include <stddef.h>
 
+#include "env.h"
 #include "err.h"
 
 /* Bytes of a config file read for its "scrub_env" (as for profiles). */
@@ -56,5 +58,25 @@ const char *tq_scrub_default_error(void);
  */
 int tq_scrub_match(const struct tq_scrub *s, const char *name, size_t n, char *const *src,
 		   const char *extra);
+
+/*
+ * 1 if name (a variable name, without "=") is on the scrub list
+ * (tq_scrub_default: built in, and the user's "scrub_env") without a "when"
+ * condition, or on extra, a comma-separated list of names such as the value
+ * of $TASKQ_SCRUB_ENV (NULL or "" for none; empty items and spaces around
+ * names are ignored). Case-sensitive, as variable names are.
+ */
+int tq_scrub_has(const char *name, const char *extra);
+
+/*
+ * Fill e (which must be empty: TQ_ENV_INIT or released) with copies of the
+ * entries of src (a NULL-terminated environ-style array; NULL is empty),
+ * leaving out every scrubbed name (tq_scrub_match with tq_scrub_default over
+ * src: an entry with a "when" marker applies when src holds the marker;
+ * with extra) and entries with no "=" (tq_env_copy). Order and duplicates
+ * are kept. Returns 0 or TQ_ENOMEM (e is left empty).
+ */
+int tq_scrub_env(struct tq_env *e, char *const *src, const char *extra,
+		 struct tq_err *err);
 
 #endif

@@ -34,6 +34,7 @@
 #include <cjson/cJSON.h>
 
 #include "../common/profile.h"
+#include "../common/scrub.h"
 #include "../common/sys.h"
 #include "proc/loop.h"
 #include "proc/proc.h"
@@ -1706,7 +1707,7 @@ int tq_agent_interactive(const struct tq_agent_interactive *in, int *status,
 		tq_err_prefix(err, "interactive command template");
 		goto out;
 	}
-	if ((rc = tq_env_build(&env, in->envp, NULL, err)) < 0)
+	if ((rc = tq_scrub_env(&env, in->envp, NULL, err)) < 0)
 		goto out;
 	if (asprintf(&pwd, "PWD=%s", path) < 0) {
 		rc = tq_err_set(err, TQ_ENOMEM, "out of memory");

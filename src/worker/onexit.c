@@ -38,6 +38,7 @@
 
 #include "../common/env.h"
 #include "../common/parse.h"
+#include "../common/scrub.h"
 #include "../common/sys.h"
 #include "proc/loop.h"
 #include "proc/proc.h"
@@ -88,7 +89,7 @@ static int build_env(struct hook *h, const struct tq_task *t, enum tq_state stat
 	char kv[PATH_MAX + 64], logp[PATH_MAX];
 	int rc;
 
-	if ((rc = tq_env_build(env, t->env, getenv(TQ_ENV_SCRUB_VAR), err)) < 0)
+	if ((rc = tq_scrub_env(env, t->env, getenv(TQ_ENV_SCRUB_VAR), err)) < 0)
 		return rc;
 	if (tq_queue_log_path(h->w->q, t->id, logp, sizeof(logp)) < 0)
 		logp[0] = '\0';

@@ -52,6 +52,7 @@
 
 #include "../common/env.h"
 #include "../common/parse.h"
+#include "../common/scrub.h"
 #include "../common/secret.h"
 #include "../common/sys.h"
 #include "../queue/logstore.h"
@@ -172,7 +173,7 @@ static int build_env(struct tq_task *t, struct tq_env *env, struct tq_err *err)
 	/* Scrub again at spawn time: a task stored by an older taskq, or with
 	 * TASKQ_SCRUB_ENV set on the worker, must not pass agent-session
 	 * variables on. */
-	return tq_env_build(env, t->env, getenv(TQ_ENV_SCRUB_VAR), err);
+	return tq_scrub_env(env, t->env, getenv(TQ_ENV_SCRUB_VAR), err);
 }
 
 static int load_stdin_file(struct run *r, struct tq_err *err)

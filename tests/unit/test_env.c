@@ -35,9 +35,9 @@ static void test_default_scrub_list(void **state)
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(scrubbed) / sizeof(scrubbed[0]); i++)
-		assert_true(tq_env_is_scrubbed(scrubbed[i], NULL));
+		assert_true(tq_scrub_has(scrubbed[i], NULL));
 	for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++)
-		assert_false(tq_env_is_scrubbed(kept[i], NULL));
+		assert_false(tq_scrub_has(kept[i], NULL));
 }
 
 static void test_extra_scrub_list(void **state)
@@ -58,7 +58,7 @@ static void test_extra_scrub_list(void **state)
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		int got = tq_env_is_scrubbed(cases[i].name, cases[i].extra);
+		int got = tq_scrub_has(cases[i].name, cases[i].extra);
 		if (got != cases[i].want)
 			fail_msg("is_scrubbed(\"%s\", \"%s\") = %d, want %d",
 				 cases[i].name, cases[i].extra, got, cases[i].want);
@@ -96,7 +96,7 @@ static void test_build_scrubs_and_keeps_order(void **state)
 	struct tq_err err = TQ_ERR_INIT;
 
 	(void)state;
-	assert_int_equal(tq_env_build(&e, src, "EXTRA", &err), 0);
+	assert_int_equal(tq_scrub_env(&e, src, "EXTRA", &err), 0);
 	assert_int_equal(e.n, sizeof(want) / sizeof(want[0]));
 	for (size_t i = 0; i < e.n; i++)
 		assert_string_equal(e.vars[i], want[i]);
@@ -120,12 +120,12 @@ static void test_build_empty(void **state)
 	struct tq_env e = TQ_ENV_INIT;
 
 	(void)state;
-	assert_int_equal(tq_env_build(&e, src, NULL, NULL), 0);
+	assert_int_equal(tq_scrub_env(&e, src, NULL, NULL), 0);
 	assert_int_equal(e.n, 0);
 	assert_non_null(e.vars); /* an empty environ for execve, not NULL */
 	assert_null(e.vars[0]);
 	tq_env_release(&e);
-	assert_int_equal(tq_env_build(&e, NULL, NULL, NULL), 0);
+	assert_int_equal(tq_scrub_env(&e, NULL, NULL, NULL), 0);
 	assert_int_equal(e.n, 0);
 	tq_env_release(&e);
 }
@@ -137,7 +137,7 @@ static void test_set_and_unset(void **state)
 	struct tq_err err = TQ_ERR_INIT;
 
 	(void)state;
-	assert_int_equal(tq_env_build(&e, src, NULL, &err), 0);
+	assert_int_equal(tq_scrub_env(&e, src, NULL, &err), 0);
 	/* set replaces the first A in place and drops the duplicate */
 	assert_int_equal(tq_env_set(&e, "A=new=value", &err), 0);
 	assert_int_equal(e.n, 3);
@@ -216,7 +216,7 @@ static void build_from_file(const char *name, struct tq_env *e)
 	}
 	fclose(f);
 	free(line);
-	assert_int_equal(tq_env_build(e, src, NULL, NULL), 0);
+	assert_int_equal(tq_scrub_env(e, src, NULL, NULL), 0);
 	for (size_t i = 0; i < n; i++)
 		free(src[i]);
 	free(src);
@@ -271,11 +271,11 @@ static void test_conditional(void **state)
 	struct tq_env e = TQ_ENV_INIT;
 
 	(void)state;
-	assert_int_equal(tq_env_build(&e, with, NULL, NULL), 0);
+	assert_int_equal(tq_scrub_env(&e, with, NULL, NULL), 0);
 	assert_int_equal(e.n, 1);
 	assert_string_equal(e.vars[0], "X=1");
 	tq_env_release(&e);
-	assert_int_equal(tq_env_build(&e, without, NULL, NULL), 0);
+	assert_int_equal(tq_scrub_env(&e, without, NULL, NULL), 0);
 	assert_int_equal(e.n, 5);
 	tq_env_release(&e);
 }

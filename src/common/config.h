@@ -1,0 +1,37 @@
+/*
+ * config.h - the user's config file: $TASKQ_CONFIG, else
+ * $XDG_CONFIG_HOME/taskq/config.json, else ~/.config/taskq/config.json. One
+ * JSON object shared by several modules, each reading only its own keys:
+ * "profiles" and "default_agent" (agent/profile.c), "rules"
+ * (classify/rules.c), "scrub_env" (agent/scrub.c).
+ *
+ * Nothing here prints or exits.
+ */
+#ifndef TQ_CONFIG_H
+#define TQ_CONFIG_H
+
+#include <stddef.h>
+
+#include "err.h"
+
+/*
+ * Its path: $TASKQ_CONFIG (then it must exist), else
+ * $XDG_CONFIG_HOME/taskq/config.json, else ~/.config/taskq/config.json.
+ * 0 with buf set; 1 when there is none to look for (no HOME).
+ */
+int tq_config_path(char *buf, size_t n, int *must_exist, struct tq_err *err);
+
+/* Read a config file whole (at most max bytes). *text (malloc'd,
+ * NUL-terminated) NULL when it does not exist and need not; one that must
+ * exist and does not is TQ_ENOTFOUND. */
+int tq_config_read(const char *path, int must_exist, size_t max, char **text,
+		   size_t *len, struct tq_err *err);
+
+struct cJSON;
+/* Parse a config file's text (n bytes) as one JSON value with nothing but
+ * white space after it; TQ_EINVAL names file and the line and column of the
+ * error. *out: the document (cJSON_Delete it). */
+int tq_config_parse(const char *file, const char *text, size_t n, struct cJSON **out,
+		    struct tq_err *err);
+
+#endif
