@@ -5,8 +5,8 @@
  *
  * The task is an ordinary one built by the submit code (submit.h) with
  * every submit option, plus what cli_ask_apply takes from the agent's
- * profile (src/common/profile.h): the command template, stored with its
- * placeholders for the worker to expand (src/worker/agent.h), the parser,
+ * profile (src/agent/profile.h): the command template, stored with its
+ * placeholders for the worker to expand (src/agent/agent.h), the parser,
  * the environment settings, the default timeout. Nothing here runs a queued
  * agent; --interactive hands its run to tq_agent_interactive.
  */
@@ -25,9 +25,9 @@
 #include <bsd/stdlib.h>
 #include <cjson/cJSON.h>
 
-#include "common/profile.h"
+#include "agent/agent.h"
+#include "agent/profile.h"
 #include "common/sys.h"
-#include "worker/agent.h"
 
 static const char ask_help[] =
 	"Submits PROMPT to an agent CLI as a task and prints its id, as submit\n"

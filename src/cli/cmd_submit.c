@@ -40,8 +40,8 @@
 
 #include <bsd/stdlib.h>
 
+#include "agent/scrub.h"
 #include "common/env.h"
-#include "common/scrub.h"
 #include "common/parse.h"
 #include "common/sys.h"
 #include "ipc/doorbell.h"

@@ -38,8 +38,8 @@
 
 #include "../common/env.h"
 #include "../common/parse.h"
-#include "../common/scrub.h"
 #include "../common/sys.h"
+#include "agent/scrub.h"
 #include "proc/loop.h"
 #include "proc/proc.h"
 #include "proc/spawn.h"

@@ -52,11 +52,12 @@
 
 #include "../common/env.h"
 #include "../common/parse.h"
-#include "../common/scrub.h"
 #include "../common/secret.h"
 #include "../common/sys.h"
 #include "../queue/logstore.h"
-#include "agent.h"
+#include "agent/agent.h"
+#include "agent/result.h"
+#include "agent/scrub.h"
 #include "classify/classify.h"
 #include "endrec.h"
 #include "evidence.h"
@@ -68,7 +69,6 @@
 #include "proc/proc.h"
 #include "proc/spawn.h"
 #include "proc/term.h"
-#include "result.h"
 #include "stall.h"
 
 #define READ_CHUNK (64 * 1024)  /* one read: a pipe, unless the task grew it */

@@ -53,7 +53,7 @@
 #include "../common/parse.h"
 #include "../common/sys.h"
 #include "../queue/queue.h"
-#include "agent.h"
+#include "agent/agent.h"
 #include "endrec.h"
 #include "ipc/doorbell.h"
 #include "ipc/submitd.h"

@@ -1,6 +1,6 @@
 /*
  * fuzz_result.c - libFuzzer harness for the agent output parsers
- * (src/worker/result.h: tq_result_parser_new/feed/end), which read an
+ * (src/agent/result.h: tq_result_parser_new/feed/end), which read an
  * agent CLI's stdout as it arrives: stream-json or JSON lines from claude,
  * gemini, codex and opencode, or anything else a broken run prints.
  *
@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "worker/result.h"
+#include "agent/result.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

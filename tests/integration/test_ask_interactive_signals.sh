@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test_ask_interactive_signals.sh - `taskq ask --interactive` runs the agent
-# in the foreground (src/worker/agent.c run_foreground, through the spawn
+# in the foreground (src/agent/agent.c run_foreground, through the spawn
 # and the event loop of src/proc): in our session and process group, with
 # SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGCHLD and SIGPIPE at their default and
 # nothing blocked; while it runs, SIGTERM and SIGHUP sent to taskq are

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "common/env.h"
-#include "common/scrub.h"
+#include "agent/scrub.h"
 
 static void test_default_scrub_list(void **state)
 {

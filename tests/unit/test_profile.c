@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/profile.h"
+#include "agent/profile.h"
 
 struct fx {
 	char *dir;

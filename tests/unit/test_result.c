@@ -1,5 +1,5 @@
 /*
- * test_result.c - the agent result parser (src/worker/result.c) on every
+ * test_result.c - the agent result parser (src/agent/result.c) on every
  * captured output in tests/fixtures/agent-outputs/ and the samples of
  * agent-clis.md: the fields each one yields, and that they do not change
  * with the chunking of the stream (every byte boundary, and byte by byte),
@@ -17,7 +17,7 @@
 #include <cjson/cJSON.h>
 
 #include "harness.h"
-#include "worker/result.h"
+#include "agent/result.h"
 
 /* ------------------------------------------------------------------ */
 /* Helpers                                                            */

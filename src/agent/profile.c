@@ -31,10 +31,10 @@
 #include <bsd/string.h>
 #include <cjson/cJSON.h>
 
-#include "config.h"
-#include "parse.h"
+#include "common/config.h"
+#include "common/parse.h"
+#include "common/sys.h"
 #include "profiles_json.h"
-#include "sys.h"
 
 #define BUILTIN_FILE "profiles.json (built in)"
 #define DEFAULT_AGENT "claude"

@@ -16,7 +16,7 @@
 #include <cjson/cJSON.h>
 
 #include "agent_env_json.h"
-#include "config.h"
+#include "common/config.h"
 
 #define BUILTIN_FILE "agent-env.json (built in)"
 #define ID_MAX 63

@@ -56,7 +56,7 @@
 
 #include <stddef.h>
 
-#include "../queue/queue.h"
+#include "queue/queue.h"
 
 #define TQ_RESULT_LINE_MAX ((size_t)16 * 1024 * 1024)
 #define TQ_RESULT_TEXT_MAX ((size_t)16 * 1024 * 1024)

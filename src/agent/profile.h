@@ -25,7 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "err.h"
+#include "common/err.h"
 
 /* A prompt longer than this goes on the agent's stdin (when its profile
  * can take it there) instead of in one argument: Linux refuses a single

@@ -33,13 +33,13 @@
 #include <bsd/vis.h>
 #include <cjson/cJSON.h>
 
-#include "../common/profile.h"
-#include "../common/scrub.h"
-#include "../common/sys.h"
+#include "common/sys.h"
 #include "proc/loop.h"
 #include "proc/proc.h"
 #include "proc/spawn.h"
+#include "profile.h"
 #include "result.h"
+#include "scrub.h"
 
 #define OWNER_MAX 4096             /* bytes of a .taskq-task file */
 #define UUID_LEN 36

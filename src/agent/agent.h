@@ -31,8 +31,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "../common/env.h"
-#include "../queue/queue.h"
+#include "common/env.h"
+#include "queue/queue.h"
 
 /* The workspace directory's name prefix and owner file. */
 #define TQ_WORKSPACE_PREFIX "taskq-"

@@ -20,8 +20,8 @@
 
 #include <stddef.h>
 
-#include "env.h"
-#include "err.h"
+#include "common/env.h"
+#include "common/err.h"
 
 /* Bytes of a config file read for its "scrub_env" (as for profiles). */
 #define TQ_SCRUB_CONFIG_MAX (1024 * 1024)
