@@ -11,7 +11,11 @@
  * The promise, for a regex compiled with REG_EXTENDED | REG_NEWLINE, with or
  * without REG_ICASE, in the C locale: every line of a text on which regexec
  * finds a match is a candidate line of that regex (the prefilter may name
- * more lines, never fewer). A regex whose literals cannot
+ * more lines, never fewer). taskq classifies in the C locale (no process
+ * calls setlocale before it: cli_output_init sets LC_CTYPE only to print).
+ * Mind it before changing that: in a UTF-8 locale glibc's REG_ICASE also
+ * matches U+0131 (dotless i) for "i" and U+017F (long s) for "s", bytes
+ * this prefilter does not fold, so "Too Many Requeſts" would be missed. A regex whose literals cannot
  * be told (none of LIT_MIN bytes that every match holds) is not served: the
  * caller searches the whole text for it.
  */
