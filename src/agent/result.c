@@ -35,6 +35,8 @@ enum frame {
 
 /* Give the framing buffer back after an object bigger than this. */
 #define KEEP_BUF ((size_t)256 * 1024)
+/* Bytes of a refused session id its note shows ("..." after them). */
+#define NOTE_ID_SHOWN 40
 
 /* A growable byte buffer, always NUL-terminated when p != NULL. */
 struct text {
@@ -64,7 +66,7 @@ struct tq_result_parser {
 	int64_t num_turns, in, out, cache_read, cache_creation;
 	struct text text;  /* gemini: assistant text; opencode: last step's text */
 	int step_fresh;    /* opencode: a step began and has no text yet */
-	char note[TQ_RESULT_SESSION_MAX + 160]; /* why the session id was refused */
+	char note[4 * NOTE_ID_SHOWN + 160]; /* why the session id was refused */
 };
 
 /* ------------------------------------------------------------------ */
@@ -756,16 +758,17 @@ void tq_result_end(struct tq_result_parser *p, struct tq_result *r)
 	r->agent_session = p->session;
 	p->note[0] = '\0';
 	if (p->session != NULL) {
-		char why[64], shown[TQ_RESULT_SESSION_MAX + 8];
+		/* vis(3): each byte shown takes at most 4 characters (\ooo) */
+		char why[64], shown[4 * NOTE_ID_SHOWN + 1];
 
 		if (tq_result_session_check(p->name, p->session, why, sizeof(why)) < 0) {
 			/* never stored, so never put in the next link's argv */
 			r->agent_session = NULL;
-			strvisx(shown, p->session, strnlen(p->session, 40),
+			strvisx(shown, p->session, strnlen(p->session, NOTE_ID_SHOWN),
 				VIS_CSTYLE | VIS_DQ | VIS_NL | VIS_TAB | VIS_OCTAL);
 			snprintf(p->note, sizeof(p->note),
 				 "agent session id \"%s%s\" refused (%s); the session cannot continue",
-				 shown, strlen(p->session) > 40 ? "..." : "", why);
+				 shown, strlen(p->session) > NOTE_ID_SHOWN ? "..." : "", why);
 		}
 	}
 	r->cost_usd = p->has_cost ? p->cost : -1;

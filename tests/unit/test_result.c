@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <bsd/string.h>
 #include <cjson/cJSON.h>
 
 #include "harness.h"
@@ -1084,6 +1085,36 @@ static void test_session_refused_note(void **state)
 	free(buf);
 }
 
+/* A refused session id of control bytes is shown escaped, each byte as
+ * four characters (\ooo): the note's 40 bytes of it take 160 characters,
+ * more than the id's own bound (fuzz_result found the overflow of the
+ * buffer that was sized by that bound). */
+static void test_session_refused_note_escaped(void **state)
+{
+	char out[512], want[512], id[8 * 40 + 1] = "", shown[4 * 40 + 1] = "";
+	struct tq_result_parser *p = tq_result_parser_new("claude");
+	struct tq_result r;
+	int n;
+
+	(void)state;
+	for (int i = 0; i < 40; i++) {
+		strlcat(id, "\\u0015", sizeof(id));
+		strlcat(shown, "\\025", sizeof(shown));
+	}
+	n = snprintf(out, sizeof(out), "{\"type\":\"result\",\"is_error\":false,"
+		     "\"result\":\"ok\",\"session_id\":\"%s\"}\n", id);
+	assert_true(n > 0 && (size_t)n < sizeof(out));
+	tq_result_feed(p, out, (size_t)n);
+	tq_result_end(p, &r);
+	assert_int_equal(r.has_result, 1);
+	assert_null(r.agent_session);
+	n = snprintf(want, sizeof(want), "agent session id \"%s\" refused (not a uuid); "
+		     "the session cannot continue", shown);
+	assert_true(n > 0 && (size_t)n < sizeof(want));
+	assert_string_equal(tq_result_note(p), want);
+	tq_result_parser_free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1108,6 +1139,7 @@ int main(void)
 		cmocka_unit_test(test_end_twice),
 		cmocka_unit_test(test_session_ids),
 		cmocka_unit_test(test_session_refused_note),
+		cmocka_unit_test(test_session_refused_note_escaped),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
