@@ -33,8 +33,10 @@
  * chdir and a failed exec are both plain ENOENT; we tell them apart by
  * checking the cwd first (a clear message in the common case) and, if the
  * spawn still fails, checking it again to name the step that failed (the
- * errno itself is always the spawn's). argv[0] is resolved here against the
- * task's PATH rather than with posix_spawnp, which would search the worker's.
+ * errno itself is always the spawn's). The program (argv[0], or exe) is
+ * resolved here, by taskq's one PATH search (search_path), against the
+ * child's PATH rather than with posix_spawnp, which would search the
+ * caller's.
  *
  * Invariant: on every return path, either the child runs and the caller owns
  * exactly the fds in struct tq_child, or nothing runs and no fd is left open.
@@ -185,11 +187,17 @@ static int fail_on(struct tq_err *err, int e, const char *step, const char *obj)
 	return tq_err_sys(err, "%s \"%s\"", step, obj);
 }
 
-/* Resolve c's program (exe, else argv[0]) into out (PATH_MAX bytes). */
+/* c's program: exe, else argv[0]. What errors name. */
+static const char *prog(const struct tq_child *c)
+{
+	return c->exe != NULL ? c->exe : c->argv[0];
+}
+
+/* Resolve c's program into out (PATH_MAX bytes). */
 static int resolve_exe(const struct tq_child *c, char *const *envp, char *out,
 	size_t n, struct tq_err *err)
 {
-	const char *file = c->exe != NULL ? c->exe : c->argv[0];
+	const char *file = prog(c);
 	int e;
 
 	if (*file == '\0')
@@ -213,10 +221,10 @@ static int resolve_exe(const struct tq_child *c, char *const *envp, char *out,
 static int spawn_failed(const struct tq_child *c, int e, struct tq_err *err)
 {
 	if (e == EAGAIN || e == ENOMEM)
-		return fail_on(err, e, "posix_spawn", c->argv[0]);
+		return fail_on(err, e, "posix_spawn", prog(c));
 	if (c->cwd != NULL && check_cwd(c->cwd) != 0)
 		return fail_on(err, e, "chdir", c->cwd);
-	return fail_on(err, e, "exec", c->argv[0]);
+	return fail_on(err, e, "exec", prog(c));
 }
 
 /* Hand an fd over: return it and forget it here (cleanup skips -1). */
@@ -551,9 +559,9 @@ static int spawn_clone(struct tq_child *c, const char *path, char *const *envp,
 	stack = mmap(NULL, page + TQ_SPAWN_CLONE_STACK, PROT_READ | PROT_WRITE,
 		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
 	if (stack == MAP_FAILED)
-		return tq_err_sys(err, "mmap a stack to start \"%s\"", c->argv[0]);
+		return tq_err_sys(err, "mmap a stack to start \"%s\"", prog(c));
 	if (mprotect(stack, page, PROT_NONE) < 0) {
-		e = tq_err_sys(err, "mprotect a stack guard to start \"%s\"", c->argv[0]);
+		e = tq_err_sys(err, "mprotect a stack guard to start \"%s\"", prog(c));
 		munmap(stack, page + TQ_SPAWN_CLONE_STACK);
 		return e;
 	}
@@ -574,8 +582,8 @@ static int spawn_clone(struct tq_child *c, const char *path, char *const *envp,
 	}
 	if (*pid < 0) {
 		errno = e;
-		return e == EAGAIN || e == ENOMEM ? fail_on(err, e, "clone", c->argv[0])
-						  : tq_err_sys(err, "clone for \"%s\"", c->argv[0]);
+		return e == EAGAIN || e == ENOMEM ? fail_on(err, e, "clone", prog(c))
+						  : tq_err_sys(err, "clone for \"%s\"", prog(c));
 	}
 	if (p.rep.err == 0)
 		return 0;
@@ -619,7 +627,7 @@ static int spawn_std(struct tq_child *c, const char *path,
 		e = build_actions(&fa, c, in[0], out[1], er[1]);
 	if (e) {
 		errno = e;
-		rc = tq_err_sys(err, "posix_spawn setup for \"%s\"", c->argv[0]);
+		rc = tq_err_sys(err, "posix_spawn setup for \"%s\"", prog(c));
 		goto out;
 	}
 	if (c->cgroup_fd > 2 || mark != NULL) {
@@ -746,12 +754,12 @@ static int child_failed(const struct tq_child *c, struct child_report *rep,
 	if (rep->step == STEP_CHDIR)
 		return fail_on(err, rep->err, "chdir", c->cwd);
 	if (rep->step == STEP_EXEC)
-		return fail_on(err, rep->err, "exec", c->argv[0]);
+		return fail_on(err, rep->err, "exec", prog(c));
 	if (rep->step < STEP_CGROUP || rep->step > STEP_EXEC)
 		return tq_err_set(err, TQ_EIO, "spawn \"%s\": bad report from child",
-			c->argv[0]);
+			prog(c));
 	errno = rep->err;
-	return tq_err_sys(err, "spawn \"%s\": %s in the child", c->argv[0],
+	return tq_err_sys(err, "spawn \"%s\": %s in the child", prog(c),
 		names[rep->step]);
 }
 
@@ -785,7 +793,7 @@ static int spawn_pty(struct tq_child *c, const char *path, char *const *envp,
 		pty_child(c, path, envp, mark, slave, report[1],
 			  c->flags & TQ_SPAWN_KEEP_SIGMASK ? &old : &none);
 	if (pid < 0)
-		rc = tq_err_sys(err, "fork for \"%s\"", c->argv[0]);
+		rc = tq_err_sys(err, "fork for \"%s\"", prog(c));
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (pid < 0)
 		goto out;
@@ -804,7 +812,7 @@ static int spawn_pty(struct tq_child *c, const char *path, char *const *envp,
 	} else {
 		if (n > 0)
 			errno = EIO; /* a torn report */
-		rc = tq_err_sys(err, "read exec report of \"%s\"", c->argv[0]);
+		rc = tq_err_sys(err, "read exec report of \"%s\"", prog(c));
 	}
 	tq_waitpid(pid, &st, 0);
 out:
@@ -853,7 +861,7 @@ int tq_spawn_start(struct tq_child *c, struct tq_err *err)
 		return tq_err_set(err, TQ_EINVAL, "spawn: empty argv");
 	if (c->in == TQ_SPAWN_STDIN_PTY && (c->flags & TQ_SPAWN_KEEP_SESSION))
 		return tq_err_set(err, TQ_EINVAL,
-			"spawn \"%s\": a terminal needs a session of its own", c->argv[0]);
+			"spawn \"%s\": a terminal needs a session of its own", prog(c));
 	/* The cwd first: a relative command is looked up inside it. */
 	if (c->cwd != NULL && (e = check_cwd(c->cwd)))
 		return fail_on(err, e, "chdir", c->cwd);

@@ -814,6 +814,28 @@ static void test_exe(void **state)
 		assert_string_equal(err.msg, "exec \"nosuchcmd-taskq\": No such file or directory");
 		assert_int_equal(errno, ENOENT);
 	}
+	/* found, and refused by exec itself, on each path: named too */
+	{
+		static const enum tq_spawn_stdin ins[] = { TQ_SPAWN_STDIN_NULL, TQ_SPAWN_STDIN_PTY,
+							   TQ_SPAWN_STDIO_INHERIT };
+		char *dir = th_tempdir();
+
+		write_file(dir, "noformat", "\x01\x02 not a program\n", 0755);
+		for (size_t i = 0; i < sizeof(ins) / sizeof(ins[0]); i++) {
+			struct tq_err err = TQ_ERR_INIT;
+
+			c = (struct tq_child)TQ_CHILD_INIT;
+			c.argv = (char *[]){ "renamed", NULL };
+			c.exe = "./noformat";
+			c.cwd = dir;
+			c.in = ins[i];
+			/* the last through the clone path */
+			c.flags = ins[i] == TQ_SPAWN_STDIO_INHERIT ? TQ_SPAWN_MARK_SELF : 0;
+			assert_int_equal(tq_spawn_start(&c, &err), TQ_EIO);
+			assert_string_equal(err.msg, "exec \"./noformat\": Exec format error");
+		}
+		th_rmtree(dir);
+	}
 }
 
 /* A terminal needs a session of its own: asked for with KEEP_SESSION, the
