@@ -607,6 +607,23 @@ static int reaped_three(void *arg)
 	return ((struct reaped *)arg)->n >= 3;
 }
 
+/* Whether the process shows an environment yet: the spawn returns once
+ * the exec has begun, and /proc/PID/environ is empty until the kernel has
+ * set the new program's up (a scan before that would miss its marks). */
+static int environ_shown(void *arg)
+{
+	char path[64], buf[16];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%ld/environ", (long)*(pid_t *)arg);
+	if ((fd = tq_open(path, O_RDONLY, 0)) < 0)
+		return 0;
+	n = tq_read(fd, buf, sizeof(buf));
+	tq_close(fd);
+	return n > 0;
+}
+
 /*
  * tq_proc_kill_marked kills exactly what carries the marks: a task's
  * processes (task and home entries both, whole entries only) and a
@@ -640,6 +657,7 @@ static void test_kill_marked(void **state)
 		c[i].envp = envs[i];
 		if (tq_spawn_start(&c[i], &err) != 0)
 			fail_msg("spawn: %s", err.msg);
+		assert_true(th_wait_for(environ_shown, &c[i].pid, WAIT_MS));
 	}
 	struct tq_marks m = { .task = task, .home = home, .worker = worker,
 			      .worker_pid = c[3].pid };
