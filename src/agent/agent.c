@@ -37,7 +37,9 @@
 #include "proc/loop.h"
 #include "proc/proc.h"
 #include "proc/spawn.h"
+#include "agent_int.h"
 #include "profile.h"
+#include "registry.h"
 #include "result.h"
 #include "scrub.h"
 
@@ -574,16 +576,6 @@ static const char *base_name(const char *p)
 	return s != NULL && s[1] ? s + 1 : p;
 }
 
-static int known_parser(const char *s)
-{
-	static const char *const names[] = { "claude", "gemini", "codex", "opencode", NULL };
-
-	for (size_t i = 0; s != NULL && names[i] != NULL; i++)
-		if (strcmp(s, names[i]) == 0)
-			return 1;
-	return 0;
-}
-
 /* The parser of t's profile; when the profile is gone from the config (or
  * the config broke since the submit: the task still runs), the agent's or
  * the program's name if it is one of the known CLIs. */
@@ -595,11 +587,11 @@ static void pick_parser(const struct tq_task *t, char *buf, size_t n)
 
 	if (tq_profiles_load(&ps, NULL) == 0 && (p = tq_profiles_find(ps, t->agent)) != NULL)
 		name = p->parser;
-	else if (known_parser(t->agent))
+	else if (tq_registry_find(t->agent) != NULL)
 		name = t->agent;
-	else if (known_parser(base_name(t->argv[0])))
+	else if (tq_registry_find(base_name(t->argv[0])) != NULL)
 		name = base_name(t->argv[0]);
-	strlcpy(buf, name != NULL && strcmp(name, "none") != 0 ? name : "", n);
+	strlcpy(buf, tq_registry_find(name) != NULL ? name : "", n); /* not "none" */
 	tq_profiles_free(ps);
 }
 
@@ -720,8 +712,8 @@ static int argv_insert(struct tq_agent_run *ar, char *const *argv, size_t argc,
  * The provider is the config's model_provider; the built-in "openai" (the
  * default) cannot be capped.
  */
-static int cap_codex(const struct tq_task *t, const struct tq_env *env,
-		     struct tq_agent_run *ar, struct tq_err *err)
+int tq_agent_cap_codex(struct tq_queue *q, const struct tq_task *t, struct tq_env *env,
+		       struct tq_agent_run *ar, struct tq_err *err)
 {
 	char dir[PATH_MAX], path[PATH_MAX + 16], a[192], b[192], *text, *prov;
 	char *const *argv = ar->argv != NULL ? ar->argv : t->argv;
@@ -729,6 +721,7 @@ static int cap_codex(const struct tq_task *t, const struct tq_env *env,
 	char *extra[4];
 	int rc = 0;
 
+	(void)q;
 	if (codex_home(env, dir, sizeof(dir)) < 0 ||
 	    snprintf(path, sizeof(path), "%s/config.toml", dir) >= (int)sizeof(path) ||
 	    (text = slurp(path, TQ_AGENT_CONFIG_MAX)) == NULL)
@@ -1134,39 +1127,67 @@ static int aux_dir(struct tq_queue *q, const struct tq_task *t, struct tq_agent_
 	return 0;
 }
 
-/*
- * Cap the agent CLI's own retries (taskq's retries and group pauses are in
- * charge) for every run of a CLI taskq recognises (parser): claude
- * CLAUDE_CODE_MAX_RETRIES=0 for a plain command unless its environment
- * sets it (an ask task has it from its profile); gemini and codex as
- * above; opencode has no setting (5 retries of its own).
- */
-static int cap_retries(struct tq_queue *q, const struct tq_task *t, const char *parser,
-		       struct tq_env *env, struct tq_agent_run *ar, struct tq_err *err)
+/* claude: CLAUDE_CODE_MAX_RETRIES=0 for a plain command unless its
+ * environment sets it. */
+int tq_agent_cap_claude(struct tq_queue *q, const struct tq_task *t, struct tq_env *env,
+			struct tq_agent_run *ar, struct tq_err *err)
 {
-	int rc = 0, dfd = -1;
+	int rc = 0;
 
-	if (strcmp(parser, "claude") == 0) {
-		/* an ask task has it from its profile's env, unless the user
-		 * --unset it: that choice stands */
-		if (t->agent == NULL && tq_env_get(env, "CLAUDE_CODE_MAX_RETRIES") == NULL)
-			rc = tq_env_set(env, "CLAUDE_CODE_MAX_RETRIES=0", err);
-	} else if (strcmp(parser, "codex") == 0) {
-		rc = cap_codex(t, env, ar, err);
-		if (rc == 0 && ar->workspace[0] != '\0') {
-			if ((dfd = tq_open(ar->workspace, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0)) < 0)
-				return tq_err_sys(err, "open %s", ar->workspace);
-			rc = isolate_codex(env, dfd, ar->workspace, env, err);
-		}
-		tq_close(dfd);
-		return rc; /* each says what failed */
-	} else if (strcmp(parser, "gemini") == 0) {
-		if ((rc = aux_dir(q, t, ar, &dfd, err)) == 0)
-			rc = cap_gemini(env, dfd, ar->aux, env, err);
-		tq_close(dfd);
-	}
+	(void)q;
+	(void)ar;
+	/* an ask task has it from its profile's env, unless the user --unset
+	 * it: that choice stands */
+	if (t->agent == NULL && tq_env_get(env, "CLAUDE_CODE_MAX_RETRIES") == NULL)
+		rc = tq_env_set(env, "CLAUDE_CODE_MAX_RETRIES=0", err);
 	if (rc < 0)
 		tq_err_prefix(err, "capping the agent's own retries");
+	return rc;
+}
+
+/* gemini: its settings overlaid in the run's private directory. */
+int tq_agent_cap_gemini(struct tq_queue *q, const struct tq_task *t, struct tq_env *env,
+			struct tq_agent_run *ar, struct tq_err *err)
+{
+	int rc, dfd = -1;
+
+	if ((rc = aux_dir(q, t, ar, &dfd, err)) == 0)
+		rc = cap_gemini(env, dfd, ar->aux, env, err);
+	tq_close(dfd);
+	if (rc < 0)
+		tq_err_prefix(err, "capping the agent's own retries");
+	return rc;
+}
+
+/* codex in an isolated workspace: its CODEX_HOME without MCP servers. */
+int tq_agent_isolate_codex(struct tq_env *env, struct tq_agent_run *ar, struct tq_err *err)
+{
+	int rc, dfd;
+
+	if ((dfd = tq_open(ar->workspace, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0)) < 0)
+		return tq_err_sys(err, "open %s", ar->workspace);
+	rc = isolate_codex(env, dfd, ar->workspace, env, err);
+	tq_close(dfd);
+	return rc;
+}
+
+/*
+ * Cap the agent CLI's own retries (taskq's retries and group pauses are in
+ * charge) for every run of a CLI taskq recognises (def: the registry's
+ * cap_retries; opencode has no setting, 5 retries of its own), then in an
+ * isolated workspace keep the user's MCP servers from it (isolate). Each
+ * says what failed.
+ */
+static int cap_retries(struct tq_queue *q, const struct tq_task *t,
+		       const struct tq_agent_def *def, struct tq_env *env,
+		       struct tq_agent_run *ar, struct tq_err *err)
+{
+	int rc = 0;
+
+	if (def->cap_retries != NULL)
+		rc = def->cap_retries(q, t, env, ar, err);
+	if (rc == 0 && def->isolate != NULL && ar->workspace[0] != '\0')
+		rc = def->isolate(env, ar, err);
 	return rc;
 }
 
@@ -1256,12 +1277,13 @@ static char *toml_file_string(const char *dir, const char *name, const char *key
  * profile --profile/-p names ($CODEX_HOME/NAME.config.toml: 0.169 refuses
  * the older `profile = ` key and [profiles.NAME] tables), else config.toml's.
  */
-static char *codex_conf_model(char *const *v, size_t n, const struct tq_env *env)
+char *tq_agent_model_codex(char *const *v, size_t n, const struct tq_env *env, const char *cwd)
 {
 	char dir[PATH_MAX], file[NAME_MAX + 1];
 	const char *prof = opt_value(v, n, "--profile", "-p");
 	char *m = codex_cli_model(v, n);
 
+	(void)cwd;
 	if (m != NULL || codex_home(env, dir, sizeof(dir)) < 0)
 		return m;
 	if (prof != NULL && prof[0] != '\0' && strchr(prof, '/') == NULL &&
@@ -1356,8 +1378,8 @@ static int oc_project(const char *cwd, const char *agent, int top, char **out)
  * agent it runs (--agent, else "build") may have a model of its own in
  * any layer (agent.NAME.model), which wins over "model" in every one.
  */
-static char *opencode_conf_model(char *const *v, size_t n, const struct tq_env *env,
-				 const char *cwd)
+char *tq_agent_model_opencode(char *const *v, size_t n, const struct tq_env *env,
+			      const char *cwd)
 {
 	const char *agent = opt_value(v, n, "--agent", NULL);
 	const char *xdg = tq_env_get(env, "XDG_CONFIG_HOME"), *home = tq_env_get(env, "HOME");
@@ -1387,16 +1409,14 @@ static char *opencode_conf_model(char *const *v, size_t n, const struct tq_env *
 	return NULL;
 }
 
-/* ar->conf_model for a run of the CLI parser names (argv: what runs). */
-static void conf_model(const char *parser, char *const *v, size_t n, const struct tq_env *env,
-		       struct tq_agent_run *ar)
+/* ar->conf_model for a run of the CLI def (argv: what runs). */
+static void conf_model(const struct tq_agent_def *def, char *const *v, size_t n,
+		       const struct tq_env *env, struct tq_agent_run *ar)
 {
 	free(ar->conf_model);
 	ar->conf_model = NULL;
-	if (strcmp(parser, "codex") == 0)
-		ar->conf_model = codex_conf_model(v, n, env);
-	else if (strcmp(parser, "opencode") == 0)
-		ar->conf_model = opencode_conf_model(v, n, env, ar->cwd);
+	if (def->conf_model != NULL)
+		ar->conf_model = def->conf_model(v, n, env, ar->cwd);
 }
 
 /* The stored agent session id goes into argv (--resume ID): only one of
@@ -1419,6 +1439,7 @@ int tq_agent_prepare(struct tq_queue *q, const struct tq_task *t, struct tq_env 
 {
 	struct tq_placeholders v = { 0 };
 	struct ws_spec ws = { .q = q, .home = tq_queue_home(q), .prompt = t->prompt };
+	const struct tq_agent_def *def;
 	char *sid = NULL, *owner = NULL, *pwd = NULL, idbuf[32];
 	char pfile[PATH_MAX + 16], mcp[PATH_MAX + 16];
 	cJSON *sources = NULL;
@@ -1428,12 +1449,11 @@ int tq_agent_prepare(struct tq_queue *q, const struct tq_task *t, struct tq_env 
 	if (t->agent == NULL) {
 		/* a plain command that runs an agent CLI (`taskq submit --
 		 * gemini ...`), recognised by its program's name */
-		const char *prog = base_name(t->argv[0]);
-
-		if (!known_parser(prog))
+		def = tq_registry_find(base_name(t->argv[0]));
+		if (def == NULL)
 			return 0;
-		if ((rc = cap_retries(q, t, prog, env, ar, err)) == 0)
-			conf_model(prog, ar->argv != NULL ? ar->argv : t->argv,
+		if ((rc = cap_retries(q, t, def, env, ar, err)) == 0)
+			conf_model(def, ar->argv != NULL ? ar->argv : t->argv,
 				   ar->argv != NULL ? ar->argc : t->argc, env, ar);
 		return rc;
 	}
@@ -1477,8 +1497,9 @@ int tq_agent_prepare(struct tq_queue *q, const struct tq_task *t, struct tq_env 
 	rc = tq_profile_expand(t->argv, t->argc, &v, &ar->argv, &ar->argc, err);
 	if (rc < 0)
 		tq_err_prefix(err, "command template");
-	else if (ar->parser[0] != '\0' && (rc = cap_retries(q, t, ar->parser, env, ar, err)) == 0)
-		conf_model(ar->parser, ar->argv, ar->argc, env, ar);
+	else if ((def = tq_registry_find(ar->parser)) != NULL &&
+		 (rc = cap_retries(q, t, def, env, ar, err)) == 0)
+		conf_model(def, ar->argv, ar->argc, env, ar);
 out:
 	free(sid);
 	free(owner);

@@ -82,8 +82,9 @@ struct tq_agent_run {
  * previous succeeded task with that key, tq_queue_session_get), create the
  * workspace when t->isolate (sources as symlinks, prompt.md, empty MCP
  * configs), expand the template, and adjust env (PWD is the workspace).
- * For an agent task, and for a plain command whose program is claude,
- * gemini, codex or opencode, cap the CLI's own retries (issue 17.3):
+ * For an agent task, and for a plain command whose program is an agent of
+ * the registry (registry.h: claude, gemini, codex, opencode), cap the
+ * CLI's own retries (issue 17.3) as its entry says:
  * gemini through GEMINI_CLI_HOME, an overlay of the user's ~/.gemini in a
  * private directory (ar->aux); codex by -c options added to argv; claude
  * CLAUDE_CODE_MAX_RETRIES=0 (plain commands). Otherwise only ar->cwd =

@@ -35,6 +35,7 @@
 #include "common/parse.h"
 #include "common/sys.h"
 #include "profiles_json.h"
+#include "registry.h"
 
 #define BUILTIN_FILE "profiles.json (built in)"
 #define DEFAULT_AGENT "claude"
@@ -45,8 +46,8 @@ struct tq_profiles {
 	char *default_name;
 };
 
-static const char *const parsers[] = { "claude", "gemini", "codex", "opencode", "none",
-				       NULL };
+/* A profile's parser: an agent of the registry, or this: none. */
+#define PARSER_NONE "none"
 
 static const char *const placeholder_names[] = { "prompt", "prompt_file", "mcp_config",
 						 "workdir", "session_id", "task_id",
@@ -632,11 +633,13 @@ static int take_unset(const struct where *w, const cJSON *j, struct tq_profile *
 
 static int take_parser(const struct where *w, const cJSON *j, struct tq_profile *p)
 {
-	if (cJSON_IsString(j))
-		for (size_t i = 0; parsers[i] != NULL; i++)
-			if (strcmp(j->valuestring, parsers[i]) == 0)
-				return take_str(w, "parser", j, &p->parser);
-	return bad(w, "\"parser\" must be one of claude, gemini, codex, opencode, none%s%s",
+	char names[256];
+
+	if (cJSON_IsString(j) && (tq_registry_find(j->valuestring) != NULL ||
+				  strcmp(j->valuestring, PARSER_NONE) == 0))
+		return take_str(w, "parser", j, &p->parser);
+	tq_registry_names(names, sizeof(names));
+	return bad(w, "\"parser\" must be one of %s, " PARSER_NONE "%s%s", names,
 		   cJSON_IsString(j) ? ", not " : "",
 		   cJSON_IsString(j) ? j->valuestring : "");
 }
@@ -783,7 +786,7 @@ static int take_profile(struct tq_profiles *ps, const char *file, const cJSON *j
 			 "and it extends no profile");
 		goto fail;
 	}
-	if (np.parser == NULL && (np.parser = strdup("none")) == NULL) {
+	if (np.parser == NULL && (np.parser = strdup(PARSER_NONE)) == NULL) {
 		rc = oom(&w);
 		goto fail;
 	}

@@ -24,7 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum style { S_NONE, S_CLAUDE, S_GEMINI, S_CODEX, S_OPENCODE };
+#include "agent_int.h"
+#include "registry.h"
 
 enum frame {
 	FR_START, /* at the start of a line (blanks skipped) */
@@ -45,8 +46,7 @@ struct text {
 };
 
 struct tq_result_parser {
-	enum style style;
-	const char *name;  /* the parser's name (static), for the session check */
+	const struct tq_agent_def *def; /* the agent whose output it reads; NULL: none */
 
 	/* framing */
 	enum frame fr;
@@ -238,7 +238,7 @@ static void claude_result(struct tq_result_parser *p, const cJSON *o)
 	set_str(&p->model, claude_usage_model(jobj(o, "modelUsage")));
 }
 
-static void claude_obj(struct tq_result_parser *p, const cJSON *o)
+void tq_result_claude(struct tq_result_parser *p, const cJSON *o)
 {
 	const char *type = jstr(o, "type"), *sub = jstr(o, "subtype");
 
@@ -340,7 +340,7 @@ static void gemini_doc(struct tq_result_parser *p, const cJSON *o)
 	gemini_models(p, jobj(st, "models"));
 }
 
-static void gemini_obj(struct tq_result_parser *p, const cJSON *o)
+void tq_result_gemini(struct tq_result_parser *p, const cJSON *o)
 {
 	const char *type = jstr(o, "type"), *s;
 
@@ -371,7 +371,7 @@ static void gemini_obj(struct tq_result_parser *p, const cJSON *o)
 /* ------------------------------------------------------------------ */
 /* Codex                                                              */
 
-static void codex_obj(struct tq_result_parser *p, const cJSON *o)
+void tq_result_codex(struct tq_result_parser *p, const cJSON *o)
 {
 	const char *type = jstr(o, "type"), *s;
 	const cJSON *it, *u, *e;
@@ -444,7 +444,7 @@ static void opencode_error(struct tq_result_parser *p, const cJSON *o)
 	set_str(&p->subtype, jstr(e, "name"));
 }
 
-static void opencode_obj(struct tq_result_parser *p, const cJSON *o)
+void tq_result_opencode(struct tq_result_parser *p, const cJSON *o)
 {
 	const char *type = jstr(o, "type"), *s;
 	const cJSON *part = jobj(o, "part");
@@ -474,32 +474,14 @@ static void opencode_obj(struct tq_result_parser *p, const cJSON *o)
 /* ------------------------------------------------------------------ */
 /* Dispatch                                                           */
 
-/*
- * Substrings one of which an object must hold to be worth parsing. In
- * valid JSON a '"' inside a string is escaped, so "\"result\"" can only be
- * the string token "result" (a key or a value), never text inside a tool's
- * output: the multi-MB tool result lines of a Claude run are skipped after
- * one scan.
- */
-static const char *const claude_needles[] = { "\"result\"", "\"init\"", NULL };
-static const char *const codex_needles[] = {
-	"\"thread.started\"", "\"agent_message\"", "\"turn.completed\"",
-	"\"turn.failed\"", NULL,
-};
-static const char *const opencode_needles[] = {
-	"\"step_start\"", "\"text\"", "\"step_finish\"", "\"error\"", NULL,
-};
-
+/* Is the object framed worth parsing: does it hold one of the agent's
+ * needles (registry.c says why they are enough)? */
 static int worth_parsing(const struct tq_result_parser *p)
 {
-	const char *const *n;
+	const char *const *n = p->def != NULL ? p->def->needles : NULL;
 
-	switch (p->style) {
-	case S_CLAUDE: n = claude_needles; break;
-	case S_CODEX: n = codex_needles; break;
-	case S_OPENCODE: n = opencode_needles; break;
-	default: return 1; /* gemini: small lines, and the json document */
-	}
+	if (n == NULL)
+		return 1;
 	for (; *n != NULL; n++)
 		if (memmem(p->obj.p, p->obj.len, *n, strlen(*n)) != NULL)
 			return 1;
@@ -514,15 +496,8 @@ static void dispatch(struct tq_result_parser *p)
 		return;
 	/* obj is NUL-terminated; cJSON 1.7.15 reads up to length */
 	o = cJSON_ParseWithLength(p->obj.p, p->obj.len);
-	if (cJSON_IsObject(o)) {
-		switch (p->style) {
-		case S_CLAUDE: claude_obj(p, o); break;
-		case S_GEMINI: gemini_obj(p, o); break;
-		case S_CODEX: codex_obj(p, o); break;
-		case S_OPENCODE: opencode_obj(p, o); break;
-		default: break;
-		}
-	}
+	if (cJSON_IsObject(o) && p->def != NULL)
+		p->def->read_obj(p, o);
 	cJSON_Delete(o);
 }
 
@@ -605,7 +580,7 @@ void tq_result_feed(struct tq_result_parser *p, const void *buf, size_t len)
 	const char *s = buf;
 	size_t i = 0;
 
-	if (p == NULL || p->style == S_NONE)
+	if (p == NULL || p->def == NULL)
 		return;
 	while (i < len) {
 		const char *nl;
@@ -665,8 +640,24 @@ static int is_uuid(const char *s)
 	return s[36] == '\0';
 }
 
+const char *tq_result_session_uuid(const char *id, size_t len)
+{
+	(void)len;
+	return is_uuid(id) ? NULL : "not a uuid";
+}
+
+const char *tq_result_session_opencode(const char *id, size_t len)
+{
+	if (strncmp(id, "ses_", 4) != 0 || len == 4 ||
+	    strspn(id + 4, "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+		   "abcdefghijklmnopqrstuvwxyz") != len - 4)
+		return "not ses_ and letters and digits";
+	return NULL;
+}
+
 int tq_result_session_check(const char *parser, const char *id, char *why, size_t n)
 {
+	const struct tq_agent_def *def = tq_registry_find(parser);
 	const char *bad = NULL;
 	size_t len = id != NULL ? strlen(id) : 0;
 
@@ -676,20 +667,11 @@ int tq_result_session_check(const char *parser, const char *id, char *why, size_
 		bad = "starts with '-'";
 	else if (len > TQ_RESULT_SESSION_MAX)
 		bad = "too long";
-	else if (parser != NULL && (strcmp(parser, "claude") == 0 ||
-				    strcmp(parser, "gemini") == 0 ||
-				    strcmp(parser, "codex") == 0)) {
-		if (!is_uuid(id))
-			bad = "not a uuid";
-	} else if (parser != NULL && strcmp(parser, "opencode") == 0) {
-		if (strncmp(id, "ses_", 4) != 0 || len == 4 ||
-		    strspn(id + 4, "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-			   "abcdefghijklmnopqrstuvwxyz") != len - 4)
-			bad = "not ses_ and letters and digits";
-	} else if (strspn(id, "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-			  "abcdefghijklmnopqrstuvwxyz-_.:") != len) {
+	else if (def != NULL && def->session_bad != NULL)
+		bad = def->session_bad(id, len);
+	else if (strspn(id, "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			  "abcdefghijklmnopqrstuvwxyz-_.:") != len)
 		bad = "has characters other than letters, digits and -_.:";
-	}
 	if (bad == NULL)
 		return 0;
 	if (why != NULL && n > 0)
@@ -702,20 +684,12 @@ int tq_result_session_check(const char *parser, const char *id, char *why, size_
 
 struct tq_result_parser *tq_result_parser_new(const char *parser)
 {
-	static const struct { const char *name; enum style style; } names[] = {
-		{ "claude", S_CLAUDE }, { "gemini", S_GEMINI },
-		{ "codex", S_CODEX }, { "opencode", S_OPENCODE },
-	};
 	struct tq_result_parser *p = calloc(1, sizeof(*p));
 
 	if (p == NULL)
 		return NULL;
 	p->duration_ms = -1;
-	for (size_t i = 0; parser != NULL && i < sizeof(names) / sizeof(names[0]); i++)
-		if (strcmp(parser, names[i].name) == 0) {
-			p->style = names[i].style;
-			p->name = names[i].name;
-		}
+	p->def = tq_registry_find(parser);
 	return p;
 }
 
@@ -761,7 +735,8 @@ void tq_result_end(struct tq_result_parser *p, struct tq_result *r)
 		/* vis(3): each byte shown takes at most 4 characters (\ooo) */
 		char why[64], shown[4 * NOTE_ID_SHOWN + 1];
 
-		if (tq_result_session_check(p->name, p->session, why, sizeof(why)) < 0) {
+		if (tq_result_session_check(p->def != NULL ? p->def->name : NULL, p->session, why,
+					    sizeof(why)) < 0) {
 			/* never stored, so never put in the next link's argv */
 			r->agent_session = NULL;
 			strvisx(shown, p->session, strnlen(p->session, NOTE_ID_SHOWN),

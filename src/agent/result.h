@@ -63,8 +63,9 @@
 
 struct tq_result_parser;
 
-/* parser: "claude", "gemini", "codex", "opencode" (profile.h); any other
- * name (or NULL) gives a parser that finds nothing. NULL on no memory. */
+/* parser: the name of an agent of the registry (registry.h: "claude",
+ * "gemini", "codex", "opencode"); any other name (or NULL) gives a parser
+ * that finds nothing. NULL on no memory. */
 struct tq_result_parser *tq_result_parser_new(const char *parser);
 /* NULL is a no-op. */
 void tq_result_parser_free(struct tq_result_parser *p);

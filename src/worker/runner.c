@@ -56,6 +56,7 @@
 #include "../common/sys.h"
 #include "../queue/logstore.h"
 #include "agent/agent.h"
+#include "agent/registry.h"
 #include "agent/result.h"
 #include "agent/scrub.h"
 #include "classify/classify.h"
@@ -198,16 +199,12 @@ static const char *base_name(const char *p);
  * (`taskq submit -- claude -p ...`) the one named for the program. */
 static const char *result_parser(const struct run *r)
 {
-	static const char *const known[] = { "claude", "gemini", "codex", "opencode" };
-	const char *prog;
+	const struct tq_agent_def *def;
 
 	if (r->t->agent != NULL)
 		return r->agent.parser[0] ? r->agent.parser : NULL;
-	prog = base_name(r->t->argv[0]);
-	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
-		if (strcmp(prog, known[i]) == 0)
-			return known[i];
-	return NULL;
+	def = tq_registry_find(base_name(r->t->argv[0]));
+	return def != NULL ? def->name : NULL;
 }
 
 /* Spawn the task in its containment (contain.h): a cgroup where the

@@ -1,0 +1,155 @@
+/*
+ * test_registry.c - the table of agent CLIs (src/agent/registry.h): its
+ * entries are whole and unique, the built-in profiles and the table agree
+ * (every entry has its profile, whose parser is the entry; every built-in
+ * parser is an entry or "none"), lookups, the names for messages, and the
+ * parser error of a profile, which lists the table, word for word as when
+ * the list was written in profile.c.
+ */
+#include "harness.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/profile.h"
+#include "agent/registry.h"
+#include "agent/result.h"
+
+static void test_table(void **state)
+{
+	size_t n = 0;
+
+	(void)state;
+	for (const struct tq_agent_def *d; (d = tq_registry_at(n)) != NULL; n++) {
+		assert_non_null(d->name);
+		assert_true(d->name[0] != '\0');
+		assert_string_not_equal(d->name, "none");
+		assert_non_null(d->read_obj);
+		assert_ptr_equal(tq_registry_find(d->name), d);
+		for (size_t k = 0; k < n; k++)
+			assert_string_not_equal(tq_registry_at(k)->name, d->name);
+		/* isolating comes after capping, for the same run */
+		if (d->isolate != NULL)
+			assert_non_null(d->cap_retries);
+	}
+	assert_int_equal(n, 4);
+	assert_null(tq_registry_find(NULL));
+	assert_null(tq_registry_find(""));
+	assert_null(tq_registry_find("none"));
+	assert_null(tq_registry_find("Claude"));
+	assert_null(tq_registry_find("claude "));
+}
+
+static void test_names(void **state)
+{
+	char buf[256], small[9];
+
+	(void)state;
+	tq_registry_names(buf, sizeof(buf));
+	assert_string_equal(buf, "claude, gemini, codex, opencode");
+	tq_registry_names(small, sizeof(small));
+	assert_string_equal(small, "claude, ");
+	tq_registry_names(buf, 0); /* writes nothing */
+}
+
+/* The built-in profiles and the table agree, both ways. */
+static void test_profiles_agree(void **state)
+{
+	struct tq_profiles *ps = NULL;
+	struct tq_err err = TQ_ERR_INIT;
+	const struct tq_agent_def *d;
+	char names[512];
+
+	(void)state;
+	assert_int_equal(tq_profiles_load_file(&ps, "", &err), 0);
+	for (size_t i = 0; (d = tq_registry_at(i)) != NULL; i++) {
+		const struct tq_profile *p = tq_profiles_find(ps, d->name);
+
+		assert_non_null(p);
+		assert_string_equal(p->parser, d->name);
+		assert_string_equal(p->argv[0], d->name);
+	}
+	tq_profiles_names(ps, names, sizeof(names));
+	for (char *save = NULL, *tok = strtok_r(names, ", ", &save); tok != NULL;
+	     tok = strtok_r(NULL, ", ", &save)) {
+		const struct tq_profile *p = tq_profiles_find(ps, tok);
+
+		assert_non_null(p);
+		if (strcmp(p->parser, "none") != 0 && tq_registry_find(p->parser) == NULL)
+			fail_msg("built-in profile %s: parser %s is not in the registry", tok,
+				 p->parser);
+	}
+	tq_profiles_free(ps);
+}
+
+/* A profile naming a parser no entry has: the message lists the table. */
+static void test_parser_message(void **state)
+{
+	char *dir = th_tempdir(), path[4096];
+	struct tq_profiles *ps = NULL;
+	struct tq_err err = TQ_ERR_INIT;
+	FILE *fp;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/config.json", dir);
+	assert_non_null(fp = fopen(path, "w"));
+	fputs("{\"profiles\": {\"x\": {\"command\": [\"x\"], \"parser\": \"gpt\"}}}", fp);
+	assert_int_equal(fclose(fp), 0);
+	assert_int_equal(tq_profiles_load_file(&ps, path, &err), TQ_EINVAL);
+	assert_null(ps);
+	if (strstr(err.msg, ": \"parser\" must be one of claude, gemini, codex, opencode, "
+		   "none, not gpt") == NULL)
+		fail_msg("got [%s]", err.msg);
+	/* each entry's name, and none, is a parser a profile may name */
+	for (size_t i = 0; i <= 4; i++) {
+		const char *name = i < 4 ? tq_registry_at(i)->name : "none";
+
+		assert_non_null(fp = fopen(path, "w"));
+		fprintf(fp, "{\"profiles\": {\"x\": {\"command\": [\"x\"], \"parser\": \"%s\"}}}",
+			name);
+		assert_int_equal(fclose(fp), 0);
+		assert_int_equal(tq_profiles_load_file(&ps, path, &err), 0);
+		assert_string_equal(tq_profiles_find(ps, "x")->parser, name);
+		tq_profiles_free(ps);
+		ps = NULL;
+	}
+	th_rmtree(dir);
+}
+
+/* Session id forms come from the entry; a name without one, the generic
+ * form. */
+static void test_session_forms(void **state)
+{
+	static const char uuid[] = "01a20dff-fcbd-7631-ad82-18aa279ff769";
+	static const char ses[] = "ses_df1ffcc88ffe7PukM9Ns2Jg3ay";
+	char why[64];
+
+	(void)state;
+	for (size_t i = 0; i < 3; i++) {
+		const char *name = tq_registry_at(i)->name;
+
+		assert_int_equal(tq_result_session_check(name, uuid, why, sizeof(why)), 0);
+		assert_int_equal(tq_result_session_check(name, ses, why, sizeof(why)), -1);
+		assert_string_equal(why, "not a uuid");
+	}
+	assert_int_equal(tq_result_session_check("opencode", ses, why, sizeof(why)), 0);
+	assert_int_equal(tq_result_session_check("opencode", uuid, why, sizeof(why)), -1);
+	assert_string_equal(why, "not ses_ and letters and digits");
+	assert_int_equal(tq_result_session_check("none", ses, why, sizeof(why)), 0);
+	assert_int_equal(tq_result_session_check(NULL, "a b", why, sizeof(why)), -1);
+	assert_string_equal(why, "has characters other than letters, digits and -_.:");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_table),
+		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_profiles_agree),
+		cmocka_unit_test(test_parser_message),
+		cmocka_unit_test(test_session_forms),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
