@@ -360,7 +360,12 @@ _taskq() {
 			mapfile -t COMPREPLY < <(compgen -c -- "$cur" | sort -u)
 		fi
 		;;
-	show | log | poll | result | classify)
+	show)
+		# ID...: every id, as many as given
+		_taskq_ids ""
+		_taskq_words "${_taskq_vals[*]}" "$cur"
+		;;
+	log | poll | result | classify)
 		if ((npos == 0)); then
 			_taskq_ids ""
 			_taskq_words "${_taskq_vals[*]}" "$cur"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# test_show.sh - taskq show ID: every stored field, the environment with
+# test_show.sh - taskq show ID...: every stored field, the environment with
 # secret-looking values masked unless --show-env, labels, dependencies,
-# attempts, --json; unknown and malformed ids exit 2.
+# attempts, --json; unknown and malformed ids exit 2; several ids in one
+# call.
 . "$(dirname "$0")/lib.sh"
 
 check "unknown id, before and after the database exists: exit 2"
@@ -24,8 +25,9 @@ assert_exit 2 tq show -1
 assert_one_line_error
 assert_exit 2 tq show
 assert_one_line_error
-assert_exit 2 tq show 1 1
+assert_exit 2 tq show 1 abc
 assert_one_line_error
+assert_eq "" "$(out)" "shown before every id was checked"
 
 check "secret-looking values are masked unless --show-env"
 assert_exit 0 env FOO_TOKEN=tok123 MY_API_KEY=key456 db_password=pw789 \
@@ -140,3 +142,14 @@ assert_contains "$(out)" "after:        1"
 assert_contains "$(out)" "    $id (to succeed)"
 assert_exit 0 tq show "$id2" --json
 assert_eq "[{\"id\": $id, \"any\": false}]" "$(out | pyjson 'd["after"]')"
+
+check "several ids: each task in turn, in the order given, as show shows it alone"
+assert_exit 0 tq show "$id2" "$id" --json
+assert_eq "$(tq show "$id2" --json)"$'\n'"$(tq show "$id" --json)" "$(out)" "one object a line"
+assert_exit 0 tq show "$id" "$id2"
+assert_eq "$(tq show "$id")"$'\n\n'"$(tq show "$id2")" "$(out)" "each block, a blank line between"
+check "several ids, one with no task: said on one line, the others shown, exit 2"
+assert_exit 2 tq show "$id" 99 "$id2" --json
+assert_eq "$id $id2" "$(out | "$TQ_PYTHON" -c 'import json, sys; print(*(json.loads(l)["id"] for l in sys.stdin))')"
+assert_one_line_error
+assert_eq 'taskq: show: task 99: no such task' "$(err)"
