@@ -5,7 +5,9 @@
 # error (exit 1) on one line.
 . "$(dirname "$0")/lib.sh"
 
-count() { sqlite3 "$1/taskq.db" "select count(*) from tasks"; }
+# How many tasks the state directory DIR holds (status --json's counts,
+# read there).
+count() { TASKQ_HOME=$1 task_count; }
 
 check "TASKQ_HOME"
 assert_exit 0 tq submit true

@@ -18,15 +18,6 @@ DB_TESTS=(
 	../reliability/test_bad_db.sh # a damaged database, a newer schema, a full disk
 )
 
-# Not converted yet (issue 18: json1 and json2 convert them). Each of these
-# still uses SQL unmarked; a file converted leaves this list (the check
-# below fails on a stale entry), and when the list is empty it goes.
-PENDING=(
-	test_home.sh
-	../reliability/test_chaos.sh
-	../reliability/test_contention.sh
-)
-
 SQL_RE='(^|[^[:alnum:]_.])(tq_sql|sqlite3)([[:space:]]|$)|sqlite3\.connect\('
 MARK_RE='# SQL: the database itself \([^)]+\)'
 
@@ -72,17 +63,13 @@ for f in lib*.sh test_*.sh ../reliability/lib*.sh ../reliability/test_*.sh; do
 	[ "$f" = "$TQ_TEST.sh" ] && continue
 	listed "$f" "${DB_TESTS[@]}" && continue
 	found=$(sql_lines "$f")
-	if listed "$f" "${PENDING[@]}"; then
-		[ -n "$found" ] || bad+="$f: converted: take it off PENDING in $TQ_TEST.sh"$'\n'
-		continue
-	fi
 	[ -z "$found" ] || bad+="$found"$'\n'
 done
 [ -z "$bad" ] || fail "SQL outside the database's own tests (read through taskq ... --json, or mark the line '# SQL: the database itself (why)'):
 $bad"
 
 check "every file listed exists"
-for f in "${DB_TESTS[@]}" "${PENDING[@]}"; do
+for f in "${DB_TESTS[@]}"; do
 	[ -f "$f" ] || fail "$f is listed in $TQ_TEST.sh but does not exist"
 done
 

@@ -48,24 +48,53 @@ rel_integrity() {
 	sqlite3 "$TASKQ_HOME/taskq.db" 'PRAGMA integrity_check' # SQL: the database itself (its own integrity check)
 }
 
+# Every task's show --json, oldest first, as one JSON array, without its
+# environment (env, env_base64: most of its bytes, which no check here
+# reads): what a test of thousands of tasks checks their attempts in. Read
+# by taskq show ID... (xargs keeps each call within the argument limit): a
+# show a task would cost a process start each, 2,200 of them ~16 s on this
+# 2-core machine, 440 ~12 s in the sanitizer build.
+rel_shows() {
+	task_ids | xargs -r "$TASKQ_BIN" show --json | "$TQ_PYTHON" -c '
+import json, sys
+drop = ("env", "env_base64")
+json.dump([{k: v for k, v in json.loads(l).items() if k not in drop} for l in sys.stdin],
+          sys.stdout)
+'
+}
+
 # A digest of everything stored about the tasks and their attempts, read
 # through show --json (every byte of argv, name and cwd, with their
 # *_base64 copies where they are not UTF-8): equal before and after means
 # nothing was lost or changed.
 rel_digest() {
-	local id
-	for id in $(task_ids); do
-		"$TASKQ_BIN" show "$id" --json
-	done | "$TQ_PYTHON" -c '
+	rel_shows | "$TQ_PYTHON" -c '
 import json, sys
-for line in sys.stdin:
-    d = json.loads(line)
+for d in json.load(sys.stdin):
     exact = lambda k: d.get(k + "_base64", d[k])
     print(d["id"], d["state"], exact("name"), exact("argv"), exact("cwd"), d["attempt"],
           d["outcome"] or "")
     for a in d["attempts"]:
         print(d["id"], a["attempt"], a["outcome"] or "")
 ' | md5sum
+}
+
+# rel_count_not STATE...: how many tasks are in none of these states, from
+# status --json's counts by state. Read in bash, not python: a loop that
+# polls it on a loaded machine pays what taskq status costs (~3 ms of CPU),
+# not a python start (~25 ms) besides. Fails when status does (printing
+# nothing) or its counts do not read as counts (printing "<rel_count_not:
+# ...>", which no comparison takes).
+rel_count_not() {
+	local j kv n=0 s
+	j=$("$TASKQ_BIN" status --json) || return
+	[[ $j =~ \"tasks\":\{([^}]*)\} ]] || { echo "<rel_count_not: no tasks in status --json>"; return 1; }
+	IFS=, read -ra kv <<<"${BASH_REMATCH[1]}"
+	for s in "${kv[@]}"; do
+		[[ $s =~ ^\"([a-z_]+)\":([0-9]+)$ ]] || { echo "<rel_count_not: $s>"; return 1; }
+		[[ " $* " == *" ${BASH_REMATCH[1]} "* ]] || n=$((n + BASH_REMATCH[2]))
+	done
+	echo "$n"
 }
 
 # The last command (see lib.sh's run/assert_exit) failed the documented way

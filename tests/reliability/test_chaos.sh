@@ -36,7 +36,13 @@
 #   - the checks themselves, by tampering with the results after the drain
 #     (a second succeeded attempt for one task; one task's line removed
 #     from the side-effect file; one task set back to running): each
-#     failed with its message.
+#     failed with its message. Again once the checks read through taskq
+#     (status --json, list --json, show ID... --json; issue 18): a second
+#     succeeded attempt for task 7 ("succeeded tasks without exactly one
+#     succeeded attempt: ... [7]"), task 9's attempt with its end erased
+#     ("attempts never ended: ... ["9/1"]"), task 11's first attempt
+#     renumbered 5 ("not numbered 1..attempt: ... [11]"), and recover()
+#     returning at once ("15 tasks not final: {... "running": 15 ...}");
 #   - recovery taking over the task of a live, late worker (supervisor.c
 #     worker_alive() returning 0): failed with "attempts that ended neither
 #     succeeded nor lost: 343/2 killed log logs/343.log is being written by
@@ -68,10 +74,10 @@ _chaos_cleanup() {
 }
 trap '_chaos_cleanup; _tq_cleanup' EXIT
 
-# The sqlite3 shell with a busy timeout: it reads while workers write.
-sql() { sqlite3 -cmd '.timeout 10000' "$TASKQ_HOME/taskq.db" "$@"; }
-FINAL="'succeeded','failed','timed_out','killed','canceled'"
-unfinished() { sql "select count(*) from tasks where state not in ($FINAL)"; }
+# How many tasks are not final yet (status --json's counts).
+FINAL="succeeded failed timed_out killed canceled"
+# shellcheck disable=SC2086 # the states are words
+unfinished() { rel_count_not $FINAL; }
 
 # Task i appends i to the side file. One in five sleeps a while, so that
 # kills also land on tasks in the middle of running, not only between them,
@@ -144,11 +150,21 @@ start_sup() {
 }
 
 # A live worker's pid, at random, checked to be a taskq worker (a pid from
-# the table may have been reused by now); with "busy", one running a task.
+# the store may have been reused by now); with "busy", one running a task.
+# The workers are status --json's worker_list (those not stopped, each with
+# the task it says it runs), read in bash as rel_count_not reads the counts:
+# the chaos calls this every few hundred ms.
 random_worker() {
-	local pids p q="select pid from workers where stopped_at is null"
-	[ "${1:-}" = busy ] && q="$q and task_id is not null"
-	mapfile -t pids < <(sql "$q")
+	local j w pids=() p
+	j=$("$TASKQ_BIN" status --json) || return 1
+	[[ $j =~ \"worker_list\":\[([^]]*)\] ]] || return 1
+	w=${BASH_REMATCH[1]}
+	while [[ $w =~ \"pid\":([0-9]+),\"task\":(null|[0-9]+) ]]; do
+		if [ "${1:-}" != busy ] || [ "${BASH_REMATCH[2]}" != null ]; then
+			pids+=("${BASH_REMATCH[1]}")
+		fi
+		w=${w#*"${BASH_REMATCH[0]}"}
+	done
 	((${#pids[@]})) || return 1
 	p=${pids[RANDOM % ${#pids[@]}]}
 	_tq_alive "$p" && grep -qa 'worker' "/proc/$p/cmdline" 2>/dev/null || return 1
@@ -210,60 +226,76 @@ done
 echo "chaos for $chaos_ms ms: $submitted tasks submitted, $kills_w workers and" \
 	"$kills_s supervisors killed, $stops workers stopped; $(unfinished) tasks unfinished"
 [ ! -s "$TQ_TMP/submit.err" ] || fail "a submit failed under chaos: $(head -5 "$TQ_TMP/submit.err")"
-assert_eq "$submitted" "$(sql "select count(*) from tasks")" "tasks stored"
+assert_eq "$submitted" "$(task_count)" "tasks stored"
 [ "$submitted" -ge 100 ] || fail "only $submitted tasks submitted in ${CHAOS_S}s"
 [ $((kills_w + kills_s)) -ge 6 ] || fail "only $((kills_w + kills_s)) kills: the chaos did not happen"
 echo "the watchdog killed $(grep -c 'has not heartbeaten' "$TQ_TMP/serve.log" || true) stopped workers"
 N=$submitted
 
 check "every submit stored its task exactly once, under the id it printed"
-assert_eq "" "$(sql "select name || ' x' || count(*) from tasks group by name having count(*) > 1 limit 5")" \
-	"tasks stored more than once"
+"$TASKQ_BIN" list --json --limit 0 >"$TQ_TMP/list.json"
+assert_eq "[]" "$(pyjson '[n + " x%d" % c for n, c in __import__("collections").Counter(
+	t["name"] for t in d).items() if c > 1][:5]' <"$TQ_TMP/list.json")" "tasks stored more than once"
+declare -A name_of=()
+while IFS='|' read -r id name; do
+	name_of[$id]=$name
+done < <(json_get --each id name <"$TQ_TMP/list.json")
+[ "${#name_of[@]}" -eq "$submitted" ] || fail "list --json read ${#name_of[@]} of $submitted tasks"
 while read -r id name; do
-	[ "$(sql "select name from tasks where id = $id")" = "$name" ] ||
-		fail "submit of $name printed id $id, which holds $(sql "select name from tasks where id = $id")"
+	[ "${name_of[$id]-}" = "$name" ] ||
+		fail "submit of $name printed id $id, which holds ${name_of[$id]-no task}"
 done <"$TQ_TMP/single.ids"
-echo "$(wc -l <"$TQ_TMP/single.ids") single submits, $(sql "select count(*) from meta where key like 'submit:%'") through the supervisor"
+echo "$(wc -l <"$TQ_TMP/single.ids") single submits," \
+	"$(sqlite3 -cmd '.timeout 10000' "$TASKQ_HOME/taskq.db" "select count(*) from meta where key like 'submit:%'") through the supervisor" # SQL: the database itself (its submit tokens, which no command shows: a figure for the log, not a check)
 
 check "with the chaos over, every task ends"
 wait_for '[ "$(unfinished)" -eq 0 ]' 120 ||
-	fail "$(unfinished) tasks not final: $(sql "select state, count(*) from tasks where state not in ($FINAL) group by state")"
+	fail "$(unfinished) tasks not final: $(tq_json status --json -- tasks)"
 echo "drained $(($(_tq_now_ms) - t0 - chaos_ms)) ms after the chaos"
-sql "select state, coalesce(outcome, '-'), count(*) from tasks group by 1, 2"
-sql "select 'attempts', outcome, count(*) from attempts group by 2"
-sql "select 'killed attempt', task_id, attempt, reason from attempts where outcome = 'killed' limit 5"
+# Every task with its attempts, as show --json has them: what the checks
+# below read (shows 'EXPR': EXPR over that array, d).
+t_shows=$(_tq_now_ms)
+rel_shows >"$TQ_TMP/shows.json"
+echo "read $(pyjson 'len(d)' <"$TQ_TMP/shows.json") tasks' show --json in $(($(_tq_now_ms) - t_shows)) ms"
+shows() { pyjson "$1" <"$TQ_TMP/shows.json"; }
+echo "tasks (state|outcome): $(shows '__import__("collections").Counter(
+	"%s|%s" % (t["state"], t["outcome"] or "-") for t in d)')"
+echo "attempts (outcome): $(shows '__import__("collections").Counter(
+	a["outcome"] or "-" for t in d for a in t["attempts"])')"
+echo "killed attempts: $(shows '["%d/%d %s" % (t["id"], a["attempt"], a["reason"] or "") for t in d
+	for a in t["attempts"] if a["outcome"] == "killed"][:5]')"
 
 check "no task running, every attempt ended"
-assert_eq 0 "$(sql "select count(*) from tasks where state = 'running'")" "running tasks"
-assert_eq 0 "$(sql "select count(*) from attempts where ended_at is null or outcome is null")" \
-	"attempts never ended"
+assert_eq "[]" "$(shows '[t["id"] for t in d if t["state"] == "running"][:5]')" "running tasks"
+assert_eq "[]" "$(shows '["%d/%d" % (t["id"], a["attempt"]) for t in d for a in t["attempts"]
+	if a["ended_at"] is None or a["outcome"] is None][:5]')" "attempts never ended"
 check "a task that did not succeed was lost (and retried until its budget ran out)"
-assert_eq "" "$(sql "select id || ' ' || state || ' ' || coalesce(outcome, '') || ' ' || coalesce(reason, '')
-	from tasks where state != 'succeeded' and not (state = 'failed' and outcome = 'lost') limit 5")" \
+assert_eq "[]" "$(shows '["%d %s %s %s" % (t["id"], t["state"], t["outcome"] or "", t["reason"] or "")
+	for t in d if t["state"] != "succeeded" and not (t["state"] == "failed" and t["outcome"] == "lost")][:5]')" \
 	"tasks that ended otherwise"
 # Nothing here kills a task (no timeout, no kill). An attempt that ended
 # otherwise ran while another attempt of its task was alive: its worker found
 # the log still held by a late worker, say, whose task was taken over.
-assert_eq "" "$(sql "select task_id || '/' || attempt || ' ' || outcome || ' ' || coalesce(reason, '')
-	from attempts where outcome not in ('succeeded', 'lost') limit 5")" \
+assert_eq "[]" "$(shows '["%d/%d %s %s" % (t["id"], a["attempt"], a["outcome"], a["reason"] or "")
+	for t in d for a in t["attempts"] if a["outcome"] not in (None, "succeeded", "lost")][:5]')" \
 	"attempts that ended neither succeeded nor lost"
-ok=$(sql "select count(*) from tasks where state = 'succeeded'")
+ok=$(shows 'sum(t["state"] == "succeeded" for t in d)')
 [ "$ok" -ge $((N * 9 / 10)) ] || fail "only $ok of $N tasks succeeded"
 
 check "each succeeded task's result is recorded exactly once"
-assert_eq "" "$(sql "select t.id from tasks t where t.state = 'succeeded' and
-	(select count(*) from attempts a where a.task_id = t.id and a.outcome = 'succeeded') != 1 limit 5")" \
+assert_eq "[]" "$(shows '[t["id"] for t in d if t["state"] == "succeeded" and
+	sum(a["outcome"] == "succeeded" for a in t["attempts"]) != 1][:5]')" \
 	"succeeded tasks without exactly one succeeded attempt"
-assert_eq "" "$(sql "select t.id from tasks t where t.state != 'succeeded' and
-	exists (select 1 from attempts a where a.task_id = t.id and a.outcome = 'succeeded') limit 5")" \
+assert_eq "[]" "$(shows '[t["id"] for t in d if t["state"] != "succeeded" and
+	any(a["outcome"] == "succeeded" for a in t["attempts"])][:5]')" \
 	"tasks with a succeeded attempt that are not succeeded"
-assert_eq "" "$(sql "select t.id from tasks t left join attempts a on a.task_id = t.id
-	group by t.id having count(a.attempt) != t.attempt or coalesce(max(a.attempt), 0) != t.attempt limit 5")" \
+assert_eq "[]" "$(shows '[t["id"] for t in d if len(t["attempts"]) != t["attempt"] or
+	max([a["attempt"] for a in t["attempts"]], default=0) != t["attempt"]][:5]')" \
 	"tasks whose attempts are not numbered 1..attempt"
 
 check "each succeeded task's side effect happened at least once"
 # (comm wants its inputs in the collating order of sort, not numeric)
-sql "select substr(name, 2) from tasks where state = 'succeeded'" | sort -u >"$TQ_TMP/ok"
+shows '"\n".join(t["name"][1:] for t in d if t["state"] == "succeeded")' | sort -u >"$TQ_TMP/ok"
 sort -u "$side" >"$TQ_TMP/done"
 missing=$(comm -23 "$TQ_TMP/ok" "$TQ_TMP/done" | head -5 | tr '\n' ' ')
 assert_eq "" "$missing" "succeeded tasks whose side effect is missing"
@@ -280,8 +312,7 @@ if ! wait_for '[ -z "$(rel_marked_procs "$MARK")" ]' 5; then
 		echo "leaked pid $p: $(tr '\0' ' ' <"/proc/$p/cmdline") task $tid;" \
 			"stat: $(cut -d' ' -f3-8 "/proc/$p/stat" 2>/dev/null)" >&2
 		[ -z "$tid" ] && continue
-		sql "select 'attempt', attempt, worker_id, pid, outcome, started_at, ended_at,
-			coalesce(reason, '') from attempts where task_id = $tid" >&2
+		attempts_of "$tid" attempt worker_id pid outcome started_at ended_at reason >&2 || true
 		grep -E "task $tid[^0-9]|worker [0-9]+ .*$tid" "$TQ_TMP/serve.log" | head -20 >&2
 	done
 	fail "task processes alive: $(for p in $(rel_marked_procs "$MARK"); do
