@@ -453,21 +453,26 @@ static int have_children_files(void)
 	return known;
 }
 
-/* Children via /proc/self/task/TID/children, for every thread of ours. */
-static int children_from_task_files(struct pidlist *l)
+/* The children of pid, from its threads' children files, into kids (reset
+ * first). A pid that is gone has none. 0, or -1 with errno. */
+static int children_of(pid_t pid, struct pidlist *kids)
 {
-	int fd = tq_open("/proc/self/task", O_RDONLY | O_DIRECTORY, 0);
+	char path[64];
 	struct dirent *de;
 	DIR *d;
-	int rc = 0;
+	int fd, rc = 0;
 
-	if (fd < 0 || (d = fdopendir(fd)) == NULL) {
+	kids->n = 0;
+	snprintf(path, sizeof(path), "/proc/%ld/task", (long)pid);
+	if ((fd = tq_open(path, O_RDONLY | O_DIRECTORY, 0)) < 0)
+		return errno == ENOENT || errno == ESRCH ? 0 : -1;
+	if ((d = fdopendir(fd)) == NULL) {
 		tq_close(fd);
 		return -1;
 	}
 	while (rc == 0 && (de = readdir(d)) != NULL)
 		if (dirent_pid(de) > 0)
-			rc = read_children_file(dirfd(d), de->d_name, l);
+			rc = read_children_file(dirfd(d), de->d_name, kids);
 	closedir(d);
 	return rc;
 }
@@ -505,7 +510,7 @@ static int list_children(struct pidlist *l, struct tq_err *err)
 {
 	l->n = 0;
 	if (have_children_files()) {
-		if (children_from_task_files(l) < 0)
+		if (children_of(getpid(), l) < 0)
 			return tq_err_sys(err,
 				"sweep: read /proc/self/task/*/children");
 		return 0;
@@ -693,29 +698,6 @@ static int idlist_has(const struct idlist *l, pid_t pid)
 	return 0;
 }
 
-/* The children of pid, from its threads' children files, into kids (reset
- * first). A pid that is gone has none. 0, or -1 with errno. */
-static int children_of(pid_t pid, struct pidlist *kids)
-{
-	char path[64];
-	struct dirent *de;
-	DIR *d;
-	int fd, rc = 0;
-
-	kids->n = 0;
-	snprintf(path, sizeof(path), "/proc/%ld/task", (long)pid);
-	if ((fd = tq_open(path, O_RDONLY | O_DIRECTORY, 0)) < 0)
-		return errno == ENOENT || errno == ESRCH ? 0 : -1;
-	if ((d = fdopendir(fd)) == NULL) {
-		tq_close(fd);
-		return -1;
-	}
-	while (rc == 0 && (de = readdir(d)) != NULL)
-		if (dirent_pid(de) > 0)
-			rc = read_children_file(dirfd(d), de->d_name, kids);
-	closedir(d);
-	return rc;
-}
 
 /* Add the children of parent (listed in kids) whose stat still names
  * parent as theirs: a pid read from a children file that has since been
