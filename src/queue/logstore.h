@@ -38,8 +38,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../common/err.h"
-#include "queue.h"
+#include "common/err.h"
+#include "queue/queue.h"
 
 #define TQ_LOG_LINE_MAX (64 * 1024)     /* longest record before a cut */
 #define TQ_LOG_PARTIAL_MS 1000          /* flush a waiting partial line */

@@ -3,7 +3,7 @@
  * a task's default name and group from its argv; the NUL-separated string
  * vector encoding used for argv and env blobs.
  */
-#include "internal.h"
+#include "queue/sqlite/internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>

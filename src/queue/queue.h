@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../common/err.h"
+#include "common/err.h"
 
 /* ------------------------------------------------------------------ */
 /* Enumerations                                                       */

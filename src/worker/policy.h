@@ -16,7 +16,7 @@
  * the group's other queued tasks do not hit the same wall.
  *
  * When that pause lifts, one task of the group runs first (a half-open
- * probe, src/queue/claim.c) and the rest wait until its attempt has ended.
+ * probe, src/queue/sqlite/claim.c) and the rest wait until its attempt has ended.
  * The group is released when the attempt shows the limit has lifted
  * (tq_policy_probe_passed); it is paused again when the attempt hit the
  * limit again; any other end tells nothing about the limit, and the next

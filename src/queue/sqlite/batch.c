@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/sys.h"
-#include "logstore.h"
+#include "common/sys.h"
+#include "queue/logstore.h"
 
 #define ST_BATCH_LIST  ST_BATCH_0
 #define ST_BATCH_ONE   ST_BATCH_1

@@ -24,7 +24,7 @@
 
 #include <bsd/string.h>
 
-#include "../common/sys.h"
+#include "common/sys.h"
 #include "schema.h"
 #include "migration_002.h"
 #include "migration_003.h"

@@ -16,7 +16,7 @@
 
 #include <bsd/string.h>
 
-#include "../common/sys.h"
+#include "common/sys.h"
 
 #define UNFINISHED "('queued','scheduled','blocked','running')"
 

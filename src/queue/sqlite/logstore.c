@@ -67,7 +67,7 @@
  *   before it were lost, and goes on there. The output cap still counts
  *   everything the task wrote. Only what was deleted is lost.
  */
-#include "logstore.h"
+#include "queue/logstore.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -79,8 +79,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../common/parse.h"
-#include "../common/sys.h"
+#include "common/parse.h"
+#include "common/sys.h"
 
 #define RECORD_MAX (TQ_LOG_LINE_MAX + 2)          /* tag + bytes + '\n' */
 #define CHUNK (64 * 1024)                          /* one pread */

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../common/sys.h"
+#include "common/sys.h"
 
 int tq_queue_worker_add(struct tq_queue *q, int pid, int64_t proc_start, int slot,
 			int supervisor_pid, int64_t *id, struct tq_err *err)

@@ -12,7 +12,7 @@
 
 #include <string.h>
 
-#include "../common/sys.h"
+#include "common/sys.h"
 
 static int check_reader(const char *reader, struct tq_err *err)
 {

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/sys.h"
+#include "common/sys.h"
 
 /* The state of task id, or TQ_ENOTFOUND. */
 static int state_of(struct tq_queue *q, int64_t id, enum tq_state *s, struct tq_err *err)

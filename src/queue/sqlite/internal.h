@@ -9,7 +9,7 @@
 #include <limits.h>
 #include <sqlite3.h>
 
-#include "queue.h"
+#include "queue/queue.h"
 
 /* Slots of the statement cache: each statement is prepared on first use
  * (so a short-lived CLI process prepares only what it runs) and kept. */

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/sys.h"
+#include "common/sys.h"
 
 /*
  * A group may start a task when it is not paused and not held by its probe.
