@@ -19,38 +19,6 @@
 #include "common/sys.h"
 #include "queue/logstore.h"
 
-#define ST_BATCH_LIST  ST_BATCH_0
-#define ST_BATCH_ONE   ST_BATCH_1
-#define ST_GROUP_SET   ST_BATCH_2
-#define ST_CLEAR_OLD   ST_BATCH_3
-#define ST_CLEAR_STATE ST_BATCH_4
-#define ST_CLEAR_ONE   ST_BATCH_5
-#define ST_BATCH_OPEN  ST_BATCH_6
-
-/* The final states, for SQL. */
-#define FINAL_STATES "('succeeded','failed','timed_out','killed','canceled')"
-
-/*
- * One row per batch: the counts in enum tq_state order (columns 1-9), the
- * total, times, and the cost of every attempt. WHERE is the batch filter.
- */
-#define BATCH_SQL(WHERE)                                                       \
-	"WITH b AS (SELECT batch,"                                             \
-	" sum(state = 'queued'), sum(state = 'scheduled'),"                    \
-	" sum(state = 'blocked'), sum(state = 'running'),"                     \
-	" sum(state = 'succeeded'), sum(state = 'failed'),"                    \
-	" sum(state = 'timed_out'), sum(state = 'killed'),"                    \
-	" sum(state = 'canceled'), count(*) AS n,"                             \
-	" min(created_at), max(created_at), min(started_at), max(finished_at),"\
-	" max(id) AS last_id"                                                  \
-	" FROM tasks INDEXED BY tasks_batch WHERE " WHERE " GROUP BY batch),"  \
-	" c AS (SELECT t.batch AS batch, total(a.cost_usd) AS cost,"           \
-	" count(a.cost_usd) AS ncost FROM tasks t INDEXED BY tasks_batch"      \
-	" JOIN attempts a ON a.task_id = t.id"                                 \
-	" WHERE " WHERE " GROUP BY t.batch)"                                   \
-	" SELECT b.*, c.cost, c.ncost FROM b LEFT JOIN c ON c.batch = b.batch" \
-	" ORDER BY b.last_id DESC"
-
 enum { C_NAME = 0, C_COUNTS = 1, C_TOTAL = 1 + TQ_STATE_COUNT, C_FIRST_CREATED,
        C_LAST_CREATED, C_FIRST_STARTED, C_LAST_FINISHED, C_LAST_ID, C_COST, C_NCOST };
 
@@ -93,8 +61,7 @@ static int batch_from_row(sqlite3_stmt *st, struct tq_batch *b)
 int tq_queue_batches(struct tq_queue *q, struct tq_batch **list, size_t *n,
 		     struct tq_err *err)
 {
-	sqlite3_stmt *st = tq_db_stmt(q, ST_BATCH_LIST,
-				      BATCH_SQL("batch IS NOT NULL"), err);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_BATCH_LIST, err);
 	struct tq_batch *out = NULL;
 	size_t cap = 0, count = 0;
 	int rc;
@@ -132,7 +99,7 @@ nomem:
 int tq_queue_batch_get(struct tq_queue *q, const char *name, struct tq_batch *b,
 		       struct tq_err *err)
 {
-	sqlite3_stmt *st = tq_db_stmt(q, ST_BATCH_ONE, BATCH_SQL("batch = ?1"), err);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_BATCH_ONE, err);
 	int rc;
 
 	memset(b, 0, sizeof(*b));
@@ -155,9 +122,7 @@ int tq_queue_batch_get(struct tq_queue *q, const char *name, struct tq_batch *b,
 int tq_queue_batch_open(struct tq_queue *q, const char *name, int64_t *open,
 			struct tq_err *err)
 {
-	sqlite3_stmt *st = tq_db_stmt(q, ST_BATCH_OPEN,
-		"SELECT count(*) FROM tasks INDEXED BY tasks_batch WHERE batch = ?1"
-		" AND state IN ('queued','scheduled','blocked','running')", err);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_BATCH_OPEN, err);
 	int rc;
 
 	*open = 0;
@@ -186,9 +151,7 @@ int tq_queue_group_set_parallel(struct tq_queue *q, const char *name, int64_t pa
 	if (parallel < 0 || parallel > TQ_PARALLEL_MAX)
 		return tq_err_set(err, TQ_EINVAL, "parallel %lld: expected 0 (unlimited) to %d",
 				  (long long)parallel, TQ_PARALLEL_MAX);
-	st = tq_db_stmt(q, ST_GROUP_SET,
-			"INSERT INTO groups(name, parallel) VALUES (?1, ?2)"
-			" ON CONFLICT(name) DO UPDATE SET parallel = ?2", err);
+	st = tq_db_stmt(q, ST_GROUP_SET, err);
 	if (st == NULL)
 		return err ? err->code : TQ_EIO;
 	tq_bind_text(st, 1, name);
@@ -233,10 +196,7 @@ int tq_queue_clear_finished(struct tq_queue *q, int64_t before, size_t max,
 		goto out;
 	/* DELETE ... RETURNING hands every id back after the deletes ran, all
 	 * inside this transaction; the oldest go first (tasks_finished). */
-	st = tq_db_stmt(q, ST_CLEAR_OLD,
-		"DELETE FROM tasks WHERE id IN (SELECT id FROM tasks"
-		" INDEXED BY tasks_finished WHERE finished_at < ?1 AND state IN "
-		FINAL_STATES " ORDER BY finished_at LIMIT ?2) RETURNING id", err);
+	st = tq_db_stmt(q, ST_CLEAR_OLD, err);
 	if (st == NULL) {
 		rc = err ? err->code : TQ_EIO;
 		goto fail;
@@ -266,8 +226,7 @@ out:
 static int state_in_txn(struct tq_queue *q, int64_t id, enum tq_state *s,
 			struct tq_err *err)
 {
-	sqlite3_stmt *st = tq_db_stmt(q, ST_CLEAR_STATE,
-				      "SELECT state FROM tasks WHERE id = ?1", err);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_STATE_OF, err);
 	int rc;
 
 	if (st == NULL)
@@ -302,8 +261,7 @@ int tq_queue_clear_task(struct tq_queue *q, int64_t id, enum tq_state *was,
 				(long long)id);
 		goto fail;
 	}
-	st = tq_db_stmt(q, ST_CLEAR_ONE, "DELETE FROM tasks WHERE id = ?1 AND state IN "
-			FINAL_STATES, err);
+	st = tq_db_stmt(q, ST_CLEAR_ONE, err);
 	if (st == NULL) {
 		rc = err ? err->code : TQ_EIO;
 		goto fail;

@@ -16,8 +16,7 @@
 /* The state of task id, or TQ_ENOTFOUND. */
 static int state_of(struct tq_queue *q, int64_t id, enum tq_state *s, struct tq_err *err)
 {
-	sqlite3_stmt *st = tq_db_stmt(q, ST_STATE_OF, "SELECT state FROM tasks WHERE id = ?1",
-				      err);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_STATE_OF, err);
 	int rc;
 
 	if (st == NULL)
@@ -56,10 +55,7 @@ int tq_queue_cancel(struct tq_queue *q, int64_t id, const char *reason,
 				(long long)id, tq_state_name(s));
 		goto fail;
 	}
-	st = tq_db_stmt(q, ST_CANCEL,
-		"UPDATE tasks SET state = 'canceled', outcome = 'canceled', reason = ?2,"
-		" finished_at = ?3 WHERE id = ?1 AND state IN ('queued','scheduled','blocked')",
-		err);
+	st = tq_db_stmt(q, ST_CANCEL, err);
 	if (st == NULL) {
 		rc = err ? err->code : TQ_EIO;
 		goto fail;
@@ -93,7 +89,7 @@ int tq_queue_remove(struct tq_queue *q, int64_t id, struct tq_err *err)
 				(long long)id);
 		goto fail;
 	}
-	st = tq_db_stmt(q, ST_REMOVE, "DELETE FROM tasks WHERE id = ?1", err);
+	st = tq_db_stmt(q, ST_REMOVE, err);
 	if (st == NULL) {
 		rc = err ? err->code : TQ_EIO;
 		goto fail;
@@ -122,9 +118,7 @@ int tq_queue_request_kill(struct tq_queue *q, int64_t id, int sig, struct tq_err
 
 	if (sig <= 0 || sig >= NSIG)
 		return tq_err_set(err, TQ_EINVAL, "signal %d: not a signal", sig);
-	st = tq_db_stmt(q, ST_KILL,
-		"UPDATE tasks SET kill_signal = ?2, kill_requested_at = ?3"
-		" WHERE id = ?1 AND state = 'running'", err);
+	st = tq_db_stmt(q, ST_KILL, err);
 	if (st == NULL)
 		return err ? err->code : TQ_EIO;
 	sqlite3_bind_int64(st, 1, id);
@@ -154,17 +148,13 @@ static int retry_in_txn(struct tq_queue *q, int64_t id, struct tq_err *err)
 	if (!tq_state_final(s))
 		return tq_err_set(err, TQ_ESTATE, "task %lld is %s; only a finished task "
 				  "can be retried", (long long)id, tq_state_name(s));
-	st = tq_db_stmt(q, ST_RETRY_ATTEMPTS,
-			"UPDATE attempts SET counted = 0 WHERE task_id = ?1", err);
+	st = tq_db_stmt(q, ST_RETRY_ATTEMPTS, err);
 	if (st == NULL)
 		return err ? err->code : TQ_EIO;
 	sqlite3_bind_int64(st, 1, id);
 	if ((rc = tq_db_exec_st(q, st, err, "retry task")) < 0)
 		return rc;
-	st = tq_db_stmt(q, ST_RETRY_TASK,
-		"UPDATE tasks SET state = 'queued', run_after = 0, finished_at = NULL,"
-		" exit_code = NULL, signal = NULL, outcome = NULL, category = NULL,"
-		" reason = NULL WHERE id = ?1", err);
+	st = tq_db_stmt(q, ST_RETRY_TASK, err);
 	if (st == NULL)
 		return err ? err->code : TQ_EIO;
 	sqlite3_bind_int64(st, 1, id);
@@ -195,9 +185,7 @@ int tq_queue_retry_failed(struct tq_queue *q, const char *batch, int64_t *n,
 	*n = 0;
 	if ((rc = tq_db_begin(q, err)) < 0)
 		return rc;
-	st = tq_db_stmt(q, ST_FAILED_IDS,
-		"SELECT id FROM tasks WHERE state IN ('failed','timed_out')"
-		" AND (?1 IS NULL OR batch = ?1) ORDER BY id", err);
+	st = tq_db_stmt(q, ST_FAILED_IDS, err);
 	if (st == NULL) {
 		rc = err ? err->code : TQ_EIO;
 		goto out;
@@ -237,10 +225,10 @@ out:
 /* ------------------------------------------------------------------ */
 /* Group pauses                                                       */
 
-static int group_update(struct tq_queue *q, enum tq_stmt slot, const char *sql,
-			const char *name, struct tq_err *err)
+static int group_update(struct tq_queue *q, enum tq_stmt slot, const char *name,
+			struct tq_err *err)
 {
-	sqlite3_stmt *st = tq_db_stmt(q, slot, sql, err);
+	sqlite3_stmt *st = tq_db_stmt(q, slot, err);
 	int rc;
 
 	if (st == NULL)
@@ -257,14 +245,10 @@ static int group_update(struct tq_queue *q, enum tq_stmt slot, const char *sql,
 int tq_queue_group_pause(struct tq_queue *q, const char *name, struct tq_err *err)
 {
 	/* Pausing a group before its first task is submitted is allowed. */
-	return group_update(q, ST_GROUP_PAUSE_HAND,
-			    "INSERT INTO groups(name, paused) VALUES (?1, 1)"
-			    " ON CONFLICT(name) DO UPDATE SET paused = 1", name, err);
+	return group_update(q, ST_GROUP_PAUSE_HAND, name, err);
 }
 
 int tq_queue_group_resume(struct tq_queue *q, const char *name, struct tq_err *err)
 {
-	return group_update(q, ST_GROUP_RESUME,
-			    "UPDATE groups SET paused = 0, paused_until = 0, pause_reason = NULL,"
-			    " probe = 0, probe_task = NULL WHERE name = ?1", name, err);
+	return group_update(q, ST_GROUP_RESUME, name, err);
 }

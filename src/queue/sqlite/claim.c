@@ -16,54 +16,9 @@
 
 #include "common/sys.h"
 
-/*
- * A group may start a task when it is not paused and not held by its probe.
- *
- * The half-open probe: a rate limit's pause sets groups.probe; when the
- * pause lifts, the claim starts one task of the group (its probe_task) and
- * holds the rest until that task's attempt ends (tq_queue_finish): without a
- * rate limit (tq_finish.probe_passed) the group is released; with one it is
- * paused again until the new retry time and probed again; an attempt that
- * tells nothing (killed, lost, stalled, interrupted) clears probe_task, so
- * the next claim starts the next probe. A probe_task that is no longer
- * running (its row removed, its state changed by a path that did not clear
- * it) holds nothing: the group never stays stuck. A pause by hand is not
- * probed: resume clears both.
- */
-#define GROUP_OPEN(g, now)                                                   \
-	g ".paused = 0 AND " g ".paused_until <= " now                        \
-	" AND (" g ".probe = 0 OR " g ".probe_task IS NULL OR NOT EXISTS"     \
-	" (SELECT 1 FROM tasks p WHERE p.id = " g ".probe_task"                \
-	" AND p.state = 'running'))"
-
-/*
- * The claim. Per group that may start a task now, the head of tasks_ready
- * (grp, priority DESC, id) WHERE state='queued' is one index probe; the best
- * head wins. So the cost is O(groups * log n), never a scan of the queue.
- */
-static const char claim_sql[] =
-	"WITH heads(id) AS ("
-	"  SELECT (SELECT r.id FROM tasks r INDEXED BY tasks_ready"
-	"          WHERE r.state = 'queued' AND r.grp = g.name"
-	"          ORDER BY r.priority DESC, r.id LIMIT 1)"
-	"  FROM groups g"
-	"  WHERE " GROUP_OPEN("g", "?3")
-	"    AND (g.parallel = 0 OR (SELECT count(*) FROM tasks u INDEXED BY tasks_running"
-	"         WHERE u.state = 'running' AND u.grp = g.name) < g.parallel))"
-	" UPDATE tasks SET state = 'running', attempt = attempt + 1, worker_id = ?1,"
-	"  lease_until = ?3 + ?2, started_at = ?3, finished_at = NULL, exit_code = NULL,"
-	"  signal = NULL, outcome = NULL, category = NULL, reason = NULL,"
-	"  kill_signal = NULL, kill_requested_at = NULL"
-	" WHERE id = (SELECT t.id FROM heads h JOIN tasks t ON t.id = h.id"
-	"             ORDER BY t.priority DESC, t.id LIMIT 1)"
-	" RETURNING id, attempt";
-
 static int promote_due(struct tq_queue *q, int64_t now, struct tq_err *err)
 {
-	sqlite3_stmt *st = tq_db_stmt(q, ST_PROMOTE_DUE,
-		"UPDATE tasks INDEXED BY tasks_due SET state = 'queued'"
-		" WHERE state = 'scheduled' AND run_after <= ?1",
-		err);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_PROMOTE_DUE, err);
 
 	if (st == NULL)
 		return err ? err->code : TQ_EIO;
@@ -74,9 +29,7 @@ static int promote_due(struct tq_queue *q, int64_t now, struct tq_err *err)
 /* The task just claimed is its group's probe, if the group is probing. */
 static int probe_take(struct tq_queue *q, int64_t id, struct tq_err *err)
 {
-	sqlite3_stmt *st = tq_db_stmt(q, ST_PROBE_TAKE,
-		"UPDATE groups SET probe_task = ?1 WHERE probe != 0"
-		" AND name = (SELECT grp FROM tasks WHERE id = ?1)", err);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_PROBE_TAKE, err);
 
 	if (st == NULL)
 		return err ? err->code : TQ_EIO;
@@ -87,9 +40,7 @@ static int probe_take(struct tq_queue *q, int64_t id, struct tq_err *err)
 static int add_attempt(struct tq_queue *q, int64_t id, int attempt, int64_t worker,
 		       int64_t now, struct tq_err *err)
 {
-	sqlite3_stmt *st = tq_db_stmt(q, ST_ATTEMPT_ADD,
-		"INSERT OR REPLACE INTO attempts(task_id, attempt, worker_id, started_at)"
-		" VALUES (?1, ?2, ?3, ?4)", err);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_ATTEMPT_ADD, err);
 
 	if (st == NULL)
 		return err ? err->code : TQ_EIO;
@@ -111,9 +62,7 @@ static int worker_off(struct tq_queue *q, int64_t worker_id, int64_t task_id, in
 
 	if (worker_id == 0)
 		return 0;
-	st = tq_db_stmt(q, ST_WORKER_OFF,
-		"UPDATE workers SET heartbeat_at = ?2, task_id = NULL"
-		" WHERE id = ?1 AND task_id = ?3", err);
+	st = tq_db_stmt(q, ST_WORKER_OFF, err);
 	if (st == NULL)
 		return err ? err->code : TQ_EIO;
 	sqlite3_bind_int64(st, 1, worker_id);
@@ -136,7 +85,7 @@ int tq_queue_claim(struct tq_queue *q, int64_t worker_id, int64_t lease_ms,
 		return rc;
 	if ((rc = promote_due(q, now, err)) < 0)
 		goto fail;
-	if ((st = tq_db_stmt(q, ST_CLAIM, claim_sql, err)) == NULL) {
+	if ((st = tq_db_stmt(q, ST_CLAIM, err)) == NULL) {
 		rc = err ? err->code : TQ_EIO;
 		goto fail;
 	}
@@ -175,10 +124,10 @@ fail:
 	return rc;
 }
 
-static int min_of(struct tq_queue *q, enum tq_stmt slot, const char *sql, int64_t now,
-		  int64_t *out, struct tq_err *err)
+static int min_of(struct tq_queue *q, enum tq_stmt slot, int64_t now, int64_t *out,
+		  struct tq_err *err)
 {
-	sqlite3_stmt *st = tq_db_stmt(q, slot, sql, err);
+	sqlite3_stmt *st = tq_db_stmt(q, slot, err);
 	int rc;
 
 	*out = 0;
@@ -199,10 +148,8 @@ int tq_queue_next_wakeup(struct tq_queue *q, int64_t *at, struct tq_err *err)
 	int rc;
 
 	*at = 0;
-	if ((rc = min_of(q, ST_NEXT_DUE, "SELECT min(run_after) FROM tasks INDEXED BY tasks_due"
-			 " WHERE state = 'scheduled' AND ?1 = ?1", 0, &due, err)) < 0 ||
-	    (rc = min_of(q, ST_NEXT_PAUSE, "SELECT min(paused_until) FROM groups"
-			 " WHERE paused_until > ?1", tq_now_ms(), &pause, err)) < 0)
+	if ((rc = min_of(q, ST_NEXT_DUE, 0, &due, err)) < 0 ||
+	    (rc = min_of(q, ST_NEXT_PAUSE, tq_now_ms(), &pause, err)) < 0)
 		return rc;
 	*at = due == 0 ? pause : pause == 0 ? due : (due < pause ? due : pause);
 	return 0;
@@ -211,9 +158,7 @@ int tq_queue_next_wakeup(struct tq_queue *q, int64_t *at, struct tq_err *err)
 int tq_queue_renew(struct tq_queue *q, int64_t id, int attempt, int64_t worker_id,
 		   int64_t lease_ms, int *kill_signal, struct tq_err *err)
 {
-	sqlite3_stmt *st = tq_db_stmt(q, ST_RENEW,
-		"UPDATE tasks SET lease_until = ?4 WHERE id = ?1 AND state = 'running'"
-		" AND attempt = ?2 AND worker_id = ?3 RETURNING kill_signal", err);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_RENEW, err);
 	int rc, sig = 0;
 
 	if (kill_signal)
@@ -246,11 +191,7 @@ int tq_queue_set_process(struct tq_queue *q, int64_t id, int attempt, int pid,
 			 int pgid, int64_t proc_start, int64_t log_offset,
 			 int64_t log_line, struct tq_err *err)
 {
-	sqlite3_stmt *st = tq_db_stmt(q, ST_SET_PROCESS,
-		"UPDATE attempts SET pid = ?3, pgid = ?4, proc_start = ?5, log_offset = ?6,"
-		" log_line = ?7 WHERE task_id = ?1 AND attempt = ?2 AND ended_at IS NULL"
-		" AND EXISTS (SELECT 1 FROM tasks WHERE id = ?1 AND state = 'running'"
-		" AND attempt = ?2)", err);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_SET_PROCESS, err);
 	int rc;
 
 	if (st == NULL)
@@ -288,9 +229,7 @@ static enum tq_state final_state_of(enum tq_outcome o)
 /* Is (id, attempt[, worker]) still the running attempt? */
 static int fence(struct tq_queue *q, const struct tq_finish *f, struct tq_err *err)
 {
-	sqlite3_stmt *st = tq_db_stmt(q, ST_FENCE,
-		"SELECT 1 FROM tasks WHERE id = ?1 AND state = 'running' AND attempt = ?2"
-		" AND (?3 = 0 OR worker_id = ?3)", err);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_FENCE, err);
 	int rc;
 
 	if (st == NULL)
@@ -311,10 +250,7 @@ static int fence(struct tq_queue *q, const struct tq_finish *f, struct tq_err *e
 static int end_attempt(struct tq_queue *q, const struct tq_finish *f, int64_t now,
 		       struct tq_err *err)
 {
-	sqlite3_stmt *st = tq_db_stmt(q, ST_ATTEMPT_END,
-		"UPDATE attempts SET ended_at = ?3, exit_code = ?4, signal = ?5, outcome = ?6,"
-		" category = ?7, reason = ?8, retry_at = ?9, counted = ?10"
-		" WHERE task_id = ?1 AND attempt = ?2", err);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_ATTEMPT_END, err);
 
 	if (st == NULL)
 		return err ? err->code : TQ_EIO;
@@ -339,12 +275,7 @@ static int store_result(struct tq_queue *q, const struct tq_finish *f,
 
 	if (r == NULL || !r->has_result)
 		return 0;
-	st = tq_db_stmt(q, ST_ATTEMPT_RESULT,
-		"UPDATE attempts SET result = ?3, is_error = ?4, subtype = ?5,"
-		" agent_session = ?6, cost_usd = ?7, duration_ms = ?8, num_turns = ?9,"
-		" input_tokens = ?10, output_tokens = ?11, cache_read_tokens = ?12,"
-		" cache_creation_tokens = ?13, model = ?14 WHERE task_id = ?1 AND attempt = ?2",
-		err);
+	st = tq_db_stmt(q, ST_ATTEMPT_RESULT, err);
 	if (st == NULL)
 		return err ? err->code : TQ_EIO;
 	sqlite3_bind_int64(st, 1, f->task_id);
@@ -377,7 +308,6 @@ static int store_result(struct tq_queue *q, const struct tq_finish *f,
  * the task's session key comes from its row, so a task without one
  * inserts nothing.
  */
-#define ST_SESSION_ADVANCE ST_AGENT_11 /* slots: see stats.c */
 
 static int advance_session(struct tq_queue *q, const struct tq_finish *f,
 			   enum tq_state s, int64_t now, struct tq_err *err)
@@ -388,12 +318,7 @@ static int advance_session(struct tq_queue *q, const struct tq_finish *f,
 	if (s != TQ_SUCCEEDED || r == NULL || !r->has_result || r->is_error ||
 	    r->agent_session == NULL || r->agent_session[0] == '\0')
 		return 0;
-	st = tq_db_stmt(q, ST_SESSION_ADVANCE,
-		"INSERT INTO sessions(key, agent_session, last_task_id, updated_at, cwd)"
-		" SELECT session, ?2, id, ?3, cwd FROM tasks WHERE id = ?1 AND session IS NOT NULL"
-		" ON CONFLICT(key) DO UPDATE SET agent_session = excluded.agent_session,"
-		" last_task_id = excluded.last_task_id, updated_at = excluded.updated_at"
-		" WHERE coalesce(sessions.last_task_id, 0) <= excluded.last_task_id", err);
+	st = tq_db_stmt(q, ST_SESSION_ADVANCE, err);
 	if (st == NULL)
 		return err ? err->code : TQ_EIO;
 	sqlite3_bind_int64(st, 1, f->task_id);
@@ -405,13 +330,7 @@ static int advance_session(struct tq_queue *q, const struct tq_finish *f,
 static int end_task(struct tq_queue *q, const struct tq_finish *f, enum tq_state state,
 		    int64_t now, struct tq_err *err)
 {
-	sqlite3_stmt *st = tq_db_stmt(q, ST_TASK_END,
-		"UPDATE tasks SET state = ?2, finished_at = ?3, exit_code = ?4, signal = ?5,"
-		" outcome = ?6, category = ?7, reason = ?8, worker_id = NULL,"
-		" lease_until = NULL, run_after = coalesce(?9, run_after),"
-		" kill_signal = NULL, kill_requested_at = NULL,"
-		" on_exit_due = CASE WHEN ?10 != 0 AND on_exit IS NOT NULL THEN 1 ELSE 0 END"
-		" WHERE id = ?1", err);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_TASK_END, err);
 
 	if (st == NULL)
 		return err ? err->code : TQ_EIO;
@@ -431,10 +350,7 @@ static int end_task(struct tq_queue *q, const struct tq_finish *f, enum tq_state
 
 int tq_queue_on_exit_due(struct tq_queue *q, int *any, struct tq_err *err)
 {
-	sqlite3_stmt *st = tq_db_stmt(q, ST_ON_EXIT_DUE,
-		"SELECT EXISTS (SELECT 1 FROM tasks INDEXED BY tasks_on_exit"
-		" WHERE on_exit_due != 0"
-		" AND state IN ('succeeded','failed','timed_out','killed','canceled'))", err);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_ON_EXIT_DUE, err);
 	int rc;
 
 	*any = 0;
@@ -458,11 +374,7 @@ int tq_queue_on_exit_take(struct tq_queue *q, int64_t task_id, struct tq_task *t
 	if ((rc = tq_db_begin(q, err)) < 0)
 		return rc;
 	/* one statement finds and takes it: two takers never both get it */
-	st = tq_db_stmt(q, ST_ON_EXIT_TAKE,
-		"UPDATE tasks SET on_exit_due = 0 WHERE id = (SELECT id FROM tasks"
-		" INDEXED BY tasks_on_exit WHERE on_exit_due != 0 AND (?1 = 0 OR id = ?1)"
-		" AND state IN ('succeeded','failed','timed_out','killed','canceled')"
-		" ORDER BY id LIMIT 1) RETURNING id", err);
+	st = tq_db_stmt(q, ST_ON_EXIT_TAKE, err);
 	if (st == NULL) {
 		rc = err ? err->code : TQ_EIO;
 		goto fail;
@@ -500,11 +412,7 @@ static int pause_group(struct tq_queue *q, const struct tq_finish *f,
 
 	if (f->pause_group == NULL || f->pause_until <= 0)
 		return 0;
-	st = tq_db_stmt(q, ST_GROUP_PAUSE,
-		"INSERT INTO groups(name, paused_until, pause_reason, probe) VALUES (?1, ?2, ?3, 1)"
-		" ON CONFLICT(name) DO UPDATE SET"
-		" paused_until = max(paused_until, excluded.paused_until),"
-		" pause_reason = excluded.pause_reason, probe = 1", err);
+	st = tq_db_stmt(q, ST_GROUP_PAUSE, err);
 	if (st == NULL)
 		return err ? err->code : TQ_EIO;
 	tq_bind_text(st, 1, f->pause_group);
@@ -519,10 +427,7 @@ static int pause_group(struct tq_queue *q, const struct tq_finish *f,
 static int probe_end(struct tq_queue *q, const struct tq_finish *f, int64_t now,
 		     struct tq_err *err)
 {
-	sqlite3_stmt *st = tq_db_stmt(q, ST_PROBE_END,
-		"UPDATE groups SET probe_task = NULL,"
-		" probe = CASE WHEN ?2 != 0 AND paused_until <= ?3 THEN 0 ELSE probe END"
-		" WHERE name = (SELECT grp FROM tasks WHERE id = ?1) AND probe_task = ?1", err);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_PROBE_END, err);
 
 	if (st == NULL)
 		return err ? err->code : TQ_EIO;
@@ -618,18 +523,10 @@ static int read_running(struct tq_queue *q, sqlite3_stmt *st, size_t max,
 	return 0;
 }
 
-#define RUNNING_COLS \
-	"SELECT t.id, t.attempt, t.worker_id, a.pid, a.pgid, a.proc_start," \
-	" t.retry_lost, t.max_retries, w.pid, w.proc_start FROM tasks t" \
-	" LEFT JOIN attempts a ON a.task_id = t.id AND a.attempt = t.attempt" \
-	" LEFT JOIN workers w ON w.id = t.worker_id"
-
 int tq_queue_expired(struct tq_queue *q, int64_t now_ms, size_t max,
 		     struct tq_expired **list, size_t *n, struct tq_err *err)
 {
-	sqlite3_stmt *st = tq_db_stmt(q, ST_EXPIRED, RUNNING_COLS
-		" WHERE t.state = 'running' AND t.lease_until < ?1 ORDER BY t.lease_until"
-		" LIMIT ?2", err);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_EXPIRED, err);
 
 	*list = NULL;
 	*n = 0;
@@ -642,8 +539,7 @@ int tq_queue_expired(struct tq_queue *q, int64_t now_ms, size_t max,
 int tq_queue_running_by(struct tq_queue *q, int64_t worker_id, size_t max,
 			struct tq_expired **list, size_t *n, struct tq_err *err)
 {
-	sqlite3_stmt *st = tq_db_stmt(q, ST_RUNNING_BY, RUNNING_COLS
-		" WHERE t.state = 'running' AND t.worker_id = ?1 ORDER BY t.id LIMIT ?2", err);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_RUNNING_BY, err);
 
 	*list = NULL;
 	*n = 0;
@@ -658,15 +554,7 @@ int tq_queue_running_by(struct tq_queue *q, int64_t worker_id, size_t max,
  * them, so there are few). Never a scan of the queue. */
 int tq_queue_runnable(struct tq_queue *q, int64_t now, int *any, struct tq_err *err)
 {
-	sqlite3_stmt *st = tq_db_stmt(q, ST_RUNNABLE,
-		"SELECT EXISTS (SELECT 1 FROM groups g"
-		"  WHERE " GROUP_OPEN("g", "?1")
-		"    AND EXISTS (SELECT 1 FROM tasks r INDEXED BY tasks_ready"
-		"                WHERE r.state = 'queued' AND r.grp = g.name))"
-		" OR EXISTS (SELECT 1 FROM tasks d INDEXED BY tasks_due"
-		"  JOIN groups g ON g.name = d.grp"
-		"  WHERE d.state = 'scheduled' AND d.run_after <= ?1"
-		"    AND " GROUP_OPEN("g", "?1") ")", err);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_RUNNABLE, err);
 	int rc;
 
 	*any = 0;
@@ -686,10 +574,7 @@ int tq_queue_runnable(struct tq_queue *q, int64_t now, int *any, struct tq_err *
 static int cancel_task(struct tq_queue *q, int64_t id, const char *reason, int64_t now,
 		       struct tq_err *err)
 {
-	sqlite3_stmt *st = tq_db_stmt(q, ST_CANCEL,
-		"UPDATE tasks SET state = 'canceled', outcome = 'canceled', reason = ?2,"
-		" finished_at = ?3 WHERE id = ?1 AND state IN ('queued','scheduled','blocked')",
-		err);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_CANCEL, err);
 
 	if (st == NULL)
 		return err ? err->code : TQ_EIO;
@@ -708,9 +593,7 @@ static int cancel_task(struct tq_queue *q, int64_t id, const char *reason, int64
  */
 static int unblock(struct tq_queue *q, int64_t d, int64_t now, struct tq_err *err)
 {
-	sqlite3_stmt *st = tq_db_stmt(q, ST_UNBLOCK,
-		"UPDATE tasks SET state = CASE WHEN run_after > ?2 THEN 'scheduled'"
-		" ELSE 'queued' END WHERE id = ?1 AND state = 'blocked'", err);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_UNBLOCK, err);
 
 	if (st == NULL)
 		return err ? err->code : TQ_EIO;
@@ -752,10 +635,7 @@ static int push(struct worklist *w, int64_t id, enum tq_state s)
 static int resolve_one(struct tq_queue *q, struct worklist *w, int64_t id,
 		       enum tq_state s, int64_t now, struct tq_err *err)
 {
-	sqlite3_stmt *st = tq_db_stmt(q, ST_DEPENDENTS,
-		"SELECT x.task_id, x.kind = 'any', t.deps_left FROM deps x"
-		" JOIN tasks t ON t.id = x.task_id"
-		" WHERE x.dep_id = ?1 AND t.state = 'blocked'", err);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_DEPENDENTS, err);
 	struct { int64_t id; int any; int64_t left; } *ds = NULL;
 	size_t n = 0, cap = 0;
 	char reason[128];

@@ -28,9 +28,7 @@ int tq_queue_cursor_get(struct tq_queue *q, int64_t id, const char *reader,
 			int64_t *line, uint64_t *log_file, struct tq_err *err)
 {
 	/* The join tells "no such task" (no row) from "never polled" (NULL). */
-	sqlite3_stmt *st = tq_db_stmt(q, ST_CURSOR_GET,
-		"SELECT c.line, c.log_file FROM tasks t LEFT JOIN cursors c"
-		" ON c.task_id = t.id AND c.reader = ?2 WHERE t.id = ?1", err);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_CURSOR_GET, err);
 	int rc;
 
 	*line = 0;
@@ -61,13 +59,7 @@ int tq_queue_cursor_advance(struct tq_queue *q, int64_t id, const char *reader,
 	 * task), else update it only where it still holds `from`. The
 	 * SELECT's WHERE also settles SQLite's parse of INSERT ... SELECT ...
 	 * ON CONFLICT. */
-	sqlite3_stmt *st = tq_db_stmt(q, ST_CURSOR_ADVANCE,
-		"INSERT INTO cursors(task_id, reader, line, updated_at, log_file)"
-		" SELECT ?1, ?2, ?4, ?5, ?6 WHERE EXISTS (SELECT 1 FROM tasks WHERE id = ?1)"
-		" ON CONFLICT(task_id, reader) DO UPDATE"
-		" SET line = excluded.line, updated_at = excluded.updated_at,"
-		" log_file = excluded.log_file"
-		" WHERE cursors.line = ?3", err);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_CURSOR_ADVANCE, err);
 	int64_t now_at = 0;
 	int rc;
 

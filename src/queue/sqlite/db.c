@@ -113,14 +113,13 @@ int tq_db_error(struct tq_queue *q, int rc, struct tq_err *err, const char *what
 /* ------------------------------------------------------------------ */
 /* Statements and transactions                                        */
 
-sqlite3_stmt *tq_db_stmt(struct tq_queue *q, enum tq_stmt id, const char *sql,
-			 struct tq_err *err)
+sqlite3_stmt *tq_db_stmt(struct tq_queue *q, enum tq_stmt id, struct tq_err *err)
 {
 	int rc;
 
 	if (q->st[id] != NULL)
 		return q->st[id];
-	rc = sqlite3_prepare_v3(q->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &q->st[id],
+	rc = sqlite3_prepare_v3(q->db, tq_stmt_sql(id), -1, SQLITE_PREPARE_PERSISTENT, &q->st[id],
 				NULL);
 	if (rc != SQLITE_OK) {
 		tq_db_error(q, rc, err, "prepare");
@@ -154,24 +153,23 @@ int tq_db_exec_st(struct tq_queue *q, sqlite3_stmt *st, struct tq_err *err,
 	return 0;
 }
 
-static int exec_cached(struct tq_queue *q, enum tq_stmt id, const char *sql,
-		       struct tq_err *err)
+static int exec_cached(struct tq_queue *q, enum tq_stmt id, struct tq_err *err)
 {
-	sqlite3_stmt *st = tq_db_stmt(q, id, sql, err);
+	sqlite3_stmt *st = tq_db_stmt(q, id, err);
 
 	if (st == NULL)
 		return err ? err->code : TQ_EIO;
-	return tq_db_exec_st(q, st, err, sql);
+	return tq_db_exec_st(q, st, err, tq_stmt_sql(id));
 }
 
 int tq_db_begin(struct tq_queue *q, struct tq_err *err)
 {
-	return exec_cached(q, ST_BEGIN, "BEGIN IMMEDIATE", err);
+	return exec_cached(q, ST_BEGIN, err);
 }
 
 int tq_db_commit(struct tq_queue *q, struct tq_err *err)
 {
-	return exec_cached(q, ST_COMMIT, "COMMIT", err);
+	return exec_cached(q, ST_COMMIT, err);
 }
 
 void tq_db_rollback(struct tq_queue *q)
@@ -179,7 +177,7 @@ void tq_db_rollback(struct tq_queue *q)
 	int saved = errno;
 
 	if (!sqlite3_get_autocommit(q->db))
-		exec_cached(q, ST_ROLLBACK, "ROLLBACK", NULL);
+		exec_cached(q, ST_ROLLBACK, NULL);
 	errno = saved;
 }
 

@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 enum {
 	C_ID, C_STATE, C_NAME, C_ARGV, C_SHELL, C_CWD, C_BATCH, C_GRP, C_SESSION,
 	C_UNIQUE, C_PRIORITY, C_RUN_AFTER, C_CREATED, C_TIMEOUT, C_GRACE, C_MAXOUT,
@@ -128,7 +127,7 @@ void tq_task_release(struct tq_task *t)
 static int load_env(struct tq_queue *q, int64_t env_id, struct tq_task *t,
 		    struct tq_err *err)
 {
-	sqlite3_stmt *st = tq_db_stmt(q, ST_GET_ENV, "SELECT data FROM envs WHERE id = ?1", err);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_GET_ENV, err);
 	int rc;
 
 	if (st == NULL)
@@ -153,8 +152,7 @@ static int load_env(struct tq_queue *q, int64_t env_id, struct tq_task *t,
 
 static int load_labels(struct tq_queue *q, struct tq_task *t, struct tq_err *err)
 {
-	sqlite3_stmt *st = tq_db_stmt(q, ST_GET_LABELS,
-		"SELECT key, value FROM labels WHERE task_id = ?1 ORDER BY key", err);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_GET_LABELS, err);
 	size_t cap = 0;
 	int rc;
 
@@ -189,8 +187,7 @@ nomem:
 
 static int load_deps(struct tq_queue *q, struct tq_task *t, struct tq_err *err)
 {
-	sqlite3_stmt *st = tq_db_stmt(q, ST_GET_DEPS,
-		"SELECT dep_id, kind = 'any' FROM deps WHERE task_id = ?1 ORDER BY dep_id", err);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_GET_DEPS, err);
 	size_t cap = 0;
 	int rc;
 
@@ -229,7 +226,7 @@ int tq_task_load(struct tq_queue *q, int64_t id, unsigned flags, struct tq_task 
 	int rc;
 
 	memset(t, 0, sizeof(*t));
-	st = tq_db_stmt(q, ST_GET, "SELECT " TQ_TASK_COLS " FROM tasks t WHERE t.id = ?1", err);
+	st = tq_db_stmt(q, ST_GET, err);
 	if (st == NULL)
 		return err ? err->code : TQ_EIO;
 	sqlite3_bind_int64(st, 1, id);
@@ -263,37 +260,25 @@ int tq_queue_get(struct tq_queue *q, int64_t id, unsigned flags, struct tq_task 
 /* ------------------------------------------------------------------ */
 /* list                                                               */
 
-enum {
-	F_STATES = 1 << 0, F_NAME = 1 << 1, F_LABEL = 1 << 2, F_BATCH = 1 << 3,
-	F_GROUP = 1 << 4, F_CATEGORY = 1 << 5,
-};
-
 static unsigned filter_shape(const struct tq_filter *f)
 {
-	return (f->states ? F_STATES : 0) | (f->name ? F_NAME : 0) |
-	       (f->label_key ? F_LABEL : 0) | (f->batch ? F_BATCH : 0) |
-	       (f->group ? F_GROUP : 0) | (f->category != TQ_CAT_NONE ? F_CATEGORY : 0);
+	return (f->states ? TQ_LIST_F_STATES : 0) | (f->name ? TQ_LIST_F_NAME : 0) |
+	       (f->label_key ? TQ_LIST_F_LABEL : 0) | (f->batch ? TQ_LIST_F_BATCH : 0) |
+	       (f->group ? TQ_LIST_F_GROUP : 0) |
+	       (f->category != TQ_CAT_NONE ? TQ_LIST_F_CATEGORY : 0);
 }
 
 static sqlite3_stmt *list_stmt(struct tq_queue *q, unsigned shape, struct tq_err *err)
 {
-	char sql[2048];
-	size_t n;
+	char sql[TQ_LIST_SQL_MAX];
 	int rc;
 
 	if (q->list_st[shape] != NULL)
 		return q->list_st[shape];
-	n = (size_t)snprintf(sql, sizeof(sql), "SELECT " TQ_TASK_COLS " FROM tasks t WHERE 1");
-#define ADD(bit, text) \
-	if (shape & (bit)) n += (size_t)snprintf(sql + n, sizeof(sql) - n, "%s", text)
-	ADD(F_STATES, " AND t.state IN (SELECT value FROM json_each(?1))");
-	ADD(F_NAME, " AND t.name = ?2");
-	ADD(F_LABEL, " AND t.id IN (SELECT task_id FROM labels WHERE key = ?3 AND value = ?4)");
-	ADD(F_BATCH, " AND t.batch = ?5");
-	ADD(F_GROUP, " AND t.grp = ?6");
-	ADD(F_CATEGORY, " AND t.category = ?7");
-#undef ADD
-	snprintf(sql + n, sizeof(sql) - n, " ORDER BY t.id DESC LIMIT ?8 OFFSET ?9");
+	if (tq_stmt_list_sql(shape, sql, sizeof(sql)) < 0) {
+		tq_err_set(err, TQ_EINVAL, "prepare list: filter shape %u", shape);
+		return NULL;
+	}
 	rc = sqlite3_prepare_v3(q->db, sql, -1, SQLITE_PREPARE_PERSISTENT,
 				&q->list_st[shape], NULL);
 	if (rc != SQLITE_OK) {
@@ -322,7 +307,6 @@ static void bind_states(sqlite3_stmt *st, unsigned states, char *buf, size_t n)
  * cost of a list stays that of its page (a subquery among the selected
  * columns would run for every matching row whenever the plan sorts).
  */
-#define ST_TASK_COST ST_AGENT_7 /* slots: see stats.c */
 
 static int list_costs(struct tq_queue *q, struct tq_task *t, size_t n,
 		      struct tq_err *err)
@@ -332,8 +316,7 @@ static int list_costs(struct tq_queue *q, struct tq_task *t, size_t n,
 
 	if (n == 0)
 		return 0;
-	st = tq_db_stmt(q, ST_TASK_COST,
-		"SELECT sum(cost_usd) FROM attempts WHERE task_id = ?1", err);
+	st = tq_db_stmt(q, ST_TASK_COST, err);
 	if (st == NULL)
 		return err ? err->code : TQ_EIO;
 	for (size_t i = 0; i < n; i++) {
@@ -419,8 +402,7 @@ void tq_task_list_free(struct tq_task *tasks, size_t n)
 
 int tq_queue_counts(struct tq_queue *q, int64_t *counts, struct tq_err *err)
 {
-	sqlite3_stmt *st = tq_db_stmt(q, ST_COUNTS,
-		"SELECT state, sum(n) FROM task_counts GROUP BY state", err);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_COUNTS, err);
 	int rc;
 
 	memset(counts, 0, sizeof(*counts) * TQ_STATE_COUNT);
@@ -490,13 +472,7 @@ static void attempt_release(struct tq_attempt *a)
 int tq_queue_attempts(struct tq_queue *q, int64_t id, struct tq_attempt **list,
 		      size_t *n, struct tq_err *err)
 {
-	sqlite3_stmt *st = tq_db_stmt(q, ST_ATTEMPTS,
-		"SELECT task_id, attempt, worker_id, pid, pgid, proc_start, started_at,"
-		" ended_at, exit_code, signal, outcome, category, reason, retry_at, counted,"
-		" log_offset, log_line, result, is_error, subtype, agent_session, cost_usd,"
-		" duration_ms, num_turns, input_tokens, output_tokens, cache_read_tokens,"
-		" cache_creation_tokens, model FROM attempts WHERE task_id = ?1 ORDER BY attempt",
-		err);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_ATTEMPTS, err);
 	struct tq_attempt *out = NULL;
 	size_t cap = 0, count = 0;
 	int rc;
@@ -544,8 +520,7 @@ void tq_attempt_list_free(struct tq_attempt *list, size_t n)
 int tq_queue_stdin_file(struct tq_queue *q, int64_t id, void **data, size_t *len,
 			struct tq_err *err)
 {
-	sqlite3_stmt *st = tq_db_stmt(q, ST_STDIN_GET,
-				      "SELECT data FROM stdin_files WHERE task_id = ?1", err);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_STDIN_GET, err);
 	int rc;
 
 	*data = NULL;
@@ -578,14 +553,7 @@ int tq_queue_stdin_file(struct tq_queue *q, int64_t id, void **data, size_t *len
 int tq_queue_groups(struct tq_queue *q, struct tq_group **list, size_t *n,
 		    struct tq_err *err)
 {
-	sqlite3_stmt *st = tq_db_stmt(q, ST_GROUPS,
-		"SELECT g.name, g.parallel, g.paused, g.paused_until, g.pause_reason,"
-		" coalesce((SELECT n FROM task_counts c WHERE c.grp = g.name AND c.state = 'queued'), 0),"
-		" coalesce((SELECT n FROM task_counts c WHERE c.grp = g.name AND c.state = 'running'), 0),"
-		" g.probe, (SELECT p.id FROM tasks p WHERE p.id = g.probe_task AND p.state = 'running'),"
-		" coalesce((SELECT n FROM task_counts c WHERE c.grp = g.name AND c.state = 'scheduled'), 0),"
-		" coalesce((SELECT n FROM task_counts c WHERE c.grp = g.name AND c.state = 'blocked'), 0)"
-		" FROM groups g ORDER BY g.name", err);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_GROUPS, err);
 	struct tq_group *out = NULL;
 	size_t cap = 0, count = 0;
 	int rc;

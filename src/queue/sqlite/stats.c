@@ -6,27 +6,16 @@
  * Nothing here writes: a session advances in tq_queue_finish (claim.c),
  * in the transaction that records the attempt.
  *
- * Statement slots: this file uses ST_AGENT_0..ST_AGENT_6, query.c
- * ST_AGENT_7 (a listed task's cost), claim.c ST_AGENT_11 (advance).
  */
 #include "internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#define ST_SESSION_GET ST_AGENT_0
-#define ST_STATS_ALL ST_AGENT_1      /* sums, every attempt */
-#define ST_STATS_BATCH ST_AGENT_2    /* sums, one batch's attempts */
-#define ST_STATS_TASKS ST_AGENT_3    /* distinct tasks, every attempt */
-#define ST_STATS_TASKS_B ST_AGENT_4  /* distinct tasks, one batch */
-#define ST_SESSION_ROW ST_AGENT_5
-#define ST_SESSION_TASKS ST_AGENT_6
-
 int tq_queue_session_get(struct tq_queue *q, const char *key, char **agent_session,
 			 struct tq_err *err)
 {
-	sqlite3_stmt *st = tq_db_stmt(q, ST_SESSION_GET,
-		"SELECT agent_session FROM sessions WHERE key = ?1", err);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_SESSION_GET, err);
 	int rc;
 
 	*agent_session = NULL;
@@ -55,9 +44,7 @@ static int64_t col_i64(sqlite3_stmt *st, int c, int64_t none)
 static int session_row(struct tq_queue *q, const char *key, struct tq_session_info *s,
 		       int *found, struct tq_err *err)
 {
-	sqlite3_stmt *st = tq_db_stmt(q, ST_SESSION_ROW,
-		"SELECT agent_session, last_task_id, updated_at, cwd FROM sessions WHERE key = ?1",
-		err);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_SESSION_ROW, err);
 	int rc;
 
 	*found = 0;
@@ -98,11 +85,7 @@ static int session_task_row(sqlite3_stmt *st, struct tq_session_task *t)
 static int session_tasks(struct tq_queue *q, const char *key, struct tq_session_info *s,
 			 struct tq_err *err)
 {
-	sqlite3_stmt *st = tq_db_stmt(q, ST_SESSION_TASKS,
-		"SELECT t.id, t.state, t.name, t.attempt,"
-		" (SELECT a.agent_session FROM attempts a WHERE a.task_id = t.id"
-		"  AND a.agent_session IS NOT NULL ORDER BY a.attempt DESC LIMIT 1),"
-		" t.finished_at FROM tasks t WHERE t.session = ?1 ORDER BY t.id", err);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_SESSION_TASKS, err);
 	size_t cap = 0;
 	int rc;
 
@@ -167,39 +150,6 @@ void tq_session_info_release(struct tq_session_info *s)
 
 /* ------------------------------------------------------------------ */
 /* stats                                                              */
-
-/*
- * One row per (outcome, category, model) of the selected attempts; C adds
- * them up into the total, the outcome and category counts, and the
- * per-model rows. The number of groups is small whatever the number of
- * attempts. Without a batch the attempts are scanned; with one, the
- * batch's tasks come from tasks_batch and their attempts from the primary
- * key.
- */
-#define STATS_COLS \
-	"SELECT a.outcome, a.category, a.model, count(*), count(a.is_error)," \
-	" coalesce(sum(a.is_error), 0), total(a.cost_usd), count(a.cost_usd)," \
-	" coalesce(sum(a.input_tokens), 0), coalesce(sum(a.output_tokens), 0)," \
-	" coalesce(sum(a.cache_read_tokens), 0)," \
-	" coalesce(sum(a.cache_creation_tokens), 0), coalesce(sum(a.num_turns), 0)," \
-	" coalesce(sum(CASE WHEN a.ended_at IS NOT NULL" \
-	"  THEN a.ended_at - a.started_at END), 0), coalesce(sum(a.duration_ms), 0)," \
-	" count(a.duration_ms)"
-#define STATS_WHERE \
-	" AND (?2 IS NULL OR t.grp = ?2) AND a.started_at >= ?3"
-
-static const char stats_all_sql[] = STATS_COLS
-	" FROM attempts a JOIN tasks t ON t.id = a.task_id WHERE ?1 IS NULL" STATS_WHERE
-	" GROUP BY 1, 2, 3";
-static const char stats_batch_sql[] = STATS_COLS
-	" FROM tasks t INDEXED BY tasks_batch JOIN attempts a ON a.task_id = t.id"
-	" WHERE t.batch = ?1" STATS_WHERE " GROUP BY 1, 2, 3";
-static const char tasks_all_sql[] =
-	"SELECT count(DISTINCT a.task_id) FROM attempts a JOIN tasks t ON t.id = a.task_id"
-	" WHERE ?1 IS NULL" STATS_WHERE;
-static const char tasks_batch_sql[] =
-	"SELECT count(DISTINCT a.task_id) FROM tasks t INDEXED BY tasks_batch"
-	" JOIN attempts a ON a.task_id = t.id WHERE t.batch = ?1" STATS_WHERE;
 
 static void bind_filter(sqlite3_stmt *st, const struct tq_stats_filter *f)
 {
@@ -288,8 +238,8 @@ static int stats_sums(struct tq_queue *q, const struct tq_stats_filter *f,
 		      struct tq_stats *s, struct tq_err *err)
 {
 	sqlite3_stmt *st = f->batch != NULL
-		? tq_db_stmt(q, ST_STATS_BATCH, stats_batch_sql, err)
-		: tq_db_stmt(q, ST_STATS_ALL, stats_all_sql, err);
+		? tq_db_stmt(q, ST_STATS_BATCH, err)
+		: tq_db_stmt(q, ST_STATS_ALL, err);
 	size_t cap = 0;
 	int rc;
 
@@ -314,8 +264,8 @@ static int stats_tasks(struct tq_queue *q, const struct tq_stats_filter *f,
 		       struct tq_stats *s, struct tq_err *err)
 {
 	sqlite3_stmt *st = f->batch != NULL
-		? tq_db_stmt(q, ST_STATS_TASKS_B, tasks_batch_sql, err)
-		: tq_db_stmt(q, ST_STATS_TASKS, tasks_all_sql, err);
+		? tq_db_stmt(q, ST_STATS_TASKS_B, err)
+		: tq_db_stmt(q, ST_STATS_TASKS, err);
 	int rc;
 
 	if (st == NULL)

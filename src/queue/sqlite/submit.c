@@ -18,15 +18,6 @@
 
 #include "common/sys.h"
 
-#define UNFINISHED "('queued','scheduled','blocked','running')"
-
-#define ST_TOKEN_FIND ST_SUBMIT_0
-#define ST_TOKEN_ADD ST_SUBMIT_1
-#define ST_TOKEN_PRUNE ST_SUBMIT_2
-#define ST_WANTS_WORKER ST_SUBMIT_3
-#define ST_SESSION_DIR ST_SUBMIT_4
-#define ST_SESSION_SET_DIR ST_SUBMIT_5
-#define ST_TOKEN_FIRST ST_SUBMIT_6
 #define TOKEN_MAX 64
 
 /*
@@ -36,8 +27,7 @@
  */
 static int token_find(struct tq_queue *q, const char *token, int64_t *id, struct tq_err *err)
 {
-	sqlite3_stmt *st = tq_db_stmt(q, ST_TOKEN_FIND,
-		"SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'submit:' || ?1", err);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_TOKEN_FIND, err);
 	int rc;
 
 	*id = 0;
@@ -56,8 +46,7 @@ static int token_find(struct tq_queue *q, const char *token, int64_t *id, struct
 static int token_add(struct tq_queue *q, const char *token, int64_t id, int64_t now,
 		     struct tq_err *err)
 {
-	sqlite3_stmt *st = tq_db_stmt(q, ST_TOKEN_ADD,
-		"INSERT INTO meta(key, value) VALUES ('submit:' || ?1, ?2 || ' ' || ?3)", err);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_TOKEN_ADD, err);
 
 	if (st == NULL)
 		return err ? err->code : TQ_EIO;
@@ -70,9 +59,7 @@ static int token_add(struct tq_queue *q, const char *token, int64_t id, int64_t 
 int tq_queue_prune_tokens(struct tq_queue *q, int64_t before_ms, int *n, struct tq_err *err)
 {
 	/* 'submit;' is the key just past every 'submit:...' (';' follows ':') */
-	sqlite3_stmt *st = tq_db_stmt(q, ST_TOKEN_PRUNE,
-		"DELETE FROM meta WHERE key >= 'submit:' AND key < 'submit;'"
-		" AND CAST(substr(value, instr(value, ' ') + 1) AS INTEGER) < ?1", err);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_TOKEN_PRUNE, err);
 	int rc;
 
 	if (n)
@@ -92,10 +79,7 @@ int tq_queue_token_first(struct tq_queue *q, const char *prefix, char *buf, size
 {
 	/* the keys that start with prefix: from it to (not including) prefix
 	 * with its last byte one higher, a range of meta's primary key */
-	sqlite3_stmt *st = tq_db_stmt(q, ST_TOKEN_FIRST,
-		"SELECT substr(key, 8), CAST(value AS INTEGER) FROM meta"
-		" WHERE key >= 'submit:' || ?1 AND key < 'submit:' || ?2 ORDER BY key LIMIT 1",
-		err);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_TOKEN_FIRST, err);
 	size_t len = strlen(prefix);
 	char hi[TOKEN_MAX + 1];
 	int rc;
@@ -155,8 +139,7 @@ static int env_id(struct tq_queue *q, const struct tq_task_spec *s, int64_t *id,
 		return tq_err_set(err, rc, rc == TQ_ENOMEM ? "out of memory" :
 				  "environment is larger than %d bytes", TQ_ENV_MAX);
 	h = (int64_t)fnv1a(blob, len);
-	st = tq_db_stmt(q, ST_ENV_FIND,
-			"SELECT id FROM envs WHERE hash = ?1 AND data = ?2", err);
+	st = tq_db_stmt(q, ST_ENV_FIND, err);
 	if (st == NULL)
 		goto fail;
 	sqlite3_bind_int64(st, 1, h);
@@ -173,7 +156,7 @@ static int env_id(struct tq_queue *q, const struct tq_task_spec *s, int64_t *id,
 		tq_db_error(q, rc, err, "find environment");
 		goto fail;
 	}
-	st = tq_db_stmt(q, ST_ENV_ADD, "INSERT INTO envs(hash, data) VALUES (?1, ?2)", err);
+	st = tq_db_stmt(q, ST_ENV_ADD, err);
 	if (st == NULL)
 		goto fail;
 	sqlite3_bind_int64(st, 1, h);
@@ -245,8 +228,7 @@ static int check_spec(const struct tq_task_spec *s, struct tq_err *err)
 static int find_unique(struct tq_queue *q, const char *key, int64_t *id,
 		       struct tq_err *err)
 {
-	sqlite3_stmt *st = tq_db_stmt(q, ST_UNIQUE_FIND,
-		"SELECT id FROM tasks WHERE unique_key = ?1 AND state IN " UNFINISHED, err);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_UNIQUE_FIND, err);
 	int rc;
 
 	*id = 0;
@@ -277,8 +259,7 @@ struct dep_verdict {
 static int dep_check(struct tq_queue *q, const struct dep *d, struct dep_verdict *v,
 		     struct tq_err *err)
 {
-	sqlite3_stmt *st = tq_db_stmt(q, ST_DEP_STATE,
-				      "SELECT state FROM tasks WHERE id = ?1", err);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_STATE_OF, err);
 	enum tq_state s = TQ_QUEUED;
 	int rc;
 
@@ -307,9 +288,7 @@ static int dep_check(struct tq_queue *q, const struct dep *d, struct dep_verdict
 static int session_last(struct tq_queue *q, const char *session, int64_t *id,
 			struct tq_err *err)
 {
-	sqlite3_stmt *st = tq_db_stmt(q, ST_SESSION_LAST,
-		"SELECT id FROM tasks WHERE session = ?1 AND state IN " UNFINISHED
-		" ORDER BY id DESC LIMIT 1", err);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_SESSION_LAST, err);
 	int rc;
 
 	*id = 0;
@@ -342,10 +321,7 @@ static int session_last(struct tq_queue *q, const char *session, int64_t *id,
 static int session_dir(struct tq_queue *q, const struct tq_task_spec *s, char *buf,
 		       size_t n, const char **cwd, struct tq_err *err)
 {
-	sqlite3_stmt *st = tq_db_stmt(q, ST_SESSION_DIR,
-		"SELECT s.cwd FROM sessions s WHERE s.key = ?1 AND s.cwd IS NOT NULL"
-		" AND (s.agent_session IS NOT NULL OR EXISTS"
-		"      (SELECT 1 FROM tasks t WHERE t.session = ?1))", err);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_SESSION_DIR, err);
 	const char *dir;
 	int rc;
 
@@ -371,24 +347,13 @@ static int session_dir(struct tq_queue *q, const struct tq_task_spec *s, char *b
 	if (rc != SQLITE_DONE)
 		return tq_db_error(q, rc, err, "read session");
 	/* its first task (or the first since it had none): the directory */
-	st = tq_db_stmt(q, ST_SESSION_SET_DIR,
-		"INSERT INTO sessions(key, cwd, updated_at) VALUES (?1, ?2, 0)"
-		" ON CONFLICT(key) DO UPDATE SET cwd = excluded.cwd", err);
+	st = tq_db_stmt(q, ST_SESSION_SET_DIR, err);
 	if (st == NULL)
 		return err ? err->code : TQ_EIO;
 	tq_bind_text(st, 1, s->session);
 	tq_bind_text(st, 2, s->cwd);
 	return tq_db_exec_st(q, st, err, "store session directory");
 }
-
-static const char task_add_sql[] =
-	"INSERT INTO tasks(state, name, argv, shell, cwd, env_id, batch, grp, session,"
-	" unique_key, priority, run_after, created_at, timeout_ms, kill_grace_ms,"
-	" max_output, max_retries, retry_lost, backoff_ms, backoff_max_ms, stdin_mode,"
-	" pty, on_exit, agent, model, prompt, isolate, sources, finished_at, outcome,"
-	" reason, umask, stall_timeout_ms) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,"
-	"?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,?26,?27,?28,?29,?30,"
-	"?31,?32,?33)";
 
 struct insert_ctx {
 	const struct tq_task_spec *s;
@@ -407,7 +372,7 @@ static int insert_task(struct tq_queue *q, const struct insert_ctx *c, int64_t *
 		       struct tq_err *err)
 {
 	const struct tq_task_spec *s = c->s;
-	sqlite3_stmt *st = tq_db_stmt(q, ST_TASK_ADD, task_add_sql, err);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_TASK_ADD, err);
 
 	if (st == NULL)
 		return err ? err->code : TQ_EIO;
@@ -458,9 +423,7 @@ static int insert_extras(struct tq_queue *q, const struct tq_task_spec *s, int64
 	sqlite3_stmt *st;
 
 	for (size_t i = 0; i < s->nlabels; i++) {
-		st = tq_db_stmt(q, ST_LABEL_ADD,
-				"INSERT OR REPLACE INTO labels(task_id, key, value) "
-				"VALUES (?1, ?2, ?3)", err);
+		st = tq_db_stmt(q, ST_LABEL_ADD, err);
 		if (st == NULL)
 			return err ? err->code : TQ_EIO;
 		sqlite3_bind_int64(st, 1, id);
@@ -470,11 +433,7 @@ static int insert_extras(struct tq_queue *q, const struct tq_task_spec *s, int64
 			return err ? err->code : TQ_EIO;
 	}
 	for (size_t i = 0; i < ndeps; i++) {
-		st = tq_db_stmt(q, ST_DEP_ADD,
-				"INSERT INTO deps(task_id, dep_id, kind) VALUES (?1, ?2, ?3) "
-				"ON CONFLICT DO UPDATE SET kind = CASE WHEN kind = 'success' "
-				"OR excluded.kind = 'success' THEN 'success' ELSE 'any' END",
-				err);
+		st = tq_db_stmt(q, ST_DEP_ADD, err);
 		if (st == NULL)
 			return err ? err->code : TQ_EIO;
 		sqlite3_bind_int64(st, 1, id);
@@ -484,8 +443,7 @@ static int insert_extras(struct tq_queue *q, const struct tq_task_spec *s, int64
 			return err ? err->code : TQ_EIO;
 	}
 	if (s->stdin_mode == TQ_STDIN_FILE) {
-		st = tq_db_stmt(q, ST_STDIN_ADD,
-				"INSERT INTO stdin_files(task_id, data) VALUES (?1, ?2)", err);
+		st = tq_db_stmt(q, ST_STDIN_ADD, err);
 		if (st == NULL)
 			return err ? err->code : TQ_EIO;
 		sqlite3_bind_int64(st, 1, id);
@@ -499,8 +457,7 @@ static int insert_extras(struct tq_queue *q, const struct tq_task_spec *s, int64
 
 static int add_group(struct tq_queue *q, const char *group, struct tq_err *err)
 {
-	sqlite3_stmt *st = tq_db_stmt(q, ST_GROUP_ADD,
-				      "INSERT OR IGNORE INTO groups(name) VALUES (?1)", err);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_GROUP_ADD, err);
 
 	if (st == NULL)
 		return err ? err->code : TQ_EIO;
@@ -717,12 +674,7 @@ int tq_queue_submit(struct tq_queue *q, const struct tq_task_spec *spec,
 
 int tq_queue_wants_worker(struct tq_queue *q, int64_t id)
 {
-	sqlite3_stmt *st = tq_db_stmt(q, ST_WANTS_WORKER,
-		"SELECT 1 FROM tasks t JOIN groups g ON g.name = t.grp"
-		" WHERE t.id = ?1 AND t.state IN ('queued', 'blocked')"
-		" AND (g.paused != 0 OR g.paused_until > ?2 OR (g.probe != 0 AND EXISTS"
-		" (SELECT 1 FROM tasks p WHERE p.id = g.probe_task AND p.state = 'running')))",
-		NULL);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_WANTS_WORKER, NULL);
 	int rc;
 
 	if (st == NULL)

@@ -14,9 +14,7 @@
 int tq_queue_worker_add(struct tq_queue *q, int pid, int64_t proc_start, int slot,
 			int supervisor_pid, int64_t *id, struct tq_err *err)
 {
-	sqlite3_stmt *st = tq_db_stmt(q, ST_WORKER_ADD,
-		"INSERT INTO workers(pid, proc_start, host, slot, supervisor_pid, started_at,"
-		" heartbeat_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)", err);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_WORKER_ADD, err);
 	char host[256] = "";
 	int rc;
 
@@ -39,8 +37,7 @@ int tq_queue_worker_add(struct tq_queue *q, int pid, int64_t proc_start, int slo
 int tq_queue_worker_beat(struct tq_queue *q, int64_t id, int64_t task_id,
 			 struct tq_err *err)
 {
-	sqlite3_stmt *st = tq_db_stmt(q, ST_WORKER_BEAT,
-		"UPDATE workers SET heartbeat_at = ?2, task_id = ?3 WHERE id = ?1", err);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_WORKER_BEAT, err);
 
 	if (st == NULL)
 		return err ? err->code : TQ_EIO;
@@ -52,8 +49,7 @@ int tq_queue_worker_beat(struct tq_queue *q, int64_t id, int64_t task_id,
 
 int tq_queue_worker_stop(struct tq_queue *q, int64_t id, struct tq_err *err)
 {
-	sqlite3_stmt *st = tq_db_stmt(q, ST_WORKER_STOP,
-		"UPDATE workers SET stopped_at = ?2, task_id = NULL WHERE id = ?1", err);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_WORKER_STOP, err);
 
 	if (st == NULL)
 		return err ? err->code : TQ_EIO;
@@ -65,9 +61,7 @@ int tq_queue_worker_stop(struct tq_queue *q, int64_t id, struct tq_err *err)
 int tq_queue_workers(struct tq_queue *q, struct tq_worker_info **list, size_t *n,
 		     struct tq_err *err)
 {
-	sqlite3_stmt *st = tq_db_stmt(q, ST_WORKERS,
-		"SELECT id, pid, proc_start, slot, supervisor_pid, started_at, heartbeat_at,"
-		" task_id FROM workers WHERE stopped_at IS NULL ORDER BY id", err);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_WORKERS, err);
 	struct tq_worker_info *out = NULL;
 	size_t cap = 0, count = 0;
 	int rc;
@@ -113,13 +107,7 @@ int tq_queue_worker_results(struct tq_queue *q, const int64_t *ids, size_t n,
 			    int64_t *ran, int64_t *failed, int64_t *pending,
 			    struct tq_err *err)
 {
-	sqlite3_stmt *st = tq_db_stmt(q, ST_WORKER_RESULTS,
-		"SELECT count(DISTINCT a.task_id), count(DISTINCT CASE WHEN t.state IN"
-		" ('failed','timed_out','killed','canceled') THEN a.task_id END),"
-		" count(DISTINCT CASE WHEN t.state IN"
-		" ('queued','scheduled','blocked','running') THEN a.task_id END)"
-		" FROM attempts a JOIN tasks t ON t.id = a.task_id"
-		" WHERE a.worker_id IN (SELECT value FROM json_each(?1))", err);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_WORKER_RESULTS, err);
 	char *json = NULL;
 	size_t len = 2;
 	int rc;
@@ -151,8 +139,7 @@ int tq_queue_worker_results(struct tq_queue *q, const int64_t *ids, size_t n,
 int tq_queue_meta_set(struct tq_queue *q, const char *key, const char *value,
 		      struct tq_err *err)
 {
-	sqlite3_stmt *st = tq_db_stmt(q, ST_META_SET,
-		"INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)", err);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_META_SET, err);
 
 	if (st == NULL)
 		return err ? err->code : TQ_EIO;
@@ -164,8 +151,7 @@ int tq_queue_meta_set(struct tq_queue *q, const char *key, const char *value,
 int tq_queue_meta_get(struct tq_queue *q, const char *key, char **value,
 		      struct tq_err *err)
 {
-	sqlite3_stmt *st = tq_db_stmt(q, ST_META_GET, "SELECT value FROM meta WHERE key = ?1",
-				      err);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_META_GET, err);
 	int rc;
 
 	*value = NULL;
@@ -203,8 +189,7 @@ int tq_queue_stdin_write(struct tq_queue *q, int64_t id, const void *data, size_
 	tq_task_release(&t);
 	if (rc < 0)
 		goto fail;
-	st = tq_db_stmt(q, ST_STDIN_EOF_FIND,
-		"SELECT 1 FROM stdin_writes WHERE task_id = ?1 AND eof = 1", err);
+	st = tq_db_stmt(q, ST_STDIN_EOF_FIND, err);
 	if (st == NULL) {
 		rc = err ? err->code : TQ_EIO;
 		goto fail;
@@ -217,9 +202,7 @@ int tq_queue_stdin_write(struct tq_queue *q, int64_t id, const void *data, size_
 				"(--eof)", (long long)id);
 		goto fail;
 	}
-	st = tq_db_stmt(q, ST_STDIN_WRITE,
-		"INSERT INTO stdin_writes(task_id, data, eof, created_at) VALUES (?1, ?2, ?3, ?4)",
-		err);
+	st = tq_db_stmt(q, ST_STDIN_WRITE, err);
 	if (st == NULL) {
 		rc = err ? err->code : TQ_EIO;
 		goto fail;
@@ -240,9 +223,7 @@ fail:
 int tq_queue_stdin_pending(struct tq_queue *q, int64_t id, int64_t after, size_t max,
 			   struct tq_stdin_chunk **list, size_t *n, struct tq_err *err)
 {
-	sqlite3_stmt *st = tq_db_stmt(q, ST_STDIN_PENDING,
-		"SELECT id, data, eof FROM stdin_writes WHERE task_id = ?1 AND id > ?2"
-		" AND delivered_at IS NULL ORDER BY id LIMIT ?3", err);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_STDIN_PENDING, err);
 	struct tq_stdin_chunk *out;
 	size_t count = 0;
 	int rc;
@@ -291,9 +272,7 @@ void tq_stdin_chunks_free(struct tq_stdin_chunk *list, size_t n)
 int tq_queue_stdin_delivered(struct tq_queue *q, int64_t id, int64_t seq,
 			     struct tq_err *err)
 {
-	sqlite3_stmt *st = tq_db_stmt(q, ST_STDIN_DELIVERED,
-		"UPDATE stdin_writes SET delivered_at = ?3 WHERE task_id = ?1 AND id <= ?2"
-		" AND delivered_at IS NULL", err);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_STDIN_DELIVERED, err);
 
 	if (st == NULL)
 		return err ? err->code : TQ_EIO;
