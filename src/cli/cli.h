@@ -209,14 +209,6 @@ struct tq_log_line;
 int cli_task_status(const struct tq_task *t);
 
 /*
- * For task t as read (cmd_control.c): 1 when it still reads `running` but
- * its process has ended and its worker keeps the end in an end record
- * (worker/endrec.h) until the store takes it; then how it ended goes to how
- * ("succeeded, exit code 0"). 0 otherwise.
- */
-int cli_end_recording(struct tq_queue *q, const struct tq_task *t, char *how, size_t n);
-
-/*
  * Printing log lines (struct tq_log_line, queue/logstore.h) the way `taskq
  * log` does. Raw: each line's exact bytes, plus '\n' only where the output
  * had one, so the concatenation is the output byte for byte. Escaped (a

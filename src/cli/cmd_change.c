@@ -8,10 +8,11 @@
  * stdout ("canceled 5"), what failed to stderr, one line each, and the exit
  * code is the worst of them (2 for an unknown id over 1 for a wrong state).
  *
- * Removing a running task goes through its worker, as `taskq kill` does:
- * the CLI never signals a task itself. The kill is stored, the worker is
- * poked (SIGUSR1, its pid and start time checked), and remove waits, with a
- * deadline, for the worker to record the end; only then is the row deleted.
+ * Removing a running task goes through its worker, as `taskq kill` does
+ * (ops/kill.h): the CLI never signals a task itself. The kill is stored, the
+ * worker is poked (SIGUSR1, its pid and start time checked), and remove
+ * waits, with a deadline, for the worker to record the end; only then is
+ * the row deleted.
  * A running task whose worker is not alive is refused at once: it is
  * recovered when its lease expires, and can be removed then.
  */
@@ -26,11 +27,10 @@
 #include <unistd.h>
 
 #include "common/sys.h"
-#include "proc/proc.h"
+#include "ops/kill.h"
 
 /* How long remove waits for a killed task's end beyond its kill grace. */
 #define REMOVE_WAIT_MARGIN_MS 15000
-#define REMOVE_POLL_MS 20
 
 static const struct cli_opt no_opts[] = { { NULL, 0, 0, 0 } };
 
@@ -81,29 +81,6 @@ static int cancel_one(const struct cli_ctx *c, struct tq_queue *q, int64_t id)
 	return CLI_OK;
 }
 
-/* The live worker (pid checked against its start time) with id, or 0. */
-static int worker_pid(struct tq_queue *q, int64_t worker_id, int64_t *start)
-{
-	struct tq_worker_info *ws = NULL;
-	size_t n = 0;
-	int pid = 0;
-
-	if (worker_id == 0 || tq_queue_workers(q, &ws, &n, NULL) < 0)
-		return 0;
-	for (size_t i = 0; i < n; i++)
-		if (ws[i].id == worker_id && tq_proc_alive(ws[i].pid, ws[i].proc_start)) {
-			pid = ws[i].pid;
-			*start = ws[i].proc_start;
-		}
-	free(ws);
-	return pid;
-}
-
-/*
- * Kill running task id through its worker and wait until the end is
- * recorded. 0 once it no longer runs; otherwise an error was printed and
- * its exit code is returned.
- */
 /* A task whose process has ended, its end kept in an end record until the
  * store takes it (worker/endrec.h): its row cannot go before its end is
  * written, and waiting for that would only run into the deadline. */
@@ -114,53 +91,38 @@ static int ended_unrecorded(const struct cli_ctx *c, int64_t id, const char *how
 			   how);
 }
 
+/*
+ * Kill running task id through its worker (ops/kill.h) and wait until the
+ * end is recorded. 0 once it no longer runs; otherwise an error was
+ * printed and its exit code is returned.
+ */
 static int stop_running(const struct cli_ctx *c, struct tq_queue *q, int64_t id)
 {
 	struct tq_err err = TQ_ERR_INIT;
-	struct tq_task t;
-	int64_t start = 0, deadline;
-	char how[96];
-	int pid;
+	struct tq_ops_killed k;
+	int64_t deadline;
+	int rc = tq_ops_kill_request(q, id, SIGTERM, NULL, &k, &err);
 
-	if (tq_queue_get(q, id, 0, &t, &err) < 0)
-		return cli_fail(c, &err);
-	if (cli_end_recording(q, &t, how, sizeof(how))) {
-		tq_task_release(&t);
-		return ended_unrecorded(c, id, how);
-	}
-	if (t.state != TQ_RUNNING) {
-		tq_task_release(&t);
-		return 0;
-	}
-	pid = worker_pid(q, t.worker_id, &start);
-	deadline = tq_mono_ms() + t.kill_grace_ms + REMOVE_WAIT_MARGIN_MS;
-	tq_task_release(&t);
-	if (pid == 0)
+	switch (rc) {
+	case TQ_OPS_KILL_RECORDING: return ended_unrecorded(c, id, k.how);
+	case TQ_OPS_KILL_NOT_RUNNING: return 0;
+	case TQ_OPS_KILL_NO_WORKER:
 		return cli_runtime(c, "task %lld is running, but its worker is not alive; it "
 				   "is recovered when its lease expires: remove it then",
 				   (long long)id);
-	if (tq_queue_request_kill(q, id, SIGTERM, &err) < 0) {
-		if (err.code == TQ_ESTATE) /* it ended meanwhile */
-			return 0;
-		return cli_fail(c, &err);
+	case TQ_OPS_KILL_REQUESTED: break;
+	default: /* ended between the read and the request: removable */
+		return err.code == TQ_ESTATE ? 0 : cli_fail(c, &err);
 	}
-	tq_proc_signal(pid, start, SIGUSR1, NULL); /* act now, not at its next renewal */
-	for (;;) {
-		if (tq_queue_get(q, id, 0, &t, &err) < 0)
-			return err.code == TQ_ENOTFOUND ? 0 : cli_fail(c, &err);
-		if (cli_end_recording(q, &t, how, sizeof(how))) {
-			tq_task_release(&t);
-			return ended_unrecorded(c, id, how);
-		}
-		if (t.state != TQ_RUNNING) {
-			tq_task_release(&t);
-			return 0;
-		}
-		tq_task_release(&t);
-		if (tq_mono_ms() > deadline)
-			return cli_runtime(c, "task %lld: killed, but its worker has not recorded "
-					   "its end yet; not removed", (long long)id);
-		tq_sleep_ms(REMOVE_POLL_MS);
+	deadline = tq_mono_ms() + k.kill_grace_ms + REMOVE_WAIT_MARGIN_MS;
+	switch (tq_ops_kill_wait(q, id, deadline, &k, &err)) {
+	case TQ_OPS_ENDED:
+	case TQ_OPS_GONE: return 0;
+	case TQ_OPS_END_RECORDING: return ended_unrecorded(c, id, k.how);
+	case TQ_OPS_STILL_RUNNING:
+		return cli_runtime(c, "task %lld: killed, but its worker has not recorded "
+				   "its end yet; not removed", (long long)id);
+	default: return cli_fail(c, &err);
 	}
 }
 
@@ -179,7 +141,7 @@ static int remove_one(const struct cli_ctx *c, struct tq_queue *q, int64_t id)
 	/* a read first: the delete is a write, which would wait out the busy
 	 * timeout behind whatever keeps this task's end from being written */
 	if (tq_queue_get(q, id, 0, &t, NULL) == 0) {
-		rc = cli_end_recording(q, &t, how, sizeof(how));
+		rc = tq_ops_end_recording(q, &t, how, sizeof(how));
 		tq_task_release(&t);
 		if (rc)
 			return ended_unrecorded(c, id, how);

@@ -2,11 +2,9 @@
  * cmd_control.c - reaching a running task: `taskq kill ID` and
  * `taskq write ID DATA`.
  *
- * The CLI never signals a task itself: the worker that runs it owns the
- * process (and knows when it really exited). The request is stored first, so
- * it survives anything; then the worker is poked with SIGUSR1 (its pid and
- * start time checked, so a reused pid is never signalled) to act at once
- * rather than at its next lease renewal.
+ * The CLI never signals a task itself: ops/kill.h stores the request and
+ * pokes the task's worker (through its identity); this file parses, calls
+ * and says what happened.
  */
 #include "cli.h"
 
@@ -22,12 +20,13 @@
 
 #include "common/parse.h"
 #include "common/sys.h"
-#include "proc/proc.h"
-#include "worker/endrec.h"
+#include "ops/kill.h"
 
 enum { O_SIGNAL = 256, O_NOWAIT, O_EOF, O_LINE, O_FILE };
 
 #define WRITE_MAX ((int64_t)64 * 1024 * 1024) /* one `taskq write` */
+/* How long kill waits for the end beyond the task's kill grace. */
+#define KILL_WAIT_MARGIN_MS 15000
 
 static const struct { const char *name; int sig; } signals[] = {
 	{ "HUP", SIGHUP }, { "INT", SIGINT }, { "QUIT", SIGQUIT }, { "KILL", SIGKILL },
@@ -57,144 +56,46 @@ static int parse_signal(const char *s, int *sig)
 	return -1;
 }
 
-int cli_end_recording(struct tq_queue *q, const struct tq_task *t, char *how, size_t n)
-{
-	struct tq_endrec rec;
-	int r;
-
-	if (t->state != TQ_RUNNING ||
-	    tq_endrec_read(tq_queue_home(q), t->id, t->attempt, &rec, NULL) < 0)
-		return 0;
-	if (rec.f.exit_code >= 0)
-		r = snprintf(how, n, "%s, exit code %d", tq_outcome_name(rec.f.outcome),
-			     rec.f.exit_code);
-	else if (rec.f.signal > 0)
-		r = snprintf(how, n, "%s, signal %d", tq_outcome_name(rec.f.outcome),
-			     rec.f.signal);
-	else
-		r = snprintf(how, n, "%s", tq_outcome_name(rec.f.outcome));
-	if (r < 0 || (size_t)r >= n)
-		snprintf(how, n, "%s", tq_outcome_name(rec.f.outcome));
-	tq_endrec_release(&rec);
-	return 1;
-}
-
-/* The worker running task t, if it lives (a zombie does not): 1 with
- * *pid and *start, 0 when it is dead, -1 when the store did not say. */
-static int live_worker(struct tq_queue *q, const struct tq_task *t, pid_t *pid,
-		       int64_t *start)
-{
-	struct tq_worker_info *ws = NULL;
-	size_t n = 0;
-	int found = 0;
-
-	if (t->worker_id == 0)
-		return 0;
-	if (tq_queue_workers(q, &ws, &n, NULL) < 0)
-		return -1;
-	for (size_t i = 0; i < n && !found; i++)
-		if (ws[i].id == t->worker_id && tq_proc_alive(ws[i].pid, ws[i].proc_start)) {
-			*pid = ws[i].pid;
-			*start = ws[i].proc_start;
-			found = 1;
-		}
-	free(ws);
-	return found;
-}
-
-/* Wait (bounded) until task id is no longer running; its final state.
- * 1 (how filled) when it has ended but its end is still being recorded:
- * the store is busy, and the worker or the supervisor writes the end as
- * soon as it can; waiting on would only run into the deadline. */
-static int wait_not_running(struct tq_queue *q, int64_t id, int64_t timeout_ms,
-			    enum tq_state *state, char *how, size_t n)
-{
-	int64_t deadline = tq_mono_ms() + timeout_ms;
-	struct tq_err err = TQ_ERR_INIT;
-	struct tq_task t;
-
-	for (;;) {
-		if (tq_queue_get(q, id, 0, &t, &err) < 0)
-			return err.code;
-		*state = t.state;
-		if (cli_end_recording(q, &t, how, n)) {
-			tq_task_release(&t);
-			return 1;
-		}
-		tq_task_release(&t);
-		if (*state != TQ_RUNNING)
-			return 0;
-		if (tq_mono_ms() > deadline)
-			return TQ_EBUSY;
-		tq_sleep_ms(20);
-	}
-}
-
 static int kill_one(const struct cli_ctx *c, struct tq_queue *q, int64_t id, int sig,
 		    int wait)
 {
 	struct tq_err err = TQ_ERR_INIT;
-	enum tq_state state = TQ_QUEUED;
-	struct tq_task t;
-	int64_t wstart = 0;
-	pid_t wpid = 0;
-	char how[96];
-	int rc, live;
+	struct tq_ops_killed k;
+	int rc = tq_ops_kill_request(q, id, sig, "canceled by taskq kill before it started",
+				     &k, &err);
 
-	if ((rc = tq_queue_get(q, id, 0, &t, &err)) < 0)
-		return cli_fail(c, &err);
-	/* Before any write: while its end waits for the store, so would a
-	 * kill request, for the whole busy timeout, and then for an end that
-	 * has happened already. */
-	if (cli_end_recording(q, &t, how, sizeof(how))) {
-		tq_task_release(&t);
+	switch (rc) {
+	case TQ_OPS_KILL_RECORDING:
 		return cli_runtime(c, "task %lld has already ended (%s); its end is being "
-				   "recorded", (long long)id, how);
-	}
-	if (t.state != TQ_RUNNING) {
-		enum tq_state s = t.state;
-		tq_task_release(&t);
-		if (tq_state_final(s))
-			return cli_runtime(c, "task %lld has already ended (%s)", (long long)id,
-					   tq_state_name(s));
-		/* Not started yet: killing it means it never runs. */
-		if (tq_queue_cancel(q, id, "canceled by taskq kill before it started", NULL,
-				    &err) < 0)
-			return cli_fail(c, &err);
+				   "recorded", (long long)id, k.how);
+	case TQ_OPS_KILL_NOT_RUNNING:
+		return cli_runtime(c, "task %lld has already ended (%s)", (long long)id,
+				   tq_state_name(k.state));
+	case TQ_OPS_KILL_CANCELED:
 		printf("%lld canceled (it had not started)\n", (long long)id);
 		return CLI_OK;
-	}
-	/* Only the worker running the task acts on a kill request: with it
-	 * dead, waiting for one would run into the deadline and then say
-	 * "still running" (20 s of nothing for a worker killed, or a zombie
-	 * its stopped supervisor did not reap). */
-	if ((live = live_worker(q, &t, &wpid, &wstart)) == 0) {
-		tq_task_release(&t);
+	case TQ_OPS_KILL_NO_WORKER:
 		return cli_runtime(c, "task %lld is running, but its worker is not alive; it is "
 				   "recovered when its lease expires (taskq serve)", (long long)id);
-	}
-	if (tq_queue_request_kill(q, id, sig, &err) < 0) {
-		tq_task_release(&t);
+	case TQ_OPS_KILL_REQUESTED:
+		break;
+	default:
 		return cli_fail(c, &err);
 	}
-	/* act now, not at its next renewal */
-	if (live > 0)
-		tq_proc_signal(wpid, wstart, SIGUSR1, NULL);
 	if (!wait) {
-		tq_task_release(&t);
 		printf("%lld: kill requested (%s)\n", (long long)id, strsignal(sig));
 		return CLI_OK;
 	}
-	rc = wait_not_running(q, id, t.kill_grace_ms + 15000, &state, how, sizeof(how));
-	tq_task_release(&t);
-	if (rc < 0)
-		return cli_runtime(c, "task %lld: kill requested, but it is still running",
-				   (long long)id);
-	if (rc == 1) {
-		printf("%lld ended (%s); its end is being recorded\n", (long long)id, how);
+	rc = tq_ops_kill_wait(q, id, tq_mono_ms() + k.kill_grace_ms + KILL_WAIT_MARGIN_MS, &k,
+			      &err);
+	if (rc == TQ_OPS_END_RECORDING) {
+		printf("%lld ended (%s); its end is being recorded\n", (long long)id, k.how);
 		return CLI_OK;
 	}
-	printf("%lld %s\n", (long long)id, tq_state_name(state));
+	if (rc != TQ_OPS_ENDED) /* still running, gone meanwhile, or the store failed */
+		return cli_runtime(c, "task %lld: kill requested, but it is still running",
+				   (long long)id);
+	printf("%lld %s\n", (long long)id, tq_state_name(k.state));
 	return CLI_OK;
 }
 
@@ -343,11 +244,7 @@ static int run_write(struct cli_ctx *c, int argc, char **argv)
 	if (rc == CLI_OK && tq_queue_stdin_write(q, id, buf, len, eof, &err) < 0)
 		rc = cli_fail(c, &err);
 	if (rc == CLI_OK && tq_queue_get(q, id, 0, &t, &err) == 0) {
-		pid_t wpid = 0;
-		int64_t wstart = 0;
-		/* poke its worker so it acts on the store now */
-		if (t.state == TQ_RUNNING && live_worker(q, &t, &wpid, &wstart) > 0)
-			tq_proc_signal(wpid, wstart, SIGUSR1, NULL);
+		tq_ops_poke_worker(q, &t); /* so it acts on the store now */
 		tq_task_release(&t);
 	}
 	free(buf);

@@ -16,11 +16,16 @@
 #include "common/diag.h"
 #include "common/parse.h"
 #include "common/sys.h"
+#include "ops/shutdown.h"
 #include "output.h"
 #include "proc/proc.h"
 #include "worker/endrec.h"
 #include "worker/supervisor.h"
 #include "worker/worker.h"
+
+/* How long shutdown waits beyond the grace (running tasks get the grace,
+ * then their kill grace) before saying the supervisor has not stopped. */
+#define SHUTDOWN_WAIT_MARGIN_MS 60000
 
 enum { O_WORKERS = 256, O_FOREGROUND, O_GRACE, O_LEASE, O_NOW, O_SLOT, O_SUP, O_JSON,
        O_NOWAIT, O_RETENTION, O_LOG_SIZE, O_LOG_FILES };
@@ -556,30 +561,22 @@ static int run_shutdown(struct cli_ctx *c, int argc, char **argv)
 	if (tq_home_check(home, &err) == TQ_ENOTFOUND)
 		return cli_usage(c, "%s (state directory from %s); no supervisor runs there",
 				 err.msg, tq_home_source(c->home_flag));
-	if (!tq_supervisor_running(home, &pid) || pid <= 1) {
+	if ((rc = tq_ops_shutdown(home, grace, &pid, &err)) == 0) {
 		printf("no supervisor is running\n");
 		return CLI_OK;
 	}
-	if (grace >= 0) {
-		union sigval v = { .sival_int = (int)grace };
-		rc = sigqueue(pid, SIGTERM, v);
-	} else {
-		rc = kill(pid, SIGTERM);
-	}
 	if (rc < 0)
-		return cli_runtime(c, "signal supervisor pid %d: %s", (int)pid, strerror(errno));
+		return cli_runtime(c, "%s", err.msg);
 	if (!wait) {
 		printf("supervisor pid %d is stopping\n", (int)pid);
 		return CLI_OK;
 	}
 	/* Running tasks get the grace, then their kill grace: wait for that
 	 * plus a margin before giving up. */
-	deadline = tq_mono_ms() + (grace >= 0 ? grace : TQ_DEFAULT_SHUTDOWN_GRACE_MS) + 60000;
-	while (tq_supervisor_running(home, NULL)) {
-		if (tq_mono_ms() > deadline)
-			return cli_runtime(c, "supervisor pid %d has not stopped yet", (int)pid);
-		tq_sleep_ms(20);
-	}
+	deadline = tq_mono_ms() + (grace >= 0 ? grace : TQ_DEFAULT_SHUTDOWN_GRACE_MS) +
+		   SHUTDOWN_WAIT_MARGIN_MS;
+	if (!tq_ops_shutdown_wait(home, deadline))
+		return cli_runtime(c, "supervisor pid %d has not stopped yet", (int)pid);
 	printf("supervisor pid %d stopped\n", (int)pid);
 	return CLI_OK;
 }

@@ -25,6 +25,8 @@
 
 #include "common/parse.h"
 #include "common/sys.h"
+#include "ops/kill.h"
+#include "ops/wait.h"
 #include "worker/supervisor.h"
 
 #define WAIT_POLL_MIN_MS 10
@@ -49,6 +51,7 @@ struct waiter {
 	size_t n;
 	/* batch */
 	struct tq_batch b;
+	int *rc;                   /* wait_loop's: set on an error */
 };
 
 /* ------------------------------------------------------------------ */
@@ -130,26 +133,27 @@ static int refresh_batch(struct waiter *w, int *rc)
 	return tq_batch_done(&b);
 }
 
-/* Poll until done or the deadline. Returns 1 when done, 0 on timeout;
- * *rc is set on an error (then 1 is returned). */
+/* ops/wait.h's look: 1 when every task (or the batch) has ended, or on
+ * an error (*w->rc set). */
+static int look_done(void *arg)
+{
+	struct waiter *w = arg;
+
+	return w->batch ? refresh_batch(w, w->rc) : refresh_ids(w, w->rc);
+}
+
+/* Poll until done or the deadline (ops/wait.h). Returns 1 when done, 0 on
+ * timeout; *rc is set on an error (then 1 is returned). */
 static int wait_loop(struct waiter *w, int *rc)
 {
-	int64_t start = tq_mono_ms(), pause = WAIT_POLL_MIN_MS;
+	static const struct tq_ops_pace pace = {
+		WAIT_POLL_MIN_MS, WAIT_POLL_MAX_MS, WAIT_SLOW_AFTER_MS, WAIT_POLL_SLOW_MS,
+	};
+	int64_t deadline = w->timeout_ms >= 0 ? tq_mono_ms() + w->timeout_ms
+					      : TQ_OPS_NO_DEADLINE;
 
-	for (;;) {
-		int64_t now, cap;
-		int done = w->batch ? refresh_batch(w, rc) : refresh_ids(w, rc);
-		if (done || *rc != CLI_OK)
-			return 1;
-		now = tq_mono_ms();
-		if (w->timeout_ms >= 0 && now - start >= w->timeout_ms)
-			return 0;
-		cap = now - start >= WAIT_SLOW_AFTER_MS ? WAIT_POLL_SLOW_MS : WAIT_POLL_MAX_MS;
-		pause = pause * 2 > cap ? cap : pause * 2;
-		if (w->timeout_ms >= 0 && start + w->timeout_ms - now < pause)
-			pause = start + w->timeout_ms - now;
-		tq_sleep_ms(pause > 0 ? pause : 0);
-	}
+	w->rc = rc;
+	return tq_ops_wait(deadline, &pace, look_done, w);
 }
 
 /* ------------------------------------------------------------------ */
@@ -408,7 +412,7 @@ static void say_timed_out(struct waiter *w)
 	}
 	for (size_t i = 0; i < n; i++) {
 		if ((w->batch == NULL && w->gone[i]) ||
-		    !cli_end_recording(w->q, &one[i], how, sizeof(how)))
+		    !tq_ops_end_recording(w->q, &one[i], how, sizeof(how)))
 			continue;
 		if (ended++ == 0)
 			snprintf(first, sizeof(first), "task %lld has ended (%.60s)",

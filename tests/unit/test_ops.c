@@ -1,0 +1,318 @@
+/*
+ * test_ops.c - src/ops, what any front end does to tasks, with real
+ * processes and a real store: a task killed through a real worker (taskq
+ * drain), a worker row whose pid now names another process never
+ * signalled, waits that end at their deadline, a submit that stores its
+ * task itself when the socket answers garbage.
+ */
+#include "harness.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "common/sys.h"
+#include "ops/kill.h"
+#include "ops/wait.h"
+#include "proc/proc.h"
+#include "proc/spawn.h"
+
+#define WAIT_MS 20000
+
+extern char **environ;
+
+static char *argv_sleep[] = { "sleep", "60", NULL };
+static char *env_one[] = { "PATH=/usr/bin:/bin", NULL };
+
+struct fx {
+	char *dir;
+	char home[512];
+	struct tq_queue *q;
+};
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	struct tq_err err = TQ_ERR_INIT;
+
+	assert_non_null(f);
+	f->dir = th_tempdir();
+	assert_non_null(f->dir);
+	snprintf(f->home, sizeof(f->home), "%s/state", f->dir);
+	if (tq_queue_open(&f->q, f->home, TQ_OPEN_DURABLE, &err) != 0)
+		fail_msg("open: %s", err.msg);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+
+	tq_queue_close(f->q);
+	th_rmtree(f->dir);
+	free(f);
+	return 0;
+}
+
+static int64_t submit_sleep(struct tq_queue *q)
+{
+	struct tq_task_spec s = TQ_TASK_SPEC_INIT;
+	struct tq_err err = TQ_ERR_INIT;
+	static int n;
+	char group[32];
+	int64_t id = 0;
+
+	/* a group each: a group's running task does not hold the next back */
+	snprintf(group, sizeof(group), "g%d", n++);
+	s.group = group;
+	s.argv = argv_sleep;
+	s.argc = 2;
+	s.cwd = "/";
+	s.env = env_one;
+	s.envc = 1;
+	s.kill_grace_ms = 1000;
+	if (tq_queue_submit(q, &s, &id, NULL, &err) != 0)
+		fail_msg("submit: %s", err.msg);
+	return id;
+}
+
+static void spawn(struct tq_child *c, char **argv)
+{
+	struct tq_err err = TQ_ERR_INIT;
+
+	c->argv = argv;
+	c->envp = environ;
+	if (tq_spawn_start(c, &err) != 0)
+		fail_msg("spawn %s: %s", argv[0], err.msg);
+}
+
+static enum tq_state state_of(struct tq_queue *q, int64_t id)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_task t;
+	enum tq_state s;
+
+	if (tq_queue_get(q, id, 0, &t, &err) != 0)
+		fail_msg("get %lld: %s", (long long)id, err.msg);
+	s = t.state;
+	tq_task_release(&t);
+	return s;
+}
+
+struct running { struct tq_queue *q; int64_t id; };
+
+static int is_running(void *arg)
+{
+	struct running *r = arg;
+
+	return state_of(r->q, r->id) == TQ_RUNNING;
+}
+
+/* ------------------------------------------------------------------ */
+/* kill                                                               */
+
+/* A task run by a real worker (taskq drain) is killed through it: the
+ * request is stored, the worker poked, and the wait sees it end killed. */
+static void test_kill_through_real_worker(void **state)
+{
+	struct fx *f = *state;
+	struct tq_child drain = TQ_CHILD_INIT;
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_ops_killed k;
+	struct running r = { f->q, submit_sleep(f->q) };
+	const char *bin = getenv("TASKQ_BIN");
+	int status, rc;
+	int64_t t0;
+
+	assert_non_null(bin);
+	spawn(&drain, (char *[]){ (char *)bin, "--home", f->home, "drain", "--workers", "1",
+				  NULL });
+	assert_true(th_wait_for(is_running, &r, WAIT_MS));
+	rc = tq_ops_kill_request(f->q, r.id, SIGTERM, NULL, &k, &err);
+	assert_int_equal(rc, TQ_OPS_KILL_REQUESTED);
+	assert_int_equal(k.kill_grace_ms, 1000);
+	/* poked: the worker acts at once, not at its next lease renewal */
+	t0 = tq_mono_ms();
+	rc = tq_ops_kill_wait(f->q, r.id, tq_mono_ms() + WAIT_MS, &k, &err);
+	assert_int_equal(rc, TQ_OPS_ENDED);
+	assert_int_equal(k.state, TQ_KILLED);
+	assert_true(tq_mono_ms() - t0 < WAIT_MS);
+	/* the drain has nothing left: it exits */
+	assert_int_equal(tq_spawn_wait(&drain, &status, &err), 0);
+	tq_spawn_release(&drain);
+	/* a task that has ended is not killed again */
+	assert_int_equal(tq_ops_kill_request(f->q, r.id, SIGTERM, "x", &k, &err),
+			 TQ_OPS_KILL_NOT_RUNNING);
+	assert_int_equal(k.state, TQ_KILLED);
+}
+
+/* A worker row naming a live process: with its true start time the process
+ * is poked (SIGUSR1 kills a sleep); with another start time (the pid
+ * reused since the worker died) it is a dead worker, never signalled. */
+static int64_t claim_as(struct tq_queue *q, pid_t pid, int64_t start)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_task t;
+	int64_t wid = 0, id;
+
+	if (tq_queue_worker_add(q, (int)pid, start, 0, 0, &wid, &err) != 0)
+		fail_msg("worker_add: %s", err.msg);
+	if (tq_queue_claim(q, wid, 60000, &t, NULL, &err) != 0)
+		fail_msg("claim: %s", err.msg);
+	id = t.id;
+	tq_task_release(&t);
+	return id;
+}
+
+static void test_kill_refuses_reused_pid(void **state)
+{
+	struct fx *f = *state;
+	struct tq_child c = TQ_CHILD_INIT;
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_ops_killed k;
+	struct tq_task t;
+	int64_t start = 0, id;
+	int status;
+
+	spawn(&c, argv_sleep);
+	assert_int_equal(tq_proc_start_time(c.pid, &start, &err), 0);
+	submit_sleep(f->q);
+	id = claim_as(f->q, c.pid, start + 1); /* another process had this pid */
+	assert_int_equal(tq_ops_kill_request(f->q, id, SIGTERM, NULL, &k, &err),
+			 TQ_OPS_KILL_NO_WORKER);
+	assert_int_equal(tq_queue_get(f->q, id, 0, &t, &err), 0);
+	assert_int_equal(tq_ops_poke_worker(f->q, &t), 0);
+	tq_task_release(&t);
+	/* still alive: not signalled, by the kill or the poke */
+	assert_int_equal(tq_waitpid(c.pid, &status, WNOHANG), 0);
+	assert_true(tq_proc_alive(c.pid, start));
+
+	/* the true identity: poked (SIGUSR1's default action ends a sleep) */
+	submit_sleep(f->q);
+	id = claim_as(f->q, c.pid, start);
+	assert_int_equal(tq_ops_kill_request(f->q, id, SIGTERM, NULL, &k, &err),
+			 TQ_OPS_KILL_REQUESTED);
+	assert_int_equal(tq_spawn_wait(&c, &status, &err), 0);
+	tq_spawn_release(&c);
+	assert_true(WIFSIGNALED(status));
+	assert_int_equal(WTERMSIG(status), SIGUSR1);
+}
+
+/* A task not started is canceled when the caller says so (kill), left
+ * alone otherwise (remove). */
+static void test_kill_not_started(void **state)
+{
+	struct fx *f = *state;
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_ops_killed k;
+	int64_t id = submit_sleep(f->q);
+
+	assert_int_equal(tq_ops_kill_request(f->q, id, SIGTERM, NULL, &k, &err),
+			 TQ_OPS_KILL_NOT_RUNNING);
+	assert_int_equal(state_of(f->q, id), TQ_QUEUED);
+	assert_int_equal(tq_ops_kill_request(f->q, id, SIGTERM, "gone", &k, &err),
+			 TQ_OPS_KILL_CANCELED);
+	assert_int_equal(state_of(f->q, id), TQ_CANCELED);
+	assert_int_equal(tq_ops_kill_request(f->q, id + 100, SIGTERM, NULL, &k, &err),
+			 TQ_ENOTFOUND);
+}
+
+/* ------------------------------------------------------------------ */
+/* wait                                                               */
+
+struct looks { int n; int64_t last; int done_at; };
+
+static int look_count(void *arg)
+{
+	struct looks *l = arg;
+
+	l->last = tq_mono_ms();
+	return ++l->n == l->done_at;
+}
+
+/* A wait that is never done ends at its deadline, not a pause later, with
+ * a last look taken at the deadline. */
+static void test_wait_reaches_deadline(void **state)
+{
+	static const struct tq_ops_pace pace = TQ_OPS_PACE_FIXED(150);
+	struct looks l = { 0, 0, -1 };
+	int64_t t0 = tq_mono_ms(), deadline = t0 + 400, took;
+
+	(void)state;
+	assert_int_equal(tq_ops_wait(deadline, &pace, look_count, &l), 0);
+	took = tq_mono_ms() - t0;
+	assert_true(took >= 400);
+	assert_true(took < 400 + 140); /* not the next whole pause (450, 600) */
+	assert_true(l.last >= deadline);
+	assert_int_equal(l.n, 4);  /* 0, 150, 300, 400 */
+}
+
+/* Done on a look: at once, the look's answer; an error stops it too. */
+static int look_fail(void *arg)
+{
+	(void)arg;
+	return TQ_EIO;
+}
+
+static void test_wait_done_and_backoff(void **state)
+{
+	static const struct tq_ops_pace pace = { 10, 40, 0, 0 };
+	struct looks l = { 0, 0, 4 };
+	int64_t t0 = tq_mono_ms(), took;
+
+	(void)state;
+	assert_int_equal(tq_ops_wait(TQ_OPS_NO_DEADLINE, &pace, look_count, &l), 1);
+	took = tq_mono_ms() - t0;
+	assert_int_equal(l.n, 4);
+	assert_true(took >= 20 + 40 + 40); /* pauses 20, 40, 40 */
+	assert_int_equal(tq_ops_wait(TQ_OPS_NO_DEADLINE, &pace, look_fail, NULL), TQ_EIO);
+	/* a pause never runs past its deadline */
+	t0 = tq_mono_ms();
+	assert_int_equal(tq_ops_pause(t0 + 30, 5000), 1);
+	assert_true(tq_mono_ms() - t0 < 1000);
+}
+
+/* A kill's wait on a task that goes on (its worker is not there to act)
+ * ends at the deadline: still running. */
+static void test_kill_wait_deadline(void **state)
+{
+	struct fx *f = *state;
+	struct tq_child c = TQ_CHILD_INIT;
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_ops_killed k;
+	int64_t start = 0, id, t0;
+	int status;
+
+	spawn(&c, argv_sleep);
+	assert_int_equal(tq_proc_start_time(c.pid, &start, &err), 0);
+	submit_sleep(f->q);
+	id = claim_as(f->q, c.pid, start + 1);
+	t0 = tq_mono_ms();
+	assert_int_equal(tq_ops_kill_wait(f->q, id, t0 + 300, &k, &err), TQ_OPS_STILL_RUNNING);
+	assert_true(tq_mono_ms() - t0 >= 300);
+	assert_true(tq_mono_ms() - t0 < 300 + 2000);
+	assert_int_equal(k.state, TQ_RUNNING);
+	kill(c.pid, SIGKILL);
+	tq_spawn_wait(&c, &status, &err);
+	tq_spawn_release(&c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_kill_through_real_worker, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_kill_refuses_reused_pid, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_kill_not_started, setup, teardown),
+		cmocka_unit_test(test_wait_reaches_deadline),
+		cmocka_unit_test(test_wait_done_and_backoff),
+		cmocka_unit_test_setup_teardown(test_kill_wait_deadline, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
