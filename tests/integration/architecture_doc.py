@@ -14,7 +14,8 @@ What it checks (the document's conventions, said at its top):
     at any depth), and no heading for a folder that does not exist. Under a
     heading, each bullet starts with the files it describes in backticks
     ("- `spawn.h`, `spawn.c` - ..."): each must exist in that folder, and
-    every .c and .h file of the folder must be on a bullet.
+    every .c and .h file of the folder must be on a bullet. A function a
+    bullet names is defined or declared in one of the bullet's files.
   - The layer order: a backticked line "`common < queue < ...`" naming
     every top-level folder of src/, each once, in the order of the module
     map's headings.
@@ -148,6 +149,7 @@ def main():
     # -- the module map -----------------------------------------------------
     start, end = section(lines, "Module map")
     mapped, order = {}, []
+    bullet_files = {}  # a module map bullet's line -> the files it describes
     if start is None:
         problems.append("ARCHITECTURE.md: no \"## Module map\" section")
     else:
@@ -173,11 +175,13 @@ def main():
             m = re.match(r"^- ((?:`[^`]+`(?:, | and |/)?)+)", l)
             if cur is None or not m:
                 continue
-            for name in re.findall(r"`([^`]+)`", m.group(1)):
+            names = re.findall(r"`([^`]+)`", m.group(1))
+            for name in names:
                 checked += 1
                 mapped[cur].add(name)
                 if not os.path.isfile(os.path.join(root, cur, name)):
                     bad(i, f"`{name}`: no such file in {cur}")
+            bullet_files[i] = [cur + n for n in names]
         for folder in sorted(folders):
             if folder not in mapped:
                 problems.append(f"ARCHITECTURE.md: the module map has no heading "
@@ -240,6 +244,10 @@ def main():
                 if at is not None and not any(w == at or w.endswith("/" + at)
                                               for w in where):
                     bad(i, f"`{t}`: defined in {', '.join(sorted(where))}, not in {at}")
+                elif at is None and i in bullet_files and \
+                        not any(w in bullet_files[i] for w in where):
+                    bad(i, f"`{t}`: defined in {', '.join(sorted(where))}, not in the "
+                        f"files this line of the module map describes")
                 continue
             wm = re.fullmatch(r"(?:struct |enum )?((?:tq|TQ|cli|CLI)_\w+)", t)
             if wm:

@@ -86,6 +86,16 @@ elif kind == "command":
 elif kind == "layer":
     m, _ = sub_first(r"`common < (\w+) < ", r"`common < ")
     said = "src/" + m.group(1) + "/"
+elif kind == "owner":
+    # a function said to be in the files of a module map bullet it is not in:
+    # the first bullet's function swapped for the next bullet's
+    bullets = [m for m in re.finditer(r"^- `.*`(tq_\w+)\(\)`.*$", doc[map_at:path_at], re.M)]
+    if len(bullets) < 2:
+        sys.exit("nothing to plant an owner in")
+    a, b = bullets[0], bullets[1]
+    line = a.group(0).replace("`%s()`" % a.group(1), "`%s()`" % b.group(1), 1)
+    doc = doc[:map_at + a.start()] + line + doc[map_at + a.end():]
+    said = "`%s()`: defined in" % b.group(1)
 elif kind == "name":
     m, _ = sub_first(r"`(TQ_[A-Z]+)`", r"`\1_PLANTED`")
     said = m.group(1) + "_PLANTED"
@@ -107,7 +117,7 @@ plant() {
 	assert_contains "$(cat "$TQ_OUT")" "$said" "the failure names the planted $kind"
 	echo "planted $said: $(grep -F -- "$said" "$TQ_OUT" | head -n 1)"
 }
-for kind in function attribution heading bullet file path command layer name; do
+for kind in function attribution owner heading bullet file path command layer name; do
 	plant "$kind"
 done
 cp "$DOC" "$ROOT/ARCHITECTURE.md"
