@@ -44,10 +44,8 @@
 #include "common/env.h"
 #include "common/parse.h"
 #include "common/sys.h"
-#include "ipc/doorbell.h"
-#include "ipc/wire.h"
+#include "ops/submit.h"
 #include "queue/logstore.h"
-#include "worker/supervisor.h"
 
 extern char **environ;
 
@@ -664,23 +662,20 @@ static int read_stdin_file(const struct cli_ctx *c, struct cli_submit *s)
 	return CLI_OK;
 }
 
-/* Wake the idle workers (ring: there is something they could start), and
- * start a supervisor if none runs. A failure to start one is reported but
- * does not fail the submit: the task is stored. */
-static void after_store(const struct cli_ctx *c, struct cli_submit *s, const char *home,
-			int ring)
+/* Whether a direct store starts a supervisor if none runs. */
+static int autostart(const struct cli_submit *s)
 {
-	const char *auto_env = getenv("TASKQ_AUTOSTART");
-	struct tq_err err = TQ_ERR_INIT;
-	char exe[PATH_MAX];
+	const char *v = getenv("TASKQ_AUTOSTART");
 
-	if (ring)
-		tq_doorbell_ring(home);
-	if (s->no_start || (auto_env != NULL && strcmp(auto_env, "0") == 0))
-		return;
-	if (tq_self_exe(exe, sizeof(exe), &err) < 0 ||
-	    tq_supervisor_autostart(home, exe, &err) < 0)
-		fprintf(stderr, "taskq: %s: warning: %s\n", c->cmd->name, err.msg);
+	return !s->no_start && !(v != NULL && strcmp(v, "0") == 0);
+}
+
+/* A failure to start a supervisor does not fail the submit: the task is
+ * stored. */
+static void say_not_started(const struct cli_ctx *c, int rc, const struct tq_err *err)
+{
+	if (rc < 0)
+		fprintf(stderr, "taskq: %s: warning: %s\n", c->cmd->name, err->msg);
 }
 
 /* ------------------------------------------------------------------ */
@@ -929,68 +924,37 @@ static void say_existed(const struct cli_ctx *c, int64_t id, const char *key)
 }
 
 /* ------------------------------------------------------------------ */
-/* Through the supervisor                                             */
-
-#define VIA_AUTO 0
-#define VIA_SUPERVISOR 1
-#define VIA_DIRECT 2
-/* The supervisor's answer, from connect: it stores a task in a few ms, so
- * one that has not answered in a second is stuck (a long housekeeping pass,
- * a locked store, clients holding every connection it serves) and we store
- * the task ourselves. The token makes that safe even if the supervisor
- * commits the request just after we gave up: whichever of the two commits
- * second finds the token and returns the first one's id. */
-#define VIA_TIMEOUT_MS 1000
+/* Storing: ops/submit.h (the socket, or the store itself)            */
 
 /* TASKQ_SUBMIT_VIA: auto (the default: the supervisor's socket when one
  * listens, else the database), supervisor (the socket or fail), direct. */
-static int submit_via(const struct cli_ctx *c, int *via)
+static int submit_via(const struct cli_ctx *c, enum tq_ops_via *via)
 {
 	const char *v = getenv("TASKQ_SUBMIT_VIA");
 
-	*via = VIA_AUTO;
-	if (v == NULL || *v == '\0' || strcmp(v, "auto") == 0)
-		return CLI_OK;
-	if (strcmp(v, "supervisor") == 0)
-		*via = VIA_SUPERVISOR;
-	else if (strcmp(v, "direct") == 0)
-		*via = VIA_DIRECT;
-	else
+	if (tq_ops_submit_via(v, via) < 0)
 		return cli_usage(c, "TASKQ_SUBMIT_VIA=\"%s\": expected auto, supervisor "
 				 "or direct", v);
 	return CLI_OK;
 }
 
-/*
- * Hand the task to the supervisor listening in home, if one does. The state
- * directory must pass the checks opening the database makes (a directory
- * that fails them gets its error from the direct path); the supervisor must
- * be ours (tq_wire_submit checks the peer's uid). Returns TQ_WIRE_STORED
- * (*id, *existed), TQ_WIRE_NOT_SENT, TQ_WIRE_LOST or TQ_WIRE_GARBLED (store
- * it directly, the token kept: the supervisor may have stored it),
- * TQ_WIRE_UNREAD, or the supervisor's refusal (a tq_err code, err set).
- */
-static int via_supervisor(struct cli_submit *s, const char *home, char *token, size_t n,
-			  int64_t *id, int *existed, struct tq_err *err)
+/* Why the supervisor's fast path was left (ops/submit.h, o.fallback). */
+static void say_fallback(const struct cli_ctx *c, const struct tq_ops_submit *o)
 {
-	unsigned char raw[16];
-	int rc;
-
-	if (tq_home_check(home, err) < 0)
-		return TQ_WIRE_NOT_SENT;
-	/* The token only has to be unique. getrandom(2) is one system call;
-	 * libbsd's arc4random_buf seeds a generator first, maps two pages
-	 * for it and faults them in, which a one-shot process pays in full
-	 * (about 1 % of a submit here, where a page fault costs 10-15 us). */
-	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
-		arc4random_buf(raw, sizeof(raw));
-	for (size_t i = 0; i < sizeof(raw) && 2 * i + 2 < n; i++)
-		snprintf(token + 2 * i, 3, "%02x", raw[i]);
-	s->spec.token = token;
-	rc = tq_wire_submit(home, &s->spec, VIA_TIMEOUT_MS, id, existed, err);
-	if (rc == TQ_WIRE_NOT_SENT)
-		s->spec.token = NULL; /* nothing sent: nothing to be exactly-once with */
-	return rc;
+	if (o->fallback == TQ_OPS_FALLBACK_UNREAD)
+		/* it stored nothing (wire.h, "Versions") */
+		fprintf(stderr, "taskq: %s: the running supervisor could not read "
+			"this submit (%s): it runs another version of taskq; "
+			"storing the task directly (after an upgrade: taskq "
+			"shutdown, and the next submit starts this one)\n",
+			c->cmd->name, o->why.msg);
+	if (o->fallback == TQ_OPS_FALLBACK_GARBLED)
+		/* it may have stored it: the same token keeps it once */
+		fprintf(stderr, "taskq: %s: this taskq could not read the running "
+			"supervisor's answer (%s): it runs another version of "
+			"taskq; storing the task directly (after an upgrade: "
+			"taskq shutdown, and the next submit starts this one)\n",
+			c->cmd->name, o->why.msg);
 }
 
 /* Print the id (or --json) of a stored task. */
@@ -1022,77 +986,55 @@ static int stored_via_supervisor(const struct cli_ctx *c, struct cli_submit *s, 
 	return rc;
 }
 
-/* --delay counts from the store, not from the parse: opening (and perhaps
- * creating) the database, or a supervisor's lost answer, took some of it. */
-static void start_delay(struct cli_submit *s)
-{
-	if (s->delay_ms > 0 && s->when_flag != NULL && strcmp(s->when_flag, "--delay") == 0)
-		s->spec.run_after = tq_now_ms() + s->delay_ms;
-}
-
 int cli_submit_store(const struct cli_ctx *c, struct cli_submit *s)
 {
+	struct tq_ops_submit o = TQ_OPS_SUBMIT_INIT;
 	struct tq_err err = TQ_ERR_INIT;
-	struct tq_queue *q = NULL;
-	char *home, token[40] = "";
-	int64_t id = 0;
-	int rc, via, existed = 0;
+	char *home;
+	int rc;
 
-	if ((rc = submit_via(c, &via)) != CLI_OK)
+	if ((rc = submit_via(c, &o.via)) != CLI_OK)
 		return rc;
-	if (via != VIA_DIRECT) {
-		/* On the heap, as every PATH_MAX buffer on this path: a page of
-		 * stack more is a page fault more in every submit. */
-		if ((home = malloc(PATH_MAX)) == NULL)
-			return cli_runtime(c, "out of memory");
-		if (tq_home_resolve(c->home_flag, home, PATH_MAX, &err) < 0) {
-			free(home);
-			return cli_fail(c, &err);
-		}
-		start_delay(s);
-		rc = via_supervisor(s, home, token, sizeof(token), &id, &existed, &err);
+	/* On the heap, as every PATH_MAX buffer on this path: a page of stack
+	 * more is a page fault more in every submit. */
+	if ((home = malloc(PATH_MAX)) == NULL)
+		return cli_runtime(c, "out of memory");
+	if (tq_home_resolve(c->home_flag, home, PATH_MAX, &err) < 0) {
 		free(home);
-		if (rc == TQ_WIRE_STORED)
-			return stored_via_supervisor(c, s, id, existed);
-		if (rc < 0)
-			return cli_fail(c, &err); /* refused: as the store would have */
-		if (rc == TQ_WIRE_UNREAD && via != VIA_SUPERVISOR)
-			/* it stored nothing (wire.h, "Versions"): say why the
-			 * fast path is gone, then store directly */
-			fprintf(stderr, "taskq: %s: the running supervisor could not read "
-				"this submit (%s): it runs another version of taskq; "
-				"storing the task directly (after an upgrade: taskq "
-				"shutdown, and the next submit starts this one)\n",
-				c->cmd->name, err.msg);
-		if (rc == TQ_WIRE_GARBLED && via != VIA_SUPERVISOR)
-			/* it may have stored it: the same token keeps it once */
-			fprintf(stderr, "taskq: %s: this taskq could not read the running "
-				"supervisor's answer (%s): it runs another version of "
-				"taskq; storing the task directly (after an upgrade: "
-				"taskq shutdown, and the next submit starts this one)\n",
-				c->cmd->name, err.msg);
-		if (via == VIA_SUPERVISOR)
-			return cli_runtime(c, "TASKQ_SUBMIT_VIA=supervisor: %s", err.msg);
-		err = (struct tq_err)TQ_ERR_INIT;
+		return cli_fail(c, &err);
 	}
-	if ((rc = cli_open(c, TQ_OPEN_DURABLE, &q)) != CLI_OK)
-		return rc;
-	start_delay(s);
-	if (tq_queue_submit(q, &s->spec, &id, &existed, &err) < 0)
+	o.home = home;
+	/* --delay counts from the store, not from the parse */
+	if (s->delay_ms > 0 && s->when_flag != NULL && strcmp(s->when_flag, "--delay") == 0)
+		o.delay_ms = s->delay_ms;
+	rc = tq_ops_submit(&o, &s->spec, &err);
+	say_fallback(c, &o);
+	if (o.q != NULL && tq_queue_notice(o.q) != NULL)
+		cli_note(c, "%s", tq_queue_notice(o.q));
+	if (rc < 0 && o.failed_at == TQ_OPS_AT_OPEN) {
+		/* a refused database is never the user's typo: exit 1 */
+		cli_fail(c, &err);
+		rc = CLI_RUNTIME;
+	} else if (rc < 0) {
 		rc = cli_fail(c, &err);
-	if (rc == CLI_OK && existed)
-		say_existed(c, id, s->spec.unique_key);
-	if (rc == CLI_OK && !existed)
-		after_store(c, s, tq_queue_home(q), tq_queue_wants_worker(q, id));
+	} else if (o.by_supervisor) {
+		free(home);
+		return stored_via_supervisor(c, s, o.id, o.existed);
+	}
+	if (rc == CLI_OK && o.existed)
+		say_existed(c, o.id, s->spec.unique_key);
+	if (rc == CLI_OK)
+		say_not_started(c, tq_ops_submit_started(&o, autostart(s), &err), &err);
+	free(home);
 	if (rc == CLI_OK && s->wait) {
-		rc = wait_and_show(c, s, q, id);
-		tq_queue_close(q);
+		rc = wait_and_show(c, s, o.q, o.id);
+		tq_queue_close(o.q);
 		return rc;
 	}
-	tq_queue_close(q);
+	tq_queue_close(o.q);
 	if (rc != CLI_OK)
 		return rc;
-	return print_stored(s, id, existed);
+	return print_stored(s, o.id, o.existed);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1363,7 +1305,8 @@ static int store_chunks(struct import_run *r, struct tq_queue *q)
 		for (size_t i = 0; i < k; i++)
 			added += !existed[i];
 		if (added > 0 && !r->rang++)
-			after_store(r->c, r->s, tq_queue_home(q), 1);
+			say_not_started(r->c, tq_ops_started(tq_queue_home(q), 1, autostart(r->s),
+							     &err), &err);
 		/* the next chunk at the rate this one went, no more than twice
 		 * its size (the rate of a small chunk is a rough guess) */
 		chunk = (size_t)((int64_t)k * IMPORT_CHUNK_MS / (dt > 0 ? dt : 1));

@@ -1293,33 +1293,3 @@ out:
 	remove_pidfile(&s);
 	return rc;
 }
-
-int tq_supervisor_autostart(const char *home, const char *exe, struct tq_err *err)
-{
-	char *argv[] = { "taskq", "--home", (char *)home, "serve", NULL };
-	struct tq_child c = TQ_CHILD_INIT;
-	struct tq_err serr = TQ_ERR_INIT;
-	sigset_t none;
-	int status;
-
-	if (tq_supervisor_running(home, NULL))
-		return 0;
-	/* `taskq serve` with our environment, mask and session (it makes its
-	 * own: tq_spawn_detach), and nothing of our streams: /dev/null. */
-	sigemptyset(&none);
-	c.argv = argv;
-	c.exe = exe;
-	c.envp = environ;
-	c.in = TQ_SPAWN_STDIO_NULL;
-	c.flags = TQ_SPAWN_KEEP_SESSION | TQ_SPAWN_KEEP_SIGMASK;
-	c.sigdefault = &none;
-	if (tq_spawn_start(&c, &serr) < 0) /* errno: the step's */
-		return tq_err_sys(err, "start supervisor (%s)", exe);
-	/* The daemon's parent exits as soon as the daemon is up. */
-	if (tq_waitpid(c.pid, &status, 0) < 0)
-		return tq_err_sys(err, "wait for supervisor");
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-		return tq_err_set(err, TQ_EIO, "supervisor did not start (see %s/serve.log)",
-				  home);
-	return 0;
-}

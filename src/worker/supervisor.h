@@ -67,14 +67,7 @@ int tq_supervisor_main(const struct tq_serve_opts *o);
  * from the pid file when it does. Never takes the lock. */
 int tq_supervisor_running(const char *home, pid_t *pid);
 
-/*
- * Start a supervisor for home in the background unless one runs, by
- * executing exe ("taskq --home HOME serve") with its standard streams on
- * /dev/null (so a caller's $(...) never waits for the daemon). Waits only
- * for the daemon to be up. Returns 0 (also when one was running) or a
- * TQ_E* code with err set.
- */
-int tq_supervisor_autostart(const char *home, const char *exe, struct tq_err *err);
+/* (A submit starts a supervisor with ops/submit.h, tq_ops_autostart.) */
 
 /* The path of the running binary (readlink /proc/self/exe). */
 int tq_self_exe(char *buf, size_t n, struct tq_err *err);

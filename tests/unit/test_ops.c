@@ -18,6 +18,7 @@
 
 #include "common/sys.h"
 #include "ops/kill.h"
+#include "ops/submit.h"
 #include "ops/wait.h"
 #include "proc/proc.h"
 #include "proc/spawn.h"
@@ -303,6 +304,152 @@ static void test_kill_wait_deadline(void **state)
 	tq_spawn_release(&c);
 }
 
+/* ------------------------------------------------------------------ */
+/* submit                                                             */
+
+/* A process listening on HOME/submit.sock that reads each request frame
+ * whole, answers it with the bytes given (hex) and closes: a supervisor of
+ * another version, or something that is not taskq. */
+static const char fake_sock_py[] =
+	"import os, socket, struct, sys\n"
+	"path, ans = sys.argv[1], bytes.fromhex(sys.argv[2])\n"
+	"s = socket.socket(socket.AF_UNIX)\n"
+	"s.bind(path + '.new'); s.listen(8); os.rename(path + '.new', path)\n"
+	"def take(c, n):\n"
+	"    b = b''\n"
+	"    while len(b) < n:\n"
+	"        x = c.recv(n - len(b))\n"
+	"        if not x: break\n"
+	"        b += x\n"
+	"    return b\n"
+	"while True:\n"
+	"    c, _ = s.accept()\n"
+	"    h = take(c, 8)\n"
+	"    take(c, struct.unpack('<I', h[4:8])[0])\n"
+	"    c.sendall(ans); c.close()\n";
+
+struct fake { char sock[600]; };
+
+static int sock_there(void *arg)
+{
+	return access(((struct fake *)arg)->sock, F_OK) == 0;
+}
+
+static void fake_supervisor(struct fx *f, struct tq_child *c, const char *answer_hex)
+{
+	struct fake fk;
+
+	snprintf(fk.sock, sizeof(fk.sock), "%s/submit.sock", f->home);
+	spawn(c, (char *[]){ "python3", "-c", (char *)fake_sock_py, fk.sock,
+			     (char *)answer_hex, NULL });
+	assert_true(th_wait_for(sock_there, &fk, WAIT_MS));
+}
+
+static void stop_fake(struct fx *f, struct tq_child *c)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	char sock[600];
+	int status;
+
+	kill(c->pid, SIGKILL);
+	tq_spawn_wait(c, &status, &err);
+	tq_spawn_release(c);
+	snprintf(sock, sizeof(sock), "%s/submit.sock", f->home);
+	unlink(sock);
+}
+
+static struct tq_task_spec true_spec(void)
+{
+	static char *argv_true[] = { "true", NULL };
+	struct tq_task_spec s = TQ_TASK_SPEC_INIT;
+
+	s.argv = argv_true;
+	s.argc = 1;
+	s.cwd = "/";
+	s.env = env_one;
+	s.envc = 1;
+	return s;
+}
+
+/* "HELLO, NOT TASKQ": no frame this taskq reads. */
+#define GARBAGE_HEX "48454c4c4f2c204e4f54205441534b51"
+/* "TQR3", 26 bytes, "ERR -1 wire: test says no!": a supervisor that
+ * could not decode the request. */
+#define UNREAD_HEX "545152331a000000" "455252202d312077697265"	\
+	"3a20746573742073617973206e6f21"
+
+/* A socket that answers garbage: the task is stored directly, once, and
+ * the front end is told why (GARBLED); the token it sent is stored with
+ * it, so the supervisor storing it too would give the same task. */
+static void test_submit_garbage_falls_back(void **state)
+{
+	struct fx *f = *state;
+	struct tq_ops_submit o = TQ_OPS_SUBMIT_INIT;
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_task_spec s = true_spec();
+	struct tq_child c = TQ_CHILD_INIT;
+	int64_t again = 0;
+	int existed = 0;
+
+	fake_supervisor(f, &c, GARBAGE_HEX);
+	o.home = f->home;
+	assert_int_equal(tq_ops_submit(&o, &s, &err), 0);
+	assert_int_equal(o.fallback, TQ_OPS_FALLBACK_GARBLED);
+	assert_false(o.by_supervisor);
+	assert_non_null(o.q);
+	assert_true(o.id > 0);
+	assert_int_equal(state_of(f->q, o.id), TQ_QUEUED);
+	assert_int_equal(strlen(o.token), 32);
+	assert_ptr_equal(s.token, o.token);
+	/* the same token again is the same task: exactly once */
+	assert_int_equal(tq_queue_submit(f->q, &s, &again, &existed, &err), 0);
+	assert_int_equal(again, o.id);
+	tq_queue_close(o.q);
+
+	/* TASKQ_SUBMIT_VIA=supervisor: no fallback, an error */
+	o = (struct tq_ops_submit)TQ_OPS_SUBMIT_INIT;
+	o.home = f->home;
+	o.via = TQ_OPS_VIA_SUPERVISOR;
+	s = true_spec();
+	assert_int_equal(tq_ops_submit(&o, &s, &err), TQ_EIO);
+	assert_int_equal(o.failed_at, TQ_OPS_AT_SOCKET);
+	assert_null(o.q);
+	assert_non_null(strstr(err.msg, "TASKQ_SUBMIT_VIA=supervisor: "));
+	stop_fake(f, &c);
+}
+
+/* A supervisor that could not read the request (another version): stored
+ * directly, UNREAD and its message; no socket at all: stored directly,
+ * nothing to say, no token. */
+static void test_submit_unread_and_none(void **state)
+{
+	struct fx *f = *state;
+	struct tq_ops_submit o = TQ_OPS_SUBMIT_INIT;
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_task_spec s = true_spec();
+	struct tq_child c = TQ_CHILD_INIT;
+
+	fake_supervisor(f, &c, UNREAD_HEX);
+	o.home = f->home;
+	assert_int_equal(tq_ops_submit(&o, &s, &err), 0);
+	assert_int_equal(o.fallback, TQ_OPS_FALLBACK_UNREAD);
+	assert_non_null(strstr(o.why.msg, "test says no!"));
+	assert_true(o.id > 0);
+	tq_queue_close(o.q);
+	stop_fake(f, &c);
+
+	o = (struct tq_ops_submit)TQ_OPS_SUBMIT_INIT;
+	o.home = f->home;
+	s = true_spec();
+	assert_int_equal(tq_ops_submit(&o, &s, &err), 0);
+	assert_int_equal(o.fallback, 0);
+	assert_null(s.token);
+	assert_int_equal(state_of(f->q, o.id), TQ_QUEUED);
+	/* started: no supervisor asked for, none started */
+	assert_int_equal(tq_ops_submit_started(&o, 0, &err), 0);
+	tq_queue_close(o.q);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -312,6 +459,8 @@ int main(void)
 		cmocka_unit_test(test_wait_reaches_deadline),
 		cmocka_unit_test(test_wait_done_and_backoff),
 		cmocka_unit_test_setup_teardown(test_kill_wait_deadline, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_submit_garbage_falls_back, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_submit_unread_and_none, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
