@@ -1,0 +1,120 @@
+/*
+ * claude.c - Claude Code (claude): its result read from stream-json or json
+ * (result.h says what), and its own retries capped for a plain command
+ * (registry.h's entry).
+ */
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "agent.h"
+#include "agent_int.h"
+#include "result_int.h"
+
+/* ------------------------------------------------------------------ */
+/* Result                                                             */
+
+/* The key of modelUsage whose costUSD is highest (first on a tie). */
+static const char *claude_usage_model(const cJSON *mu)
+{
+	const cJSON *m, *best = NULL;
+	double best_cost = -1;
+
+	cJSON_ArrayForEach(m, mu) {
+		double c = 0;
+		if (!cJSON_IsObject(m) || m->string == NULL)
+			continue;
+		jnum(m, "costUSD", &c);
+		if (c > best_cost) {
+			best = m;
+			best_cost = c;
+		}
+	}
+	return best != NULL ? best->string : NULL;
+}
+
+/* The "errors" array of an error subtype, joined by newlines. */
+static void claude_errors(struct tq_result_parser *p, const cJSON *errs)
+{
+	struct text t = { 0 };
+	const cJSON *e;
+
+	cJSON_ArrayForEach(e, errs) {
+		if (!cJSON_IsString(e))
+			continue;
+		if ((t.len > 0 && text_add(&t, "\n", 1, TQ_RESULT_TEXT_MAX) < 0) ||
+		    text_add(&t, e->valuestring, strlen(e->valuestring),
+			     TQ_RESULT_TEXT_MAX) < 0)
+			break;
+	}
+	free(p->result);
+	p->result = t.p; /* NULL when there was none */
+}
+
+static void claude_result(struct tq_result_parser *p, const cJSON *o)
+{
+	const cJSON *usage = jobj(o, "usage"), *errs;
+	const char *s;
+	double cost = 0, d = 0;
+
+	p->has_result = 1;
+	p->is_error = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "is_error"));
+	set_str(&p->subtype, jstr(o, "subtype"));
+	if ((s = jstr(o, "result")) != NULL)
+		set_str(&p->result, s);
+	else if (cJSON_IsArray(errs = cJSON_GetObjectItemCaseSensitive(o, "errors")))
+		claude_errors(p, errs);
+	else
+		set_str(&p->result, NULL);
+	if ((s = jstr(o, "session_id")) != NULL)
+		set_str(&p->session, s);
+	/* total_cost_usd since 1.0; cost_usd in the first releases */
+	p->has_cost = jnum(o, "total_cost_usd", &cost) || jnum(o, "cost_usd", &cost);
+	p->cost = p->has_cost ? cost : 0;
+	p->duration_ms = jnum(o, "duration_ms", &d) ? jint(o, "duration_ms") : -1;
+	p->num_turns = jint(o, "num_turns");
+	p->in = jint(usage, "input_tokens");
+	p->out = jint(usage, "output_tokens");
+	p->cache_read = jint(usage, "cache_read_input_tokens");
+	p->cache_creation = jint(usage, "cache_creation_input_tokens");
+	set_str(&p->model, claude_usage_model(jobj(o, "modelUsage")));
+}
+
+void tq_result_claude(struct tq_result_parser *p, const cJSON *o)
+{
+	const char *type = jstr(o, "type"), *sub = jstr(o, "subtype");
+
+	if (type == NULL)
+		return;
+	if (strcmp(type, "result") == 0) {
+		claude_result(p, o);
+	} else if (strcmp(type, "system") == 0 && sub != NULL && strcmp(sub, "init") == 0) {
+		if (jstr(o, "model") != NULL)
+			set_str(&p->init_model, jstr(o, "model"));
+		if (p->session == NULL && jstr(o, "session_id") != NULL)
+			set_str(&p->session, jstr(o, "session_id"));
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Its own retries (issue 17.3)                                       */
+
+/* claude: CLAUDE_CODE_MAX_RETRIES=0 for a plain command unless its
+ * environment sets it. */
+int tq_agent_cap_claude(struct tq_queue *q, const struct tq_task *t, struct tq_env *env,
+			struct tq_agent_run *ar, struct tq_err *err)
+{
+	int rc = 0;
+
+	(void)q;
+	(void)ar;
+	/* an ask task has it from its profile's env, unless the user --unset
+	 * it: that choice stands */
+	if (t->agent == NULL && tq_env_get(env, "CLAUDE_CODE_MAX_RETRIES") == NULL)
+		rc = tq_env_set(env, "CLAUDE_CODE_MAX_RETRIES=0", err);
+	if (rc < 0)
+		tq_err_prefix(err, "capping the agent's own retries");
+	return rc;
+}

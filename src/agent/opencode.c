@@ -1,0 +1,208 @@
+/*
+ * opencode.c - OpenCode (opencode): its result read from run --format json
+ * (result.h says what), its session id form (ses_...), and the model its
+ * config layers name (registry.h's entry). It has no setting for its own
+ * retries.
+ */
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <bsd/string.h>
+#include <cjson/cJSON.h>
+
+#include "agent.h"
+#include "agent_int.h"
+#include "result_int.h"
+
+/* ------------------------------------------------------------------ */
+/* Result                                                             */
+
+static void opencode_finish(struct tq_result_parser *p, const cJSON *part)
+{
+	const cJSON *tok = jobj(part, "tokens"), *cache = jobj(tok, "cache");
+	double cost = 0;
+
+	p->has_result = 1;
+	p->num_turns = sat_add(p->num_turns, 1);
+	if (jnum(part, "cost", &cost) && cost >= 0) {
+		p->cost += cost;
+		p->has_cost = 1;
+	}
+	p->in = sat_add(p->in, jint(tok, "input"));
+	p->out = sat_add(p->out, sat_add(jint(tok, "output"), jint(tok, "reasoning")));
+	p->cache_read = sat_add(p->cache_read, jint(cache, "read"));
+	p->cache_creation = sat_add(p->cache_creation, jint(cache, "write"));
+}
+
+static void opencode_error(struct tq_result_parser *p, const cJSON *o)
+{
+	const cJSON *e = jobj(o, "error"), *data = jobj(e, "data");
+	const char *msg = jstr(data, "message");
+
+	p->has_result = 1;
+	p->is_error = 1;
+	if (msg == NULL)
+		msg = jstr(e, "message");
+	if (msg == NULL)
+		msg = jstr(e, "name");
+	set_str(&p->error, msg != NULL ? msg : "error");
+	set_str(&p->subtype, jstr(e, "name"));
+}
+
+void tq_result_opencode(struct tq_result_parser *p, const cJSON *o)
+{
+	const char *type = jstr(o, "type"), *s;
+	const cJSON *part = jobj(o, "part");
+
+	if (type == NULL)
+		return;
+	if (p->session == NULL &&
+	    ((s = jstr(o, "sessionID")) != NULL || (s = jstr(part, "sessionID")) != NULL))
+		set_str(&p->session, s);
+	if (strcmp(type, "step_start") == 0) {
+		p->step_fresh = 1;
+	} else if (strcmp(type, "text") == 0) {
+		if ((s = jstr(part, "text")) == NULL)
+			return;
+		if (p->step_fresh) {
+			text_clear(&p->text, KEEP_BUF);
+			p->step_fresh = 0;
+		}
+		append_text(p, s);
+	} else if (strcmp(type, "step_finish") == 0) {
+		opencode_finish(p, part);
+	} else if (strcmp(type, "error") == 0) {
+		opencode_error(p, o);
+	}
+}
+
+const char *tq_result_session_opencode(const char *id, size_t len)
+{
+	if (strncmp(id, "ses_", 4) != 0 || len == 4 ||
+	    strspn(id + 4, "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+		   "abcdefghijklmnopqrstuvwxyz") != len - 4)
+		return "not ses_ and letters and digits";
+	return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* The model its config names (issue 17.9)                            */
+
+/* The model a parsed opencode config names for agent (its
+ * agent.AGENT.model) or for every agent ("model"), as asked by top. */
+static const char *oc_model_of(const cJSON *j, const char *agent, int top)
+{
+	const cJSON *m;
+
+	if (top)
+		m = cJSON_GetObjectItemCaseSensitive(j, "model");
+	else
+		m = cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "agent"),
+							 agent), "model");
+	return cJSON_IsString(m) && m->valuestring[0] != '\0' ? m->valuestring : NULL;
+}
+
+/* One opencode config layer: JSON text (comments allowed) or, when path is
+ * not NULL, the file. 1 with *out (malloc'd) when it names the model asked
+ * for; 0 when not, or it cannot be read. */
+static int oc_layer(const char *path, const char *text, const char *agent, int top, char **out)
+{
+	char *buf = path != NULL ? tq_cliconf_read(path, TQ_AGENT_CONFIG_MAX) :
+		    text != NULL ? strdup(text) : NULL;
+	cJSON *j;
+	const char *m;
+
+	if (buf == NULL)
+		return 0;
+	tq_cliconf_strip_comments(buf);
+	j = cJSON_Parse(buf);
+	free(buf);
+	if ((m = oc_model_of(j, agent, top)) != NULL)
+		*out = strdup(m);
+	cJSON_Delete(j);
+	return m != NULL;
+}
+
+/* In dir/sub (sub "" or ".opencode"): opencode.json, then opencode.jsonc. */
+static int oc_dir(const char *dir, const char *sub, const char *agent, int top, char **out)
+{
+	static const char *const names[] = { "opencode.json", "opencode.jsonc" };
+	char path[PATH_MAX];
+
+	for (size_t i = 0; i < 2; i++)
+		if (snprintf(path, sizeof(path), "%s%s%s/%s", dir, *sub ? "/" : "", sub,
+			     names[i]) < (int)sizeof(path) &&
+		    oc_layer(path, NULL, agent, top, out))
+			return 1;
+	return 0;
+}
+
+/* The project's layers from cwd up to its git root (a directory holding
+ * .git), or up to / outside a repository, as opencode 1.18 searches: the
+ * .opencode directories first (they are merged last), then opencode.json,
+ * the nearest first in each. */
+static int oc_project(const char *cwd, const char *agent, int top, char **out)
+{
+	static const char *const subs[] = { ".opencode", "" };
+	char dir[PATH_MAX], git[PATH_MAX + 8];
+
+	for (size_t s = 0; s < 2; s++) {
+		if (strlcpy(dir, cwd, sizeof(dir)) >= sizeof(dir) || dir[0] != '/')
+			return 0;
+		for (;;) {
+			char *slash;
+
+			if (oc_dir(dir, subs[s], agent, top, out))
+				return 1;
+			snprintf(git, sizeof(git), "%s/.git", dir);
+			if (access(git, F_OK) == 0 || (slash = strrchr(dir, '/')) == NULL ||
+			    dir[1] == '\0')
+				break;
+			slash[slash == dir ? 1 : 0] = '\0';
+		}
+	}
+	return 0;
+}
+
+/*
+ * opencode 1.18, highest first: $OPENCODE_CONFIG_CONTENT, the project's
+ * files (oc_project; not with $OPENCODE_DISABLE_PROJECT_CONFIG), the file
+ * $OPENCODE_CONFIG names, the global ($XDG_CONFIG_HOME, else
+ * ~/.config)/opencode/{opencode.json,opencode.jsonc,config.json}. The
+ * agent it runs (--agent, else "build") may have a model of its own in
+ * any layer (agent.NAME.model), which wins over "model" in every one.
+ */
+char *tq_agent_model_opencode(char *const *v, size_t n, const struct tq_env *env,
+			      const char *cwd)
+{
+	const char *agent = tq_cliconf_opt(v, n, "--agent", NULL);
+	const char *xdg = tq_env_get(env, "XDG_CONFIG_HOME"), *home = tq_env_get(env, "HOME");
+	const char *file = tq_env_get(env, "OPENCODE_CONFIG");
+	int project = tq_env_get(env, "OPENCODE_DISABLE_PROJECT_CONFIG") == NULL;
+	char global[PATH_MAX], path[PATH_MAX + 32];
+	char *m = NULL;
+
+	if (agent == NULL || agent[0] == '\0')
+		agent = "build";
+	global[0] = '\0';
+	if (xdg != NULL && xdg[0] == '/')
+		snprintf(global, sizeof(global), "%s/opencode", xdg);
+	else if (home != NULL && home[0] == '/')
+		snprintf(global, sizeof(global), "%s/.config/opencode", home);
+	for (int top = 0; top < 2; top++) {
+		if (oc_layer(NULL, tq_env_get(env, "OPENCODE_CONFIG_CONTENT"), agent, top, &m) ||
+		    (project && cwd != NULL && oc_project(cwd, agent, top, &m)) ||
+		    (file != NULL && file[0] != '\0' && oc_layer(file, NULL, agent, top, &m)) ||
+		    (global[0] != '\0' && oc_dir(global, "", agent, top, &m)))
+			return m;
+		if (global[0] != '\0' &&
+		    snprintf(path, sizeof(path), "%s/config.json", global) < (int)sizeof(path) &&
+		    oc_layer(path, NULL, agent, top, &m))
+			return m;
+	}
+	return NULL;
+}
