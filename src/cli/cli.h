@@ -14,6 +14,7 @@
 #include <stdio.h>
 
 #include "common/err.h"
+#include "queue/home.h"
 #include "queue/logstore.h"
 #include "queue/queue.h"
 

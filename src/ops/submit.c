@@ -22,6 +22,7 @@
 #include "ipc/doorbell.h"
 #include "ipc/wire.h"
 #include "proc/spawn.h"
+#include "queue/home.h"
 #include "worker/supervisor.h"
 
 extern char **environ;

@@ -131,30 +131,6 @@ enum tq_open_flags {
 	TQ_OPEN_LONG = 1 << 3,
 };
 
-/*
- * Resolve the state directory: flag (--home) if not NULL, else $TASKQ_HOME,
- * else $XDG_STATE_HOME/taskq, else $HOME/.local/state/taskq. The result is
- * absolute and canonical: every symbolic link in it resolved (a path that
- * does not exist yet: its deepest existing ancestor), so every process that
- * resolves it names one path. Returns 0, TQ_EINVAL (no HOME, too long), or
- * TQ_EPERM when the state directory itself is a symbolic link owned by
- * someone other than you or root.
- */
-int tq_home_resolve(const char *flag, char *buf, size_t n, struct tq_err *err);
-
-/* Which of those chose the state directory, for messages: "--home",
- * "TASKQ_HOME", "XDG_STATE_HOME", "the default, ~/.local/state/taskq" (or
- * "none"). A static string. */
-const char *tq_home_source(const char *flag);
-
-/*
- * The checks opening the store makes of the state directory, creating
- * nothing: it exists, is a directory, is yours, no one else can write to
- * it, and its logs/ (if there) is a directory, not a symbolic link. Returns
- * 0, or TQ_ENOTFOUND, TQ_EINVAL, TQ_EPERM with the message tq_queue_open
- * would give.
- */
-int tq_home_check(const char *home, struct tq_err *err);
 
 /*
  * Open (and if needed create: directory 0700, database 0600, schema) the
