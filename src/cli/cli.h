@@ -39,6 +39,9 @@ struct cli_cmd;
 struct cli_ctx {
 	const char *home_flag;     /* --home DIR, or NULL */
 	const struct cli_cmd *cmd; /* the command running (names errors) */
+	char *home;                /* the state directory cli_open resolved
+				    * (PATH_MAX bytes, main's; "" before): the
+				    * local node's, for its sockets and files */
 };
 
 /*
@@ -279,9 +282,9 @@ struct cli_follow {
 	int how;                  /* what cli_follow_run returned last */
 	int signal;               /* CLI_FOLLOW_SIGNAL: the signal */
 	/* private */
-	int watch_fd, sig_fd;
+	struct tq_log_watch *watch; /* more output may have come (NULL: none) */
+	int sig_fd;
 	int since_look;           /* lines printed since the last look for a signal */
-	char watch_name[32];
 	sigset_t old_mask;
 };
 

@@ -430,7 +430,7 @@ static int group_set(const struct cli_ctx *c, int argc, char **argv)
 	} else {
 		char *esc = cli_esc(name, 0, NULL);
 		/* a higher limit may let queued tasks start now */
-		tq_doorbell_ring(tq_queue_home(q));
+		tq_doorbell_ring(c->home);
 		if (parallel > 0)
 			printf("group %s: parallel %lld\n", esc ? esc : name, (long long)parallel);
 		else

@@ -69,7 +69,7 @@ static int run_retry(struct cli_ctx *c, int argc, char **argv)
 	} else {
 		rc = retry_ids(c, q, ids, n);
 	}
-	tq_doorbell_ring(tq_queue_home(q)); /* an idle worker starts them now */
+	tq_doorbell_ring(c->home); /* an idle worker starts them now */
 	tq_queue_close(q);
 	return rc;
 }
@@ -101,7 +101,7 @@ static int run_group_change(struct cli_ctx *c, int argc, char **argv,
 		rc = cli_fail(c, &err);
 	} else {
 		printf("group %s %s\n", name, done);
-		tq_doorbell_ring(tq_queue_home(q)); /* resumed tasks start now */
+		tq_doorbell_ring(c->home); /* resumed tasks start now */
 	}
 	tq_queue_close(q);
 	return rc;

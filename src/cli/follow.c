@@ -7,7 +7,8 @@
  * one printed (state BEFORE log, as everywhere in cmd_log.c: the worker
  * closes the log before it records the end, so a final state read first
  * means the log read after it is complete), print them, and if the task has
- * not ended wait in poll(2) on an inotify watch of logs/ (a line arrived),
+ * not ended wait in poll(2) on the store's watch of its output (a line
+ * arrived: tq_log_watch_open, an inotify watch of logs/ with SQLite),
  * a signalfd (INT, TERM, HUP: the user gave up waiting, not on the task),
  * and a timeout: the next look at the state, with a growing pause (a quick
  * task ends within milliseconds; the database tells no one when it
@@ -28,7 +29,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/inotify.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
@@ -46,15 +46,14 @@ void cli_follow_init(struct cli_follow *f, struct tq_queue *q, int64_t id)
 	f->id = id;
 	f->stream = TQ_STREAM_ALL;
 	f->next = 1;
-	f->watch_fd = -1;
 	f->sig_fd = -1;
 	sigemptyset(&f->old_mask);
 }
 
 void cli_follow_release(struct cli_follow *f)
 {
-	tq_close(f->watch_fd);
-	f->watch_fd = -1;
+	tq_log_watch_close(f->watch);
+	f->watch = NULL;
 	if (f->sig_fd >= 0) {
 		tq_close(f->sig_fd);
 		f->sig_fd = -1;
@@ -63,23 +62,12 @@ void cli_follow_release(struct cli_follow *f)
 	tq_task_release(&f->task);
 }
 
-/* Watch logs/ for our log (it may not exist yet); without inotify (no
+/* Watch the store for more of our output; without a watch (no inotify
  * watches left) the state checks alone pace the loop. */
 static void watch_start(struct cli_follow *f)
 {
-	char path[PATH_MAX], *slash;
-
-	snprintf(f->watch_name, sizeof(f->watch_name), "%lld.log", (long long)f->id);
-	if (tq_queue_log_path(f->q, f->id, path, sizeof(path)) < 0 ||
-	    (slash = strrchr(path, '/')) == NULL)
-		return;
-	*slash = '\0';
-	if ((f->watch_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK)) < 0)
-		return;
-	if (inotify_add_watch(f->watch_fd, path, IN_MODIFY | IN_CREATE | IN_CLOSE_WRITE) < 0) {
-		tq_close(f->watch_fd);
-		f->watch_fd = -1;
-	}
+	if (tq_log_watch_open(f->q, f->id, &f->watch, NULL) < 0)
+		f->watch = NULL;
 }
 
 /* INT, TERM and HUP as events on a signalfd. Without one, they keep their
@@ -101,26 +89,6 @@ void cli_follow_catch(struct cli_follow *f)
 		sigprocmask(SIG_SETMASK, &f->old_mask, NULL);
 }
 
-/* Whether the inotify events waiting name our log (or were too many to
- * tell). */
-static int watch_hit(struct cli_follow *f)
-{
-	_Alignas(struct inotify_event) char buf[4096];
-	ssize_t n;
-	int hit = 0;
-
-	while ((n = tq_read(f->watch_fd, buf, sizeof(buf))) > 0) {
-		for (char *p = buf; p < buf + n;) {
-			struct inotify_event *ev = (struct inotify_event *)(void *)p;
-			if ((ev->mask & IN_Q_OVERFLOW) ||
-			    (ev->len > 0 && strcmp(ev->name, f->watch_name) == 0))
-				hit = 1;
-			p += sizeof(*ev) + ev->len;
-		}
-	}
-	return hit;
-}
-
 /* The signal waiting on the signalfd, or 0. */
 static int signal_got(struct cli_follow *f)
 {
@@ -135,7 +103,8 @@ static int signal_got(struct cli_follow *f)
  * is reached. */
 static void wait_event(struct cli_follow *f, int64_t until)
 {
-	struct pollfd p[2] = { { .fd = f->watch_fd, .events = POLLIN },
+	struct pollfd p[2] = { { .fd = f->watch ? tq_log_watch_fd(f->watch) : -1,
+				 .events = POLLIN },
 			       { .fd = f->sig_fd, .events = POLLIN } };
 	int64_t left;
 
@@ -145,7 +114,7 @@ static void wait_event(struct cli_follow *f, int64_t until)
 			return;
 		if (p[1].revents & POLLIN)
 			return;
-		if ((p[0].revents & POLLIN) && watch_hit(f))
+		if ((p[0].revents & POLLIN) && tq_log_watch_hit(f->watch))
 			return;
 	}
 }
@@ -199,7 +168,7 @@ static int follow_loop(struct cli_follow *f, struct tq_err *err)
 	int64_t pause = FOLLOW_PAUSE_MIN_MS, until;
 	int rc;
 
-	if (f->watch_fd < 0 && f->lines != NULL)
+	if (f->watch == NULL && f->lines != NULL)
 		watch_start(f);
 	cli_follow_catch(f);
 	for (;;) {

@@ -169,13 +169,12 @@ static int open_queue(const struct cli_ctx *c, unsigned flags, int missing_ok,
 		      struct tq_queue **q)
 {
 	struct tq_err err = TQ_ERR_INIT;
-	char home[PATH_MAX];
 	int rc;
 
 	*q = NULL;
-	if ((rc = tq_home_resolve(c->home_flag, home, sizeof(home), &err)) < 0)
+	if ((rc = tq_home_resolve(c->home_flag, c->home, PATH_MAX, &err)) < 0)
 		return cli_fail(c, &err);
-	rc = tq_queue_open(q, home, flags, &err);
+	rc = tq_queue_open(q, c->home, flags, &err);
 	if (rc == TQ_ENOTFOUND && (flags & TQ_OPEN_NOCREATE) && missing_ok)
 		return CLI_OK;
 	/* Not an empty queue: most often a typo in the path (an empty table
@@ -269,7 +268,8 @@ extern char **environ;
 
 int main(int argc, char **argv)
 {
-	struct cli_ctx c = { NULL, NULL };
+	static char home[PATH_MAX];
+	struct cli_ctx c = { NULL, NULL, home };
 	const struct cli_cmd *cmd;
 	int at = 0, rc, out;
 

@@ -211,4 +211,45 @@ int tq_log_stat(struct tq_queue *q, int64_t id, enum tq_stream stream,
 /* Remove task id's log and its index (missing files are fine). */
 int tq_log_remove(struct tq_queue *q, int64_t id, struct tq_err *err);
 
+/*
+ * A file another program can read task id's output from, in the format
+ * above: an --on-exit hook's TASKQ_LOG. Its path goes to buf (n bytes).
+ * The SQLite backend gives the log itself (logs/ID.log beside the
+ * database; it may not exist yet, as for a task that never started) and
+ * makes nothing. A backend that keeps the output itself (PostgreSQL) writes
+ * it to a file of its own in this format (under $TMPDIR, 0600) and removes
+ * that file at the next tq_log_export or at tq_queue_close. Returns 0, or
+ * TQ_EINVAL when buf is too small, or an error writing the file.
+ */
+int tq_log_export(struct tq_queue *q, int64_t id, char *buf, size_t n, struct tq_err *err);
+
+/* ------------------------------------------------------------------ */
+/* Waiting for more output (log --follow, submit --wait)              */
+
+struct tq_log_watch; /* opaque */
+
+/*
+ * Watch task id's output for growth. A reader that has read all there is
+ * polls tq_log_watch_fd for POLLIN beside its own descriptors (a signalfd:
+ * that is why this is a descriptor and not a blocking wait) and its own
+ * deadline; when it is readable, tq_log_watch_hit takes what is waiting
+ * and returns 1 when it may concern this task's output (read it again with
+ * tq_log_read_file), 0 when not. A hint that may come early or spuriously,
+ * never a promise: the reader still looks at the task's state on its own
+ * pace. The SQLite backend: an inotify watch of logs/ for ID.log (created,
+ * written, closed). A backend that keeps the output itself uses its own
+ * notification (PostgreSQL: LISTEN on a channel the writer NOTIFYs with the
+ * task id; the connection's socket is the descriptor).
+ *
+ * 0 with *wp set, or an error with *wp NULL (no inotify instance or watch
+ * left: TQ_ENOSPC; the reader then paces itself by its timeout alone). The
+ * descriptor is O_CLOEXEC and non-blocking, owned by the watch.
+ */
+int tq_log_watch_open(struct tq_queue *q, int64_t id, struct tq_log_watch **wp,
+		      struct tq_err *err);
+int tq_log_watch_fd(const struct tq_log_watch *w);
+int tq_log_watch_hit(struct tq_log_watch *w);
+/* Close the watch and free it; NULL is a no-op. */
+void tq_log_watch_close(struct tq_log_watch *w);
+
 #endif

@@ -168,8 +168,6 @@ const char *tq_queue_home(const struct tq_queue *q);
  * said once: the next open finds them private. Owned by q. */
 const char *tq_queue_notice(const struct tq_queue *q);
 
-/* Path of a task's log: HOME/logs/ID.log. Returns 0 or TQ_EINVAL (too long). */
-int tq_queue_log_path(const struct tq_queue *q, int64_t id, char *buf, size_t n);
 
 /* ------------------------------------------------------------------ */
 /* Submitting                                                         */

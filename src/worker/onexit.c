@@ -44,6 +44,7 @@
 #include "proc/proc.h"
 #include "proc/spawn.h"
 #include "proc/term.h"
+#include "queue/logstore.h"
 
 #define ON_EXIT_KILL_GRACE_MS 2000
 #define ON_EXIT_DRAIN_MS 1000     /* after exit and sweep: wait this long for EOF */
@@ -91,7 +92,7 @@ static int build_env(struct hook *h, const struct tq_task *t, enum tq_state stat
 
 	if ((rc = tq_scrub_env(env, t->env, getenv(TQ_ENV_SCRUB_VAR), err)) < 0)
 		return rc;
-	if (tq_queue_log_path(h->w->q, t->id, logp, sizeof(logp)) < 0)
+	if (tq_log_export(h->w->q, t->id, logp, sizeof(logp), NULL) < 0)
 		logp[0] = '\0';
 	snprintf(kv, sizeof(kv), "TASKQ_ID=%lld", (long long)t->id);
 	if ((rc = tq_env_set(env, kv, err)) < 0)

@@ -951,7 +951,7 @@ static void written(struct run *r, enum tq_state state)
 			 "then one task probes", f->pause_group, at);
 	}
 	tq_worker_beat_written(r->w, 0); /* the finish marked our row idle */
-	if (r->kept && tq_endrec_remove(tq_queue_home(r->w->q), r->t->id, r->t->attempt,
+	if (r->kept && tq_endrec_remove(r->w->o->home, r->t->id, r->t->attempt,
 					&err) < 0)
 		tq_worker_log(r->w, "task %lld: %s", (long long)r->t->id, err.msg);
 	if (r->tries > 1)
@@ -994,7 +994,7 @@ static void written_elsewhere(struct run *r)
 			if (a[i].attempt == r->t->attempt && a[i].ended_at > 0)
 				got = a[i].outcome;
 	tq_attempt_list_free(a, n);
-	if (tq_endrec_remove(tq_queue_home(r->w->q), r->t->id, r->t->attempt, &err) < 0)
+	if (tq_endrec_remove(r->w->o->home, r->t->id, r->t->attempt, &err) < 0)
 		tq_worker_log(r->w, "task %lld: %s", (long long)r->t->id, err.msg);
 	if (got != r->fin.outcome) {
 		tq_worker_log(r->w, "task %lld attempt %d: recorded by someone else as %s; "
@@ -1018,7 +1018,7 @@ static void keep(struct run *r)
 	int held = r->w->reserve_fd >= 0;
 
 	/* on a full disk, into the room the worker holds for it */
-	if (tq_endrec_keep(tq_queue_home(r->w->q), &r->fin, &r->w->reserve_fd, &err) < 0) {
+	if (tq_endrec_keep(r->w->o->home, &r->fin, &r->w->reserve_fd, &err) < 0) {
 		tq_worker_log(r->w, "task %lld attempt %d: ended (%s, exit code %d), and its "
 			      "end could not be kept in a record either: %s; this worker "
 			      "keeps it and retries", (long long)r->t->id, r->t->attempt,

@@ -380,7 +380,7 @@ static void lost_policy(struct sup *s, const struct tq_expired *e, struct tq_fin
  */
 static int end_from_record(struct sup *s, int64_t task, int attempt)
 {
-	const char *home = tq_queue_home(s->q);
+	const char *home = s->o->home;
 	struct tq_err err = TQ_ERR_INIT;
 	struct tq_endrec rec;
 	enum tq_state state = TQ_RUNNING;
@@ -429,7 +429,7 @@ static int end_from_record(struct sup *s, int64_t task, int attempt)
  */
 static void sweep_end_records(struct sup *s)
 {
-	const char *home = tq_queue_home(s->q);
+	const char *home = s->o->home;
 	struct tq_endrec_id *ids = NULL;
 	struct tq_err err = TQ_ERR_INIT;
 	size_t n = 0;
@@ -543,7 +543,7 @@ static void recover(struct sup *s, int64_t worker_id, const char *why)
 			slog("task %lld attempt %d: lost (%s)", (long long)ex[i].task_id,
 			     ex[i].attempt, why);
 			/* its on-exit hook (owed by a final end) or its retry */
-			tq_doorbell_ring(tq_queue_home(s->q));
+			tq_doorbell_ring(s->o->home);
 		}
 	}
 	free(ex);
@@ -1249,7 +1249,7 @@ int tq_supervisor_main(const struct tq_serve_opts *o)
 		goto out;
 	}
 	snprintf(s.home_mark, sizeof(s.home_mark), TQ_TASK_HOME_VAR "=%s",
-		 tq_queue_home(s.q));
+		 o->home);
 	/* Our workers are in our cgroup, so what we find is what their
 	 * attempts get (status shows it). */
 	tq_cgroup_probe(&s.cgroup, o->home);

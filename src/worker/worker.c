@@ -219,7 +219,7 @@ static void hold_reserve(struct worker *w)
 
 	if (w->reserve_fd >= 0 || now < w->reserve_at)
 		return;
-	if (tq_endrec_reserve(tq_queue_home(w->q), &w->reserve_fd, &err) == 0) {
+	if (tq_endrec_reserve(w->o->home, &w->reserve_fd, &err) == 0) {
 		if (w->reserve_at > 0)
 			tq_worker_log(w, "room for an end record is held again");
 		w->reserve_at = 0;
@@ -292,7 +292,7 @@ static int start(struct worker *w, struct tq_err *err)
 	if ((rc = tq_queue_open(&w->q, w->o->home, 0, err)) < 0)
 		return rc;
 	snprintf(w->home_mark, sizeof(w->home_mark), TQ_TASK_HOME_VAR "=%s",
-		 tq_queue_home(w->q));
+		 w->o->home);
 	/* How each attempt's processes are known (contain.h); without the
 	 * records' directory recovery still has the marks. */
 	tq_cgroup_probe(&w->cgroup, w->o->home);

@@ -83,7 +83,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		fprintf(stderr, "fuzz_logindex: open %s: %s\n", tmpl, err.msg);
 		abort();
 	}
-	if (tq_queue_log_path(q, 1, logp, sizeof(logp)) < 0)
+	if (tq_log_export(q, 1, logp, sizeof(logp), NULL) < 0)
 		die("log path");
 	snprintf(idxp, sizeof(idxp), "%.*s.idx", (int)(strlen(logp) - 4), logp);
 	snprintf(logs, sizeof(logs), "%s/logs", tmpl);

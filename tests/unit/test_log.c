@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1401,10 +1402,84 @@ static void test_efbig_rlimit(void **state)
 	}
 }
 
+/* ------------------------------------------------------------------ */
+/* The store's operations for readers that are not taskq's: export, watch */
+
+/* An --on-exit hook reads the output from the file tq_log_export names:
+ * with SQLite the log itself, in its record format. */
+static void test_export_names_the_log(void **state)
+{
+	struct fx *f = *state;
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_log *l = wopen(f, 7, 0);
+	char path[600], want[600], buf[64];
+	ssize_t n;
+	int fd;
+
+	assert_int_equal(tq_log_write(l, TQ_STREAM_STDOUT, "hi\n", 3, 0, &err), 0);
+	assert_int_equal(tq_log_close(l, &err), 0);
+	assert_int_equal(tq_log_export(f->q, 7, path, sizeof(path), &err), 0);
+	path_of(f, 7, "log", want, sizeof(want));
+	assert_string_equal(path, want);
+	assert_true((fd = tq_open(path, O_RDONLY, 0)) >= 0);
+	n = tq_read(fd, buf, sizeof(buf));
+	tq_close(fd);
+	assert_int_equal(n, 4);
+	assert_memory_equal(buf, "ohi\n", 4);
+	/* a buffer too small is refused, not cut */
+	assert_int_equal(tq_log_export(f->q, 7, buf, 8, &err), TQ_EINVAL);
+}
+
+/* Whether the watch's descriptor turns readable within ms, and if so what
+ * tq_log_watch_hit says. -1: it did not. */
+static int watch_wait(struct tq_log_watch *w, int ms)
+{
+	struct pollfd p = { .fd = tq_log_watch_fd(w), .events = POLLIN };
+	int64_t deadline = tq_mono_ms() + ms, left;
+
+	while ((left = deadline - tq_mono_ms()) > 0) {
+		if (poll(&p, 1, (int)left) > 0 && (p.revents & POLLIN))
+			return tq_log_watch_hit(w);
+	}
+	return -1;
+}
+
+/* A follower waits on the watch: a line of its task's output wakes it (and
+ * the log's creation before it); another task's output wakes it for
+ * nothing (hit 0). */
+static void test_watch_wakes_for_its_task(void **state)
+{
+	struct fx *f = *state;
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_log_watch *w = NULL;
+	struct tq_log *l;
+
+	assert_int_equal(tq_log_watch_open(f->q, 9, &w, &err), 0);
+	assert_non_null(w);
+	assert_true(tq_log_watch_fd(w) >= 0);
+	/* nothing written yet: no wake within a short wait */
+	assert_int_equal(watch_wait(w, 50), -1);
+	/* another task's log: the descriptor wakes, the hit says not ours */
+	l = wopen(f, 10, 0);
+	assert_int_equal(tq_log_write(l, TQ_STREAM_STDOUT, "x\n", 2, 0, &err), 0);
+	assert_int_equal(tq_log_close(l, &err), 0);
+	assert_int_equal(watch_wait(w, 5000), 0);
+	/* ours: created, written */
+	l = wopen(f, 9, 0);
+	assert_int_equal(tq_log_write(l, TQ_STREAM_STDOUT, "y\n", 2, 0, &err), 0);
+	assert_int_equal(tq_log_flush(l, &err), 0);
+	assert_int_equal(watch_wait(w, 5000), 1);
+	assert_int_equal(tq_log_close(l, &err), 0);
+	tq_log_watch_close(w);
+	tq_log_watch_close(NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_format_bytes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_export_names_the_log, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_watch_wakes_for_its_task, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_roundtrip_bytes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_missing_log, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_paging, setup, teardown),

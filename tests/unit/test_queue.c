@@ -27,17 +27,19 @@ struct fx {
 static char *argv_true[] = { "true", NULL };
 static char *env_one[] = { "PATH=/usr/bin:/bin", NULL };
 
+/* The state directory setup opened f->q in (the store does not say it). */
+static char state_home[512];
+
 static int setup(void **state)
 {
 	struct fx *f = calloc(1, sizeof(*f));
 	struct tq_err err = TQ_ERR_INIT;
-	char path[512];
 
 	assert_non_null(f);
 	f->home = th_tempdir();
 	assert_non_null(f->home);
-	snprintf(path, sizeof(path), "%s/state", f->home);
-	if (tq_queue_open(&f->q, path, 0, &err) != 0)
+	snprintf(state_home, sizeof(state_home), "%s/state", f->home);
+	if (tq_queue_open(&f->q, state_home, 0, &err) != 0)
 		fail_msg("open: %s", err.msg);
 	*state = f;
 	return 0;
@@ -155,11 +157,11 @@ static int64_t sql_int(const char *home, const char *sql)
 
 static void test_open_creates(void **state)
 {
-	struct fx *f = *state;
-	const char *home = tq_queue_home(f->q);
-	char path[512];
+	const char *home = state_home;
+	char path[600];
 	struct stat sb;
 
+	(void)state;
 	assert_int_equal(stat(home, &sb), 0);
 	assert_int_equal(sb.st_mode & 0777, 0700);
 	snprintf(path, sizeof(path), "%s/taskq.db", home);
@@ -182,7 +184,7 @@ static void test_reopen_and_newer(void **state)
 	char home[512];
 	int64_t id = submit_simple(f->q, 0, NULL);
 
-	snprintf(home, sizeof(home), "%s", tq_queue_home(f->q));
+	snprintf(home, sizeof(home), "%s", state_home);
 	tq_queue_close(f->q);
 	f->q = NULL;
 	assert_int_equal(tq_queue_open(&q2, home, TQ_OPEN_CHECK, &err), 0);
@@ -203,7 +205,7 @@ static void test_claim_marks_worker(void **state)
 {
 	struct fx *f = *state;
 	struct tq_err err = TQ_ERR_INIT;
-	const char *home = tq_queue_home(f->q);
+	const char *home = state_home;
 	struct tq_task t;
 	int64_t wid = 0, a, b;
 	int more = -1;
@@ -254,7 +256,7 @@ static void test_envs_collected(void **state)
 	struct tq_err err = TQ_ERR_INIT;
 	static char *env_two[] = { "B=2", NULL };
 	struct tq_task_spec s = spec_of(argv_true);
-	const char *home = tq_queue_home(f->q);
+	const char *home = state_home;
 	int64_t a1 = submit(f->q, &s), a2 = submit(f->q, &s), b;
 
 	s.env = env_two;
@@ -282,7 +284,7 @@ static void test_migrate_2_to_3(void **state)
 	char home[512];
 	int64_t id = submit_simple(f->q, 0, NULL);
 
-	snprintf(home, sizeof(home), "%s", tq_queue_home(f->q));
+	snprintf(home, sizeof(home), "%s", state_home);
 	tq_queue_close(f->q);
 	f->q = NULL;
 	sql_int(home, "DROP TRIGGER envs_collect");
@@ -481,7 +483,7 @@ static void test_on_exit_owed_once(void **state)
 
 	assert_int_equal(tq_queue_on_exit_due(f->q, &any, &err), 0);
 	assert_int_equal(any, 1);
-	assert_int_equal(tq_queue_open(&q2, tq_queue_home(f->q), 0, &err), 0);
+	assert_int_equal(tq_queue_open(&q2, state_home, 0, &err), 0);
 	/* another task's hook is not this one's */
 	assert_int_equal(tq_queue_on_exit_take(q2, own, &t, &err), TQ_ENOTFOUND);
 	assert_int_equal(tq_queue_on_exit_take(q2, 0, &t, &err), 0);
@@ -524,13 +526,14 @@ static void test_on_exit_owed_once(void **state)
  */
 static void test_schema_names_every_outcome(void **state)
 {
-	struct fx *f = *state;
 	char path[600];
+
+	(void)state;
 	sqlite3 *db = NULL;
 	sqlite3_stmt *st = NULL;
 	const char *sql, *from, *to;
 
-	snprintf(path, sizeof(path), "%s/taskq.db", tq_queue_home(f->q));
+	snprintf(path, sizeof(path), "%s/taskq.db", state_home);
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
 	assert_int_equal(sqlite3_prepare_v2(db, "SELECT sql FROM sqlite_schema WHERE name ="
 					    " 'tasks'", -1, &st, NULL), SQLITE_OK);
@@ -581,7 +584,7 @@ static void test_umask_stall_stored(void **state)
 	assert_int_equal(t.umask, 0027);
 	assert_int_equal(t.stall_timeout_ms, 300000);
 	tq_task_release(&t);
-	assert_int_equal(sql_int(tq_queue_home(f->q), "SELECT count(*) FROM tasks"
+	assert_int_equal(sql_int(state_home, "SELECT count(*) FROM tasks"
 				 " WHERE umask IS NULL AND stall_timeout_ms = 0"), 1);
 	assert_int_equal(tq_queue_list(f->q, &(struct tq_filter)TQ_FILTER_INIT, &list, &n,
 				       &err), 0);
@@ -600,7 +603,7 @@ static void test_umask_stall_stored(void **state)
 	s.umask = 0;
 	s.stall_timeout_ms = -1;
 	assert_int_equal(tq_queue_submit(f->q, &s, &id, NULL, &err), TQ_EINVAL);
-	assert_int_equal(sql_int(tq_queue_home(f->q), "SELECT count(*) FROM tasks"), 2);
+	assert_int_equal(sql_int(state_home, "SELECT count(*) FROM tasks"), 2);
 }
 
 static void write_file(const char *path, const char *data, size_t n)
@@ -648,7 +651,7 @@ static void test_refuse_corrupt(void **state)
 
 	for (int i = 0; i < 300; i++)
 		submit_simple(f->q, i, NULL);
-	snprintf(home, sizeof(home), "%s", tq_queue_home(f->q));
+	snprintf(home, sizeof(home), "%s", state_home);
 	tq_queue_close(f->q);
 	f->q = NULL;
 	sql_int(home, "PRAGMA wal_checkpoint(TRUNCATE)");
@@ -671,7 +674,7 @@ static void test_refuse_modes(void **state)
 	struct tq_err err = TQ_ERR_INIT;
 	char home[512], path[600];
 
-	snprintf(home, sizeof(home), "%s", tq_queue_home(f->q));
+	snprintf(home, sizeof(home), "%s", state_home);
 	tq_queue_close(f->q);
 	f->q = NULL;
 	assert_int_equal(chmod(home, 0777), 0);
@@ -717,7 +720,7 @@ static void test_locked(void **state)
 	sqlite3 *db;
 	int64_t id = 0, t0;
 
-	snprintf(path, sizeof(path), "%s/taskq.db", tq_queue_home(f->q));
+	snprintf(path, sizeof(path), "%s/taskq.db", state_home);
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
 	assert_int_equal(sqlite3_exec(db, "BEGIN EXCLUSIVE", NULL, NULL, NULL), SQLITE_OK);
 	tq_queue_set_busy_timeout(f->q, 200);
@@ -784,7 +787,7 @@ static void test_roundtrip(void **state)
 	tq_task_release(&t);
 	/* The same environment is stored once. */
 	submit(f->q, &s);
-	assert_int_equal(sql_int(tq_queue_home(f->q), "SELECT count(*) FROM envs"), 1);
+	assert_int_equal(sql_int(state_home, "SELECT count(*) FROM envs"), 1);
 	assert_int_equal(tq_queue_get(f->q, 999, 0, &t, &err), TQ_ENOTFOUND);
 	assert_non_null(strstr(err.msg, "no such task"));
 }
@@ -869,7 +872,7 @@ static void test_claim_concurrent(void **state)
 	for (int i = 0; i < TASKS; i++)
 		specs[i] = spec_of(argv_true);
 	assert_int_equal(tq_queue_submit_many(f->q, specs, TASKS, ids, NULL, &err), 0);
-	snprintf(home, sizeof(home), "%s", tq_queue_home(f->q));
+	snprintf(home, sizeof(home), "%s", state_home);
 	assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
 	for (int p = 0; p < PROCS; p++) {
 		pids[p] = fork();
@@ -956,7 +959,7 @@ static void test_retry_and_requeue(void **state)
 	finish(f->q, id, attempt, TQ_OUT_FAILED, TQ_NEXT_RETRY, tq_now_ms() + 60000);
 	assert_int_equal(state_of(f->q, id), TQ_SCHEDULED);
 	assert_int_equal(claim_id(f->q, NULL), 0);
-	sql_int(tq_queue_home(f->q), "UPDATE tasks SET run_after = 1 WHERE state = 'scheduled'");
+	sql_int(state_home, "UPDATE tasks SET run_after = 1 WHERE state = 'scheduled'");
 	assert_int_equal(claim_id(f->q, &attempt), id);
 	assert_int_equal(attempt, 2);
 	finish(f->q, id, attempt, TQ_OUT_KILLED, TQ_NEXT_REQUEUE, 0);
@@ -1002,7 +1005,7 @@ static void test_group_pause(void **state)
 	assert_int_equal(g[0].paused_until, fin.pause_until);
 	assert_string_equal(g[0].pause_reason, "429");
 	tq_group_list_free(g, n);
-	sql_int(tq_queue_home(f->q), "UPDATE groups SET paused_until = 0");
+	sql_int(state_home, "UPDATE groups SET paused_until = 0");
 	assert_int_equal(claim_id(f->q, NULL), b);
 }
 
@@ -1014,7 +1017,7 @@ static void test_group_parallel(void **state)
 	int64_t c = submit_simple(f->q, 0, "many");
 	int attempt = 0;
 
-	sql_int(tq_queue_home(f->q), "UPDATE groups SET parallel = 1 WHERE name = 'one'");
+	sql_int(state_home, "UPDATE groups SET parallel = 1 WHERE name = 'one'");
 	assert_int_equal(claim_id(f->q, &attempt), a);
 	assert_int_equal(claim_id(f->q, NULL), c);
 	assert_int_equal(claim_id(f->q, NULL), 0);
@@ -1051,7 +1054,7 @@ static void test_cancel_remove(void **state)
 	finish(f->q, a, 1, TQ_OUT_SUCCEEDED, TQ_NEXT_FINAL, 0);
 	assert_int_equal(tq_queue_remove(f->q, a, &err), 0);
 	assert_int_equal(tq_queue_get(f->q, a, 0, &t, &err), TQ_ENOTFOUND);
-	assert_int_equal(sql_int(tq_queue_home(f->q),
+	assert_int_equal(sql_int(state_home,
 				 "SELECT count(*) FROM attempts"), 0);
 	/* Ids are never reused after a remove. */
 	assert_true(submit_simple(f->q, 0, NULL) > b);
@@ -1114,17 +1117,19 @@ static void test_dependencies(void **state)
 
 static int64_t left_of(struct tq_queue *q, int64_t id)
 {
+	(void)q; /* its database is state_home's */
 	char sql[96];
 
 	snprintf(sql, sizeof(sql), "SELECT deps_left FROM tasks WHERE id = %lld", (long long)id);
-	return sql_int(tq_queue_home(q), sql);
+	return sql_int(state_home, sql);
 }
 
 /* Every task's deps_left is what it stands for (schema.sql): its deps rows
  * whose task exists and has not ended. */
 static void counts_true(struct tq_queue *q)
 {
-	assert_int_equal(sql_int(tq_queue_home(q),
+	(void)q; /* its database is state_home's */
+	assert_int_equal(sql_int(state_home,
 		"SELECT count(*) FROM tasks t WHERE t.deps_left != (SELECT count(*) FROM deps x"
 		" JOIN tasks d ON d.id = x.dep_id WHERE x.task_id = t.id"
 		" AND d.state IN ('queued','scheduled','blocked','running'))"), 0);
@@ -1138,7 +1143,7 @@ static void run_as(struct tq_queue *q, int64_t id, enum tq_outcome o)
 
 	snprintf(sql, sizeof(sql), "UPDATE tasks SET priority = 1000000 WHERE id = %lld",
 		 (long long)id);
-	sql_int(tq_queue_home(q), sql);
+	sql_int(state_home, sql);
 	assert_int_equal(claim_id(q, &attempt), id);
 	finish(q, id, attempt, o, TQ_NEXT_FINAL, 0);
 }
@@ -1323,7 +1328,7 @@ static void test_deps_left_requeue_lost_clear(void **state)
 	finish(f->q, a, attempt, TQ_OUT_FAILED, TQ_NEXT_RETRY, tq_now_ms() + 60000);
 	assert_int_equal(state_of(f->q, a), TQ_SCHEDULED);
 	assert_int_equal(left_of(f->q, c), 1);
-	sql_int(tq_queue_home(f->q), "UPDATE tasks SET run_after = 0 WHERE state = 'scheduled'");
+	sql_int(state_home, "UPDATE tasks SET run_after = 0 WHERE state = 'scheduled'");
 	assert_int_equal(claim_id(f->q, &attempt), a);
 	finish(f->q, a, attempt, TQ_OUT_KILLED, TQ_NEXT_REQUEUE, 0);
 	assert_int_equal(state_of(f->q, a), TQ_QUEUED);
@@ -1374,7 +1379,7 @@ static void test_session_directory(void **state)
 	struct tq_result r = { .has_result = 1, .agent_session = "conv-1" };
 	struct tq_session_info si = { 0 };
 	struct tq_task t;
-	const char *home = tq_queue_home(f->q);
+	const char *home = state_home;
 	int64_t a, b, id, ids[2];
 	int attempt = 0;
 
@@ -1538,11 +1543,11 @@ static void test_submit_many_atomic(void **state)
 	specs[3] = spec_of(empty);
 	assert_int_equal(tq_queue_submit_many(f->q, specs, 5, ids, NULL, &err), TQ_EINVAL);
 	assert_non_null(strstr(err.msg, "task 3"));
-	assert_int_equal(sql_int(tq_queue_home(f->q), "SELECT count(*) FROM tasks"), 0);
+	assert_int_equal(sql_int(state_home, "SELECT count(*) FROM tasks"), 0);
 	specs[3] = spec_of(argv_true);
 	specs[2].cwd = "relative/dir";
 	assert_int_equal(tq_queue_submit_many(f->q, specs, 5, ids, NULL, &err), TQ_EINVAL);
-	assert_int_equal(sql_int(tq_queue_home(f->q), "SELECT count(*) FROM tasks"), 0);
+	assert_int_equal(sql_int(state_home, "SELECT count(*) FROM tasks"), 0);
 	specs[2].cwd = "/";
 	assert_int_equal(tq_queue_submit_many(f->q, specs, 5, ids, NULL, &err), 0);
 	assert_int_equal(ids[4], ids[0] + 4);
@@ -1657,7 +1662,7 @@ static void test_manual_retry(void **state)
 	finish(f->q, c, attempt, TQ_OUT_SUCCEEDED, TQ_NEXT_FINAL, 0);
 	assert_int_equal(tq_queue_retry(f->q, a, &err), 0);
 	assert_int_equal(state_of(f->q, a), TQ_QUEUED);
-	assert_int_equal(sql_int(tq_queue_home(f->q),
+	assert_int_equal(sql_int(state_home,
 				 "SELECT count(*) FROM attempts WHERE counted = 1 AND task_id = 1"), 0);
 	assert_int_equal(claim_id(f->q, &attempt), a);
 	assert_int_equal(attempt, 2);       /* a new attempt, history kept */
@@ -1757,8 +1762,9 @@ static void finish_probe(struct tq_queue *q, int64_t id, int attempt, enum tq_ou
 /* The pause is over (and every retry it scheduled is due). */
 static void lift_pause(struct tq_queue *q)
 {
-	sql_int(tq_queue_home(q), "UPDATE groups SET paused_until = 1");
-	sql_int(tq_queue_home(q), "UPDATE tasks SET run_after = 1 WHERE state = 'scheduled'");
+	(void)q; /* its database is state_home's */
+	sql_int(state_home, "UPDATE groups SET paused_until = 1");
+	sql_int(state_home, "UPDATE tasks SET run_after = 1 WHERE state = 'scheduled'");
 }
 
 /* The group's probe flag and the probe running now (0: none). */
@@ -1842,7 +1848,7 @@ static void test_probe_rate_limited_again(void **state)
 	lift_pause(f->q);
 	assert_int_equal(claim_id(f->q, &attempt), a);
 	finish_rate_limited(f->q, a, attempt, "api");
-	assert_true(sql_int(tq_queue_home(f->q), "SELECT paused_until FROM groups"
+	assert_true(sql_int(state_home, "SELECT paused_until FROM groups"
 			    " WHERE name = 'api'") > tq_now_ms() + 50000);
 	group_probe(f->q, "api", &probe, &task);
 	assert_int_equal(probe, 1);
@@ -1891,7 +1897,7 @@ static void test_probe_lost_next_probe(void **state)
 	/* its row changed under it (removed, or ended by hand): holds nothing */
 	snprintf(sql, sizeof(sql), "UPDATE tasks SET state = 'failed' WHERE id = %lld",
 		 (long long)c);
-	sql_int(tq_queue_home(f->q), sql);
+	sql_int(state_home, sql);
 	assert_int_equal(runnable(f->q), 1);
 	assert_int_equal(claim_id(f->q, &attempt), d);
 	group_probe(f->q, "api", &probe, &task);

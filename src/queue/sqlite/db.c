@@ -806,7 +806,7 @@ const char *tq_queue_notice(const struct tq_queue *q)
 	return q->notice;
 }
 
-int tq_queue_log_path(const struct tq_queue *q, int64_t id, char *buf, size_t n)
+int tq_db_log_path(const struct tq_queue *q, int64_t id, char *buf, size_t n)
 {
 	int r = snprintf(buf, n, "%s/logs/%lld.log", q->home, (long long)id);
 

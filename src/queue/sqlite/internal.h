@@ -30,6 +30,10 @@ struct tq_queue {
  * kept. NULL on error (err filled). */
 sqlite3_stmt *tq_db_stmt(struct tq_queue *q, enum tq_stmt id, struct tq_err *err);
 
+/* Path of a task's log: HOME/logs/ID.log. Returns 0 or TQ_EINVAL (too
+ * long). The files of logstore.c; no caller outside the backend names it. */
+int tq_db_log_path(const struct tq_queue *q, int64_t id, char *buf, size_t n);
+
 /* Reset and clear bindings: the end of every use of a cached statement. */
 void tq_db_done(sqlite3_stmt *st);
 

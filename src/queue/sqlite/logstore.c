@@ -67,6 +67,7 @@
  *   before it were lost, and goes on there. The output cap still counts
  *   everything the task wrote. Only what was deleted is lost.
  */
+#include "internal.h"
 #include "queue/logstore.h"
 
 #include <errno.h>
@@ -76,6 +77,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -220,7 +222,7 @@ static int paths_init(struct tq_queue *q, int64_t id, struct paths *p, struct tq
 {
 	size_t n;
 
-	if (tq_queue_log_path(q, id, p->log, sizeof(p->log)) < 0)
+	if (tq_db_log_path(q, id, p->log, sizeof(p->log)) < 0)
 		return tq_err_set(err, TQ_EINVAL, "log of task %lld: path too long", (long long)id);
 	n = strlen(p->log);
 	if (n < 4 || strcmp(p->log + n - 4, ".log") != 0)
@@ -1336,4 +1338,77 @@ int tq_log_open(struct tq_queue *q, int64_t id, int64_t max_output,
 	}
 	*lp = l;
 	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Handing the output to another program; waiting for more of it     */
+
+int tq_log_export(struct tq_queue *q, int64_t id, char *buf, size_t n, struct tq_err *err)
+{
+	if (tq_db_log_path(q, id, buf, n) < 0)
+		return tq_err_set(err, TQ_EINVAL, "log of task %lld: path too long",
+				  (long long)id);
+	return 0;
+}
+
+struct tq_log_watch {
+	int fd;                    /* inotify, watching logs/ */
+	char name[NAME_MAX_LEN];   /* "ID.log" */
+};
+
+int tq_log_watch_open(struct tq_queue *q, int64_t id, struct tq_log_watch **wp,
+		      struct tq_err *err)
+{
+	struct tq_log_watch *w;
+	char dir[PATH_MAX];
+	int r;
+
+	*wp = NULL;
+	r = snprintf(dir, sizeof(dir), "%s/logs", q->home);
+	if (r < 0 || (size_t)r >= sizeof(dir))
+		return tq_err_set(err, TQ_EINVAL, "logs of %s: path too long", q->home);
+	if ((w = calloc(1, sizeof(*w))) == NULL)
+		return tq_err_set(err, TQ_ENOMEM, "watch log: out of memory");
+	snprintf(w->name, sizeof(w->name), "%lld.log", (long long)id);
+	/* logs/ and not the log: it may not exist yet, and a log deleted and
+	 * made again is another inode at the same name */
+	if ((w->fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK)) < 0 ||
+	    inotify_add_watch(w->fd, dir, IN_MODIFY | IN_CREATE | IN_CLOSE_WRITE) < 0) {
+		r = tq_err_sys(err, "watch %s", dir);
+		tq_log_watch_close(w);
+		return r;
+	}
+	*wp = w;
+	return 0;
+}
+
+int tq_log_watch_fd(const struct tq_log_watch *w)
+{
+	return w->fd;
+}
+
+int tq_log_watch_hit(struct tq_log_watch *w)
+{
+	_Alignas(struct inotify_event) char buf[4096];
+	ssize_t n;
+	int hit = 0;
+
+	while ((n = tq_read(w->fd, buf, sizeof(buf))) > 0) {
+		for (char *p = buf; p < buf + n;) {
+			struct inotify_event *ev = (struct inotify_event *)(void *)p;
+			if ((ev->mask & IN_Q_OVERFLOW) ||
+			    (ev->len > 0 && strcmp(ev->name, w->name) == 0))
+				hit = 1;
+			p += sizeof(*ev) + ev->len;
+		}
+	}
+	return hit;
+}
+
+void tq_log_watch_close(struct tq_log_watch *w)
+{
+	if (w == NULL)
+		return;
+	tq_close(w->fd);
+	free(w);
 }
