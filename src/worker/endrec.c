@@ -42,7 +42,7 @@
 
 #include <bsd/stdlib.h>
 
-#include "../common/sys.h"
+#include "common/sys.h"
 
 #define ENDREC_MAGIC "taskq end record 1\n"
 #define ENDREC_NAME_MAX 48   /* "TASK.ATTEMPT.damaged" and ".TASK.ATTEMPT.tmp" */

@@ -28,8 +28,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../common/err.h"
-#include "../queue/queue.h"
+#include "common/err.h"
+#include "queue/queue.h"
 
 #define TQ_ENDREC_DIR "ends"               /* in the state directory */
 #define TQ_ENDREC_MAX (32 * 1024 * 1024)   /* bytes of one record */

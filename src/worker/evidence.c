@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../queue/logstore.h"
+#include "queue/logstore.h"
 #include "classify/classify.h"
 
 static int tail_line(const struct tq_log_line *l, void *arg)

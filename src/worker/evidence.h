@@ -10,8 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../common/err.h"
-#include "../queue/queue.h"
+#include "common/err.h"
+#include "queue/queue.h"
 
 #define TQ_EVIDENCE_LINES 4000 /* at most this many lines are read */
 

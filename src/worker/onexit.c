@@ -36,9 +36,9 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#include "../common/env.h"
-#include "../common/parse.h"
-#include "../common/sys.h"
+#include "common/env.h"
+#include "common/parse.h"
+#include "common/sys.h"
 #include "agent/scrub.h"
 #include "proc/loop.h"
 #include "proc/proc.h"

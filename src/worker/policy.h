@@ -27,7 +27,7 @@
 
 #include <stdint.h>
 
-#include "../queue/queue.h"
+#include "queue/queue.h"
 
 struct tq_policy_input {
 	enum tq_outcome outcome;

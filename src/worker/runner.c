@@ -50,11 +50,11 @@
 #include <bsd/stdlib.h>
 #include <bsd/unistd.h>
 
-#include "../common/env.h"
-#include "../common/parse.h"
-#include "../common/secret.h"
-#include "../common/sys.h"
-#include "../queue/logstore.h"
+#include "common/env.h"
+#include "common/parse.h"
+#include "common/secret.h"
+#include "common/sys.h"
+#include "queue/logstore.h"
 #include "agent/agent.h"
 #include "agent/registry.h"
 #include "agent/result.h"

@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../common/parse.h"
+#include "common/parse.h"
 
 #define FNV_OFFSET 14695981039346656037ULL
 #define FNV_PRIME 1099511628211ULL

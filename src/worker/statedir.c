@@ -17,7 +17,7 @@
 
 #include <bsd/string.h>
 
-#include "../common/sys.h"
+#include "common/sys.h"
 
 int tq_statedir_open(struct tq_statedir *sd, const char *path, struct tq_err *err)
 {

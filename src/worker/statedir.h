@@ -15,7 +15,7 @@
 #include <limits.h>
 #include <sys/types.h>
 
-#include "../common/err.h"
+#include "common/err.h"
 
 struct tq_statedir {
 	int fd;                  /* the directory, held open */

@@ -49,10 +49,10 @@
 #include <bsd/stdlib.h>
 #include <bsd/unistd.h>
 
-#include "../common/diag.h"
-#include "../common/parse.h"
-#include "../common/sys.h"
-#include "../queue/queue.h"
+#include "common/diag.h"
+#include "common/parse.h"
+#include "common/sys.h"
+#include "queue/queue.h"
 #include "agent/agent.h"
 #include "endrec.h"
 #include "ipc/doorbell.h"

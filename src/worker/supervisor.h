@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "../common/err.h"
+#include "common/err.h"
 
 #define TQ_DEFAULT_WORKERS 2
 #define TQ_MAX_WORKERS 256

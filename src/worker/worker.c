@@ -26,8 +26,8 @@
 
 #include <bsd/unistd.h>
 
-#include "../common/diag.h"
-#include "../common/sys.h"
+#include "common/diag.h"
+#include "common/sys.h"
 #include "endrec.h"
 #include "ipc/doorbell.h"
 #include "onexit.h"

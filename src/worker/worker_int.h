@@ -8,8 +8,8 @@
 #include <stdint.h>
 #include <sys/signalfd.h>
 
-#include "../common/secret.h"
-#include "../queue/queue.h"
+#include "common/secret.h"
+#include "queue/queue.h"
 #include "classify/classify.h"
 #include "proc/cgroup.h"
 #include "proc/contain.h"
