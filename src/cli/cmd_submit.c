@@ -28,13 +28,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <limits.h>
 #include <malloc.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -44,6 +42,7 @@
 #include "common/env.h"
 #include "common/parse.h"
 #include "common/sys.h"
+#include "ops/import.h"
 #include "ops/submit.h"
 #include "queue/logstore.h"
 
@@ -1078,88 +1077,34 @@ static int file_error(const struct cli_ctx *c, const char *file,
 }
 
 /*
- * --file is stored in chunks, each its own transaction, so that no chunk
- * holds the database's write lock for long: a worker recording a task's end
- * waits at most 2 s a try (runner.c), every other writer TQ_BUSY_TIMEOUT_MS.
- * Measured here, one transaction stores a line in 35 to 110 us (a quiet or
- * a loaded machine): 600k lines in one held the lock for 21 s and more, and
- * a task that ended meanwhile could not be recorded. A chunk's size follows
- * the rate of the one before, aiming at IMPORT_CHUNK_MS of lock; between
- * chunks IMPORT_GAP_MS lets the writers that wait in (they look every 5 ms
- * at most: db.c, busy_handler). Once IMPORT_GAP_LONG_EVERY_MS a gap is
- * IMPORT_GAP_LONG_MS instead, longer than the 100 ms that SQLite's own
- * default busy handler sleeps between looks (another program writing the
- * database -- the sqlite3 shell with .timeout, python's sqlite3 -- polls no
- * more often): such a writer finds the lock free within about a second and
- * a chunk, not by chance (measured with 20 ms gaps alone: waits of 2.6 s
- * during a 100k-line import, and tries with a 1 s timeout failed). It costs
- * the import at most IMPORT_GAP_LONG_MS a second.
- *
- * A chunked import can stop half way (a store error, a signal). Every task
- * carries a submit token (queue.h) made of the run's id, its line number
- * and a checksum of the line's bytes, so the same command run again with
- * --resume RUNID stores each line once: a line stored already gives back
- * the id it got (within a day, while the tokens are kept), and the ids
- * printed are those of the whole file in its order, as if nothing had
- * stopped. A resume first checks that the run is known (a run id mistyped,
- * or forgotten after a day, would store the whole file again) and, line by
- * line, that a line number the run stored holds the same line (another
- * file, or one edited above the line that failed, would have its lines
- * taken for stored ones and never stored): either is refused, exit 2.
+ * --file is stored in chunks, each its own transaction, that --resume can
+ * go on with: ops/import.h (why chunks, the pacing between them, the run's
+ * tokens, what a resume checks). Here: the ids printed as each chunk is
+ * stored, and what an import that stopped says it stored.
  */
-#define IMPORT_CHUNK_MS 250
-#define IMPORT_GAP_MS 20
-#define IMPORT_GAP_LONG_MS 110
-#define IMPORT_GAP_LONG_EVERY_MS 1000
-#define IMPORT_CHUNK_FIRST 256
-#define IMPORT_CHUNK_MIN 16
-#define IMPORT_CHUNK_MAX 65536
-#define IMPORT_RUN_BYTES 8                      /* the run id: 16 hex digits */
-#define IMPORT_TOKEN_MAX 64                     /* "import:RUN:LINE:SUM" */
-
 struct import_run {
 	const struct cli_ctx *c;
 	struct cli_submit *s;
 	const char *file;
 	const struct cli_import *im;
-	char run[2 * IMPORT_RUN_BYTES + 1];
-	int resumed;
-	const struct tq_task_spec *specs;
-	size_t n;
-	size_t done;            /* specs stored (or found stored) so far */
-	size_t held;            /* of those, already present under --unique */
+	struct tq_ops_import op;
 	int opened;             /* --json: "[" printed */
-	int rang;
 };
 
-/* "0123456789abcdef": what --resume takes. */
-static int run_id_ok(const char *s)
+static void import_line(void *arg, size_t i, size_t *line, uint64_t *sum)
 {
-	size_t n = strlen(s);
+	const struct import_run *r = arg;
 
-	if (n != 2 * IMPORT_RUN_BYTES)
-		return 0;
-	for (size_t i = 0; i < n; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-			return 0;
-	return 1;
+	*line = cli_import_line(r->im, i);
+	*sum = cli_import_line_sum(r->im, i);
 }
 
-static void new_run_id(char *buf)
+/* A stored chunk's ids, in the file's order. */
+static void print_chunk(void *arg, const int64_t *ids, const int *existed, size_t k)
 {
-	unsigned char raw[IMPORT_RUN_BYTES];
+	struct import_run *r = arg;
 
-	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
-		arc4random_buf(raw, sizeof(raw));
-	for (size_t i = 0; i < sizeof(raw); i++)
-		snprintf(buf + 2 * i, 3, "%02x", raw[i]);
-}
-
-static void print_chunk(struct import_run *r, const int64_t *ids, const int *existed,
-			size_t k)
-{
 	for (size_t i = 0; i < k; i++) {
-		r->held += existed[i] != 0;
 		if (r->s->json)
 			printf("%s{\"id\":%lld%s}", r->opened++ ? "," : "[", (long long)ids[i],
 			       existed[i] ? ",\"existed\":true" : "");
@@ -1169,90 +1114,20 @@ static void print_chunk(struct import_run *r, const int64_t *ids, const int *exi
 	fflush(stdout); /* a stored task's id is out before the next chunk */
 }
 
-/* What was stored, for an import that stopped: "; lines 1-9999 are ...". */
-static void stored_so_far(const struct import_run *r, char *buf, size_t n)
+static void import_not_started(void *arg, const struct tq_err *err)
 {
-	if (r->done == 0 && !r->resumed) {
-		buf[0] = '\0'; /* as for a file of one chunk: nothing was stored */
-		return;
-	}
-	if (r->done == 0)
-		snprintf(buf, n, "; nothing more was stored: run the same command with "
-			 "--resume %s again to store the rest", r->run);
-	else
-		snprintf(buf, n, "; the tasks of lines %zu-%zu are stored (%zu task%s, "
-			 "ids printed), the %zu after them are not: run the same command "
-			 "with --resume %s to store the rest (a line stored already is "
-			 "not stored again)", cli_import_line(r->im, 0),
-			 cli_import_line(r->im, r->done - 1), r->done, r->done == 1 ? "" : "s",
-			 r->n - r->done, r->run);
-}
+	const struct import_run *r = arg;
 
-/* The next chunk: k specs from r->done, each with its token. */
-static void fill_chunk(struct import_run *r, size_t k, struct tq_task_spec *cs,
-		       char (*tokens)[IMPORT_TOKEN_MAX])
-{
-	for (size_t i = 0; i < k; i++) {
-		cs[i] = r->specs[r->done + i];
-		snprintf(tokens[i], IMPORT_TOKEN_MAX, "import:%s:%zu:%016" PRIx64, r->run,
-			 cli_import_line(r->im, r->done + i),
-			 cli_import_line_sum(r->im, r->done + i));
-		cs[i].token = tokens[i];
-	}
-}
-
-/* --resume: the run is known here (some line of it is stored). */
-static int resume_known(struct import_run *r, struct tq_queue *q)
-{
-	struct tq_err err = TQ_ERR_INIT;
-	char prefix[IMPORT_TOKEN_MAX], tok[IMPORT_TOKEN_MAX];
-	int64_t id = 0;
-
-	snprintf(prefix, sizeof(prefix), "import:%s:", r->run);
-	if (tq_queue_token_first(q, prefix, tok, sizeof(tok), &id, &err) < 0)
-		return cli_fail(r->c, &err);
-	if (id == 0)
-		return cli_usage(r->c, "--resume %s: no import run %s is known in this state "
-				 "directory (a run is kept a day): nothing stored", r->run, r->run);
-	return CLI_OK;
-}
-
-/*
- * --resume: each of the next k lines that the run stored under its line
- * number is the same line (the same bytes) now. A line number holding
- * another line (another file, or lines added or removed above) is refused
- * before anything of the chunk is stored: its tasks would be taken for
- * stored ones.
- */
-static int resume_same_lines(struct import_run *r, struct tq_queue *q, size_t k,
-			     char (*tokens)[IMPORT_TOKEN_MAX])
-{
-	char prefix[IMPORT_TOKEN_MAX], tok[IMPORT_TOKEN_MAX], tail[512];
-
-	for (size_t i = 0; i < k; i++) {
-		struct tq_err err = TQ_ERR_INIT;
-		size_t line = cli_import_line(r->im, r->done + i);
-		int64_t id = 0;
-
-		snprintf(prefix, sizeof(prefix), "import:%s:%zu:", r->run, line);
-		if (tq_queue_token_first(q, prefix, tok, sizeof(tok), &id, &err) < 0)
-			return cli_fail(r->c, &err);
-		if (id == 0 || strcmp(tok, tokens[i]) == 0)
-			continue;
-		stored_so_far(r, tail, sizeof(tail));
-		return cli_usage(r->c, "%s:%zu: not the line run %s stored there as task %lld "
-				 "(another file, or the file changed above the line that "
-				 "stopped it)%s", r->file, line, r->run, (long long)id, tail);
-	}
-	return CLI_OK;
+	say_not_started(r->c, err->code < 0 ? err->code : TQ_EIO, err);
 }
 
 /* The pending signal that stops the import, or 0. */
-static int stop_signal(void)
+static int stop_signal(void *arg)
 {
 	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
 	sigset_t pend;
 
+	(void)arg;
 	if (sigpending(&pend) < 0)
 		return 0;
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
@@ -1261,96 +1136,76 @@ static int stop_signal(void)
 	return 0;
 }
 
-static int store_chunks(struct import_run *r, struct tq_queue *q)
+/* What was stored, for an import that stopped: "; lines 1-9999 are ...". */
+static void stored_so_far(const struct import_run *r, char *buf, size_t n)
 {
-	struct tq_task_spec *cs = NULL;
-	char (*tokens)[IMPORT_TOKEN_MAX] = NULL;
-	int64_t *ids = NULL;
-	int *existed = NULL, sig, rc = CLI_OK;
-	size_t chunk = IMPORT_CHUNK_FIRST;
-	int64_t long_gap_at = tq_mono_ms() + IMPORT_GAP_LONG_EVERY_MS;
-	char tail[512];
+	const struct tq_ops_import *op = &r->op;
 
-	cs = reallocarray(NULL, IMPORT_CHUNK_MAX, sizeof(*cs));
-	tokens = reallocarray(NULL, IMPORT_CHUNK_MAX, sizeof(*tokens));
-	ids = reallocarray(NULL, IMPORT_CHUNK_MAX, sizeof(*ids));
-	existed = reallocarray(NULL, IMPORT_CHUNK_MAX, sizeof(*existed));
-	if (cs == NULL || tokens == NULL || ids == NULL || existed == NULL) {
-		rc = oom(r->c);
-		goto out;
+	if (op->done == 0 && !op->resumed) {
+		buf[0] = '\0'; /* as for a file of one chunk: nothing was stored */
+		return;
 	}
-	while (r->done < r->n) {
-		struct tq_err err = TQ_ERR_INIT;
-		size_t k = chunk < r->n - r->done ? chunk : r->n - r->done, added = 0;
-		int64_t t0, dt;
-
-		if ((sig = stop_signal()) != 0) {
-			stored_so_far(r, tail, sizeof(tail));
-			cli_runtime(r->c, "%s: interrupted (%s)%s", r->file, strsignal(sig), tail);
-			rc = 128 + sig;
-			goto out;
-		}
-		fill_chunk(r, k, cs, tokens);
-		if (r->resumed && (rc = resume_same_lines(r, q, k, tokens)) != CLI_OK)
-			goto out;
-		t0 = tq_mono_ms();
-		if (tq_queue_submit_many(q, cs, k, ids, existed, &err) < 0) {
-			stored_so_far(r, tail, sizeof(tail));
-			rc = file_error(r->c, r->file, r->im, r->done, k, &err, tail);
-			goto out;
-		}
-		dt = tq_mono_ms() - t0;
-		print_chunk(r, ids, existed, k);
-		r->done += k;
-		for (size_t i = 0; i < k; i++)
-			added += !existed[i];
-		if (added > 0 && !r->rang++)
-			say_not_started(r->c, tq_ops_started(tq_queue_home(q), 1, autostart(r->s),
-							     &err), &err);
-		/* the next chunk at the rate this one went, no more than twice
-		 * its size (the rate of a small chunk is a rough guess) */
-		chunk = (size_t)((int64_t)k * IMPORT_CHUNK_MS / (dt > 0 ? dt : 1));
-		if (chunk > 2 * k)
-			chunk = 2 * k;
-		chunk = chunk < IMPORT_CHUNK_MIN ? IMPORT_CHUNK_MIN :
-			chunk > IMPORT_CHUNK_MAX ? IMPORT_CHUNK_MAX : chunk;
-		if (r->done < r->n && tq_mono_ms() >= long_gap_at) {
-			/* a turn for writers that look only every 100 ms */
-			tq_sleep_ms(IMPORT_GAP_LONG_MS);
-			long_gap_at = tq_mono_ms() + IMPORT_GAP_LONG_EVERY_MS;
-		} else if (r->done < r->n) {
-			tq_sleep_ms(IMPORT_GAP_MS); /* pacing: the others' turn */
-		}
-	}
-out:
-	if (r->s->json)
-		puts(r->opened ? "]" : "[]");
-	fflush(stdout);
-	free(cs);
-	free(tokens);
-	free(ids);
-	free(existed);
-	return rc;
+	if (op->done == 0)
+		snprintf(buf, n, "; nothing more was stored: run the same command with "
+			 "--resume %s again to store the rest", op->run);
+	else
+		snprintf(buf, n, "; the tasks of lines %zu-%zu are stored (%zu task%s, "
+			 "ids printed), the %zu after them are not: run the same command "
+			 "with --resume %s to store the rest (a line stored already is "
+			 "not stored again)", cli_import_line(r->im, 0),
+			 cli_import_line(r->im, op->done - 1), op->done,
+			 op->done == 1 ? "" : "s", op->n - op->done, op->run);
 }
 
-/* Store the specs in chunks (above); print the ids in the file's order. */
+/* The words for where tq_ops_import stopped (rc), and the exit code. */
+static int import_stopped(struct import_run *r, int rc, const struct tq_err *err)
+{
+	const struct tq_ops_import *op = &r->op;
+	char tail[512];
+
+	stored_so_far(r, tail, sizeof(tail));
+	switch (rc) {
+	case TQ_OPS_IMPORT_UNKNOWN_RUN:
+		return cli_usage(r->c, "--resume %s: no import run %s is known in this state "
+				 "directory (a run is kept a day): nothing stored", op->run,
+				 op->run);
+	case TQ_OPS_IMPORT_OTHER_LINE:
+		return cli_usage(r->c, "%s:%zu: not the line run %s stored there as task %lld "
+				 "(another file, or the file changed above the line that "
+				 "stopped it)%s", r->file, op->bad_line, op->run,
+				 (long long)op->bad_id, tail);
+	case TQ_OPS_IMPORT_STOPPED:
+		cli_runtime(r->c, "%s: interrupted (%s)%s", r->file, strsignal(op->signal),
+			    tail);
+		return 128 + op->signal;
+	default:
+		if (op->failed_k > 0)
+			return file_error(r->c, r->file, r->im, op->done, op->failed_k, err,
+					  tail);
+		return err->code == TQ_ENOMEM ? oom(r->c) : cli_fail(r->c, err);
+	}
+}
+
+/* Store the specs in chunks (ops/import.h); print the ids in the file's
+ * order. */
 static int store_many(const struct cli_ctx *c, struct cli_submit *s, const char *file,
 		      const char *resume, const struct cli_import *im)
 {
 	struct import_run r = { .c = c, .s = s, .im = im };
+	struct tq_err err = TQ_ERR_INIT;
 	struct tq_queue *q = NULL;
 	sigset_t stops, old;
 	int rc;
 
 	r.file = strcmp(file, "-") == 0 ? "<stdin>" : file;
-	r.specs = cli_import_specs(im, &r.n);
+	r.op.specs = cli_import_specs(im, &r.op.n);
 	if (resume != NULL) {
-		memcpy(r.run, resume, sizeof(r.run));
-		r.resumed = 1;
+		memcpy(r.op.run, resume, sizeof(r.op.run));
+		r.op.resumed = 1;
 	} else {
-		new_run_id(r.run);
+		tq_ops_import_new_run(r.op.run);
 	}
-	if (r.n == 0) {
+	if (r.op.n == 0) {
 		if (s->json)
 			puts("[]");
 		return CLI_OK;
@@ -1363,6 +1218,14 @@ static int store_many(const struct cli_ctx *c, struct cli_submit *s, const char 
 	mallopt(M_TRIM_THRESHOLD, 64 * 1024 * 1024);
 	if ((rc = cli_open(c, TQ_OPEN_DURABLE, &q)) != CLI_OK)
 		return rc;
+	r.op.q = q;
+	r.op.home = tq_queue_home(q);
+	r.op.autostart = autostart(s);
+	r.op.line = import_line;
+	r.op.stored = print_chunk;
+	r.op.stop = stop_signal;
+	r.op.not_started = import_not_started;
+	r.op.arg = &r;
 	/* A stop signal is taken between chunks (a chunk is short), so that
 	 * what was stored can be said; none of them is handled, only held. */
 	sigemptyset(&stops);
@@ -1370,12 +1233,16 @@ static int store_many(const struct cli_ctx *c, struct cli_submit *s, const char 
 	sigaddset(&stops, SIGTERM);
 	sigaddset(&stops, SIGHUP);
 	sigprocmask(SIG_BLOCK, &stops, &old);
-	if (!r.resumed || (rc = resume_known(&r, q)) == CLI_OK)
-		rc = store_chunks(&r, q);
-	if (r.held > 0)
+	rc = tq_ops_import(&r.op, &err);
+	if (rc != 0)
+		rc = import_stopped(&r, rc, &err);
+	if (r.op.started && s->json)
+		puts(r.opened ? "]" : "[]");
+	fflush(stdout);
+	if (r.op.held > 0)
 		fprintf(stderr, "taskq: %s: %zu of %zu task%s already present under "
 			"their unique key; not added again (their ids are printed)\n",
-			c->cmd->name, r.held, r.done, r.done == 1 ? " was" : "s were");
+			c->cmd->name, r.op.held, r.op.done, r.op.done == 1 ? " was" : "s were");
 	tq_queue_close(q);
 	/* a signal still pending after the last chunk: we are done anyway */
 	if (rc == CLI_OK)
@@ -1436,7 +1303,7 @@ static int parse(const struct cli_ctx *c, struct cli_submit *s, int argc, char *
 			continue;
 		}
 		if (k == OPT_RESUME) {
-			if (!run_id_ok(a.val))
+			if (!tq_ops_import_run_ok(a.val))
 				return cli_usage(c, "--resume \"%s\": expected the run id an "
 						 "interrupted --file import printed, such as "
 						 "--resume 3f9a0c1b2d4e5f60", a.val);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "common/sys.h"
+#include "ops/import.h"
 #include "ops/kill.h"
 #include "ops/submit.h"
 #include "ops/wait.h"
@@ -450,6 +451,114 @@ static void test_submit_unread_and_none(void **state)
 	tq_queue_close(o.q);
 }
 
+/* ------------------------------------------------------------------ */
+/* import                                                             */
+
+struct lines {
+	uint64_t sums[600];
+	size_t chunks, got, stop_after;
+	int64_t ids[600];
+};
+
+static void line_of(void *arg, size_t i, size_t *line, uint64_t *sum)
+{
+	struct lines *l = arg;
+
+	*line = i + 1;
+	*sum = l->sums[i];
+}
+
+static void got_chunk(void *arg, const int64_t *ids, const int *existed, size_t k)
+{
+	struct lines *l = arg;
+
+	(void)existed;
+	memcpy(l->ids + l->got, ids, k * sizeof(*ids));
+	l->got += k;
+	l->chunks++;
+}
+
+static int stop_at(void *arg)
+{
+	struct lines *l = arg;
+
+	return l->stop_after > 0 && l->chunks >= l->stop_after ? SIGINT : 0;
+}
+
+static void import_init(struct tq_ops_import *im, struct fx *f, struct tq_task_spec *specs,
+			size_t n, struct lines *l)
+{
+	memset(im, 0, sizeof(*im));
+	im->q = f->q;
+	im->home = f->home;
+	im->specs = specs;
+	im->n = n;
+	im->line = line_of;
+	im->stored = got_chunk;
+	im->stop = stop_at;
+	im->arg = l;
+}
+
+/* 600 specs: chunks (the first of 256), stopped by a signal between two,
+ * resumed under the same run: every line stored once, the ids of the whole
+ * file in its order; a resume whose line 1 is another line is refused
+ * before anything is stored; an unknown run is refused. */
+static void test_import_chunks_stop_resume(void **state)
+{
+	static struct tq_task_spec specs[600];
+	static struct lines l, l2;
+	struct fx *f = *state;
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_ops_import im;
+	char run[TQ_OPS_IMPORT_RUN_MAX];
+
+	for (size_t i = 0; i < 600; i++) {
+		specs[i] = true_spec();
+		l.sums[i] = l2.sums[i] = 1000 + i;
+	}
+	tq_ops_import_new_run(run);
+	assert_true(tq_ops_import_run_ok(run));
+	l.stop_after = 1;
+	import_init(&im, f, specs, 600, &l);
+	memcpy(im.run, run, sizeof(run));
+	assert_int_equal(tq_ops_import(&im, &err), TQ_OPS_IMPORT_STOPPED);
+	assert_int_equal(im.signal, SIGINT);
+	assert_int_equal(im.done, 256);
+	assert_int_equal(l.got, 256);
+
+	/* resumed from the start: the first 256 found, the rest stored */
+	import_init(&im, f, specs, 600, &l2);
+	memcpy(im.run, run, sizeof(run));
+	im.resumed = 1;
+	assert_int_equal(tq_ops_import(&im, &err), 0);
+	assert_int_equal(im.done, 600);
+	assert_int_equal(l2.got, 600);
+	assert_memory_equal(l2.ids, l.ids, 256 * sizeof(int64_t));
+	for (size_t i = 1; i < 600; i++)
+		assert_int_equal(l2.ids[i], l2.ids[i - 1] + 1);
+
+	/* line 1 is another line now: refused, nothing stored */
+	memset(&l2, 0, sizeof(l2));
+	for (size_t i = 0; i < 600; i++)
+		l2.sums[i] = 1000 + i;
+	l2.sums[0] = 7;
+	import_init(&im, f, specs, 600, &l2);
+	memcpy(im.run, run, sizeof(run));
+	im.resumed = 1;
+	assert_int_equal(tq_ops_import(&im, &err), TQ_OPS_IMPORT_OTHER_LINE);
+	assert_int_equal(im.bad_line, 1);
+	assert_int_equal(im.bad_id, l.ids[0]);
+	assert_int_equal(l2.got, 0);
+
+	/* a run never seen here */
+	import_init(&im, f, specs, 600, &l2);
+	memcpy(im.run, "0123456789abcdef", TQ_OPS_IMPORT_RUN_MAX);
+	im.resumed = 1;
+	assert_int_equal(tq_ops_import(&im, &err), TQ_OPS_IMPORT_UNKNOWN_RUN);
+	assert_false(im.started);
+	assert_false(tq_ops_import_run_ok("0123456789ABCDEF"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -461,6 +570,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_kill_wait_deadline, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_submit_garbage_falls_back, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_submit_unread_and_none, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_import_chunks_stop_resume, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
