@@ -18,7 +18,7 @@ What it checks (the document's conventions, said at its top):
     bullet names is defined or declared in one of the bullet's files.
   - The layer order: a backticked line "`common < queue < ...`" naming
     every top-level folder of src/, each once, in the order of the module
-    map's headings.
+    map's headings, and the same as the build's (meson.build's layer_order).
   - Everywhere in the document, a backticked token:
       NAME()            a C function or function-like macro defined under
                         src/; written "FILE:NAME()", or followed at once by
@@ -211,6 +211,15 @@ def main():
         for t in names:
             if names.count(t) > 1:
                 bad(i, f"the layer order names {t} twice")
+        # the build's own order (meson.build's layer_order), when it has one
+        mb = os.path.join(root, "meson.build")
+        m = re.search(r"^layer_order\s*=\s*\[([^\]]*)\]", read(mb), re.M) \
+            if os.path.isfile(mb) else None
+        if m:
+            built = re.findall(r"'([a-z]+)'", m.group(1))
+            if built != names:
+                bad(i, f"the layer order is not the build's (meson.build's layer_order: "
+                    f"{' < '.join(built)})")
         if [n for n in names if n in order] != order:
             bad(i, "the module map's folders are not in the layer order: "
                 f"{' < '.join(order)}")

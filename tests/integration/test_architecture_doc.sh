@@ -30,7 +30,7 @@ n=$(sed -n 's/^ok \([0-9]*\) names checked$/\1/p' "$TQ_OUT")
 ROOT="$TQ_TMP/tree"
 mkdir -p "$ROOT"
 cp -r "$TASKQ_SRCDIR/src" "$ROOT/src"
-for f in ARCHITECTURE.md README.md rules.json profiles.json agent-env.json schema.sql; do
+for f in ARCHITECTURE.md README.md meson.build rules.json profiles.json agent-env.json schema.sql; do
 	cp "$TASKQ_SRCDIR/$f" "$ROOT/$f"
 done
 for d in tests contrib tools migrations bench; do
@@ -121,6 +121,16 @@ for kind in function attribution owner heading bullet file path command layer na
 	plant "$kind"
 done
 cp "$DOC" "$ROOT/ARCHITECTURE.md"
+
+check "the check fails when the build's layer order is not the document's"
+cp "$TASKQ_SRCDIR/meson.build" "$ROOT/meson.build"
+grep -q "^layer_order = \[.*'ipc', 'proc'" "$ROOT/meson.build" || fail "no layer_order in meson.build"
+sed -i "s/^\(layer_order = \[.*\)'ipc', 'proc'/\1'proc', 'ipc'/" "$ROOT/meson.build"
+if "$TQ_PYTHON" "$CHECK" "$ROOT" >"$TQ_OUT" 2>&1; then
+	fail "a build with proc below ipc passed the check"
+fi
+assert_contains "$(cat "$TQ_OUT")" "the layer order is not the build's" "the failure says so"
+cp "$TASKQ_SRCDIR/meson.build" "$ROOT/meson.build"
 
 check "the check fails on a folder of src/ that the module map does not have"
 mkdir "$ROOT/src/planted"
