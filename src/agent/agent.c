@@ -117,17 +117,18 @@ static int check_session(const char *parser, const char *sid, struct tq_err *err
 			  "session cannot continue", shown, strlen(sid) > 40 ? "..." : "", why);
 }
 
-int tq_agent_prepare(struct tq_queue *q, const struct tq_task *t, struct tq_env *env,
-		     struct tq_agent_run *ar, struct tq_err *err)
+int tq_agent_prepare(struct tq_queue *q, const char *home, const struct tq_task *t,
+		     struct tq_env *env, struct tq_agent_run *ar, struct tq_err *err)
 {
 	struct tq_placeholders v = { 0 };
-	struct tq_ws_spec ws = { .q = q, .home = tq_queue_home(q), .prompt = t->prompt };
+	struct tq_ws_spec ws = { .q = q, .home = home, .prompt = t->prompt };
 	const struct tq_agent_def *def;
 	char *sid = NULL, *owner = NULL, *pwd = NULL, idbuf[32];
 	char pfile[PATH_MAX + 16], mcp[PATH_MAX + 16];
 	cJSON *sources = NULL;
 	int rc = 0;
 
+	ar->home = home;
 	ar->cwd = t->cwd;
 	if (t->agent == NULL) {
 		/* a plain command that runs an agent CLI (`taskq submit --

@@ -72,6 +72,8 @@ struct tq_agent_run {
 	ino_t aux_ino;
 	char *conf_model;          /* the model the CLI's own config names
 				    * (codex: config.toml's model), or NULL */
+	const char *home;          /* the state directory (tq_agent_prepare's
+				    * caller's): workspaces live under it */
 };
 
 #define TQ_AGENT_RUN_INIT { .argv = NULL }
@@ -91,9 +93,11 @@ struct tq_agent_run {
  * t->cwd. On error (a source gone, the
  * workspace not creatable) returns < 0 with err: the runner records
  * spawn_failed. Whatever it returns, tq_agent_cleanup(ar) undoes it.
+ * home is the state directory (the worker's), kept in ar->home: the
+ * workspaces are made under it.
  */
-int tq_agent_prepare(struct tq_queue *q, const struct tq_task *t, struct tq_env *env,
-		     struct tq_agent_run *ar, struct tq_err *err);
+int tq_agent_prepare(struct tq_queue *q, const char *home, const struct tq_task *t,
+		     struct tq_env *env, struct tq_agent_run *ar, struct tq_err *err);
 
 /* The model task t asked for, for a result that names none (codex and
  * opencode print no model): t->model (`taskq ask --model`, or the

@@ -545,7 +545,7 @@ char *tq_workspace_owner(const char *home, int64_t task, int attempt, pid_t pid,
 int tq_workspace_aux(struct tq_queue *q, const struct tq_task *t, struct tq_agent_run *ar,
 		     int *dfd, struct tq_err *err)
 {
-	struct tq_ws_spec ws = { .q = q, .home = tq_queue_home(q), .bare = 1 };
+	struct tq_ws_spec ws = { .q = q, .home = ar->home, .bare = 1 };
 	char *owner = tq_workspace_owner(ws.home, t->id, t->attempt, 0, 0);
 	int rc;
 

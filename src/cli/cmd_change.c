@@ -101,7 +101,7 @@ static int stop_running(const struct cli_ctx *c, struct tq_queue *q, int64_t id)
 	struct tq_err err = TQ_ERR_INIT;
 	struct tq_ops_killed k;
 	int64_t deadline;
-	int rc = tq_ops_kill_request(q, id, SIGTERM, NULL, &k, &err);
+	int rc = tq_ops_kill_request(q, c->home, id, SIGTERM, NULL, &k, &err);
 
 	switch (rc) {
 	case TQ_OPS_KILL_RECORDING: return ended_unrecorded(c, id, k.how);
@@ -115,7 +115,7 @@ static int stop_running(const struct cli_ctx *c, struct tq_queue *q, int64_t id)
 		return err.code == TQ_ESTATE ? 0 : cli_fail(c, &err);
 	}
 	deadline = tq_mono_ms() + k.kill_grace_ms + REMOVE_WAIT_MARGIN_MS;
-	switch (tq_ops_kill_wait(q, id, deadline, &k, &err)) {
+	switch (tq_ops_kill_wait(q, c->home, id, deadline, &k, &err)) {
 	case TQ_OPS_ENDED:
 	case TQ_OPS_GONE: return 0;
 	case TQ_OPS_END_RECORDING: return ended_unrecorded(c, id, k.how);
@@ -141,7 +141,7 @@ static int remove_one(const struct cli_ctx *c, struct tq_queue *q, int64_t id)
 	/* a read first: the delete is a write, which would wait out the busy
 	 * timeout behind whatever keeps this task's end from being written */
 	if (tq_queue_get(q, id, 0, &t, NULL) == 0) {
-		rc = tq_ops_end_recording(q, &t, how, sizeof(how));
+		rc = tq_ops_end_recording(c->home, &t, how, sizeof(how));
 		tq_task_release(&t);
 		if (rc)
 			return ended_unrecorded(c, id, how);

@@ -61,8 +61,8 @@ static int kill_one(const struct cli_ctx *c, struct tq_queue *q, int64_t id, int
 {
 	struct tq_err err = TQ_ERR_INIT;
 	struct tq_ops_killed k;
-	int rc = tq_ops_kill_request(q, id, sig, "canceled by taskq kill before it started",
-				     &k, &err);
+	int rc = tq_ops_kill_request(q, c->home, id, sig,
+				     "canceled by taskq kill before it started", &k, &err);
 
 	switch (rc) {
 	case TQ_OPS_KILL_RECORDING:
@@ -86,8 +86,8 @@ static int kill_one(const struct cli_ctx *c, struct tq_queue *q, int64_t id, int
 		printf("%lld: kill requested (%s)\n", (long long)id, strsignal(sig));
 		return CLI_OK;
 	}
-	rc = tq_ops_kill_wait(q, id, tq_mono_ms() + k.kill_grace_ms + KILL_WAIT_MARGIN_MS, &k,
-			      &err);
+	rc = tq_ops_kill_wait(q, c->home, id,
+			      tq_mono_ms() + k.kill_grace_ms + KILL_WAIT_MARGIN_MS, &k, &err);
 	if (rc == TQ_OPS_END_RECORDING) {
 		printf("%lld ended (%s); its end is being recorded\n", (long long)id, k.how);
 		return CLI_OK;

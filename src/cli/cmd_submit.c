@@ -1219,7 +1219,7 @@ static int store_many(const struct cli_ctx *c, struct cli_submit *s, const char 
 	if ((rc = cli_open(c, TQ_OPEN_DURABLE, &q)) != CLI_OK)
 		return rc;
 	r.op.q = q;
-	r.op.home = tq_queue_home(q);
+	r.op.home = c->home;
 	r.op.autostart = autostart(s);
 	r.op.line = import_line;
 	r.op.stored = print_chunk;

@@ -380,7 +380,7 @@ static int parse_args(struct waiter *w, int argc, char **argv)
  * last forever (a cron line that forgot `taskq serve`). */
 static void warn_no_supervisor(const struct waiter *w)
 {
-	if (!tq_supervisor_running(tq_queue_home(w->q), NULL))
+	if (!tq_supervisor_running(w->c->home, NULL))
 		fprintf(stderr, "taskq: wait: note: no supervisor is running; the tasks "
 			"wait for one (taskq serve)\n");
 }
@@ -412,7 +412,7 @@ static void say_timed_out(struct waiter *w)
 	}
 	for (size_t i = 0; i < n; i++) {
 		if ((w->batch == NULL && w->gone[i]) ||
-		    !tq_ops_end_recording(w->q, &one[i], how, sizeof(how)))
+		    !tq_ops_end_recording(w->c->home, &one[i], how, sizeof(how)))
 			continue;
 		if (ended++ == 0)
 			snprintf(first, sizeof(first), "task %lld has ended (%.60s)",

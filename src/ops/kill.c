@@ -17,13 +17,13 @@
 #include "proc/proc.h"
 #include "worker/endrec.h"
 
-int tq_ops_end_recording(struct tq_queue *q, const struct tq_task *t, char *how, size_t n)
+int tq_ops_end_recording(const char *home, const struct tq_task *t, char *how, size_t n)
 {
 	struct tq_endrec rec;
 	int r;
 
 	if (t->state != TQ_RUNNING ||
-	    tq_endrec_read(tq_queue_home(q), t->id, t->attempt, &rec, NULL) < 0)
+	    tq_endrec_read(home, t->id, t->attempt, &rec, NULL) < 0)
 		return 0;
 	if (rec.f.exit_code >= 0)
 		r = snprintf(how, n, "%s, exit code %d", tq_outcome_name(rec.f.outcome),
@@ -72,8 +72,9 @@ int tq_ops_poke_worker(struct tq_queue *q, const struct tq_task *t)
 	return tq_proc_signal(pid, start, SIGUSR1, NULL) == 0;
 }
 
-int tq_ops_kill_request(struct tq_queue *q, int64_t id, int sig, const char *cancel_reason,
-			struct tq_ops_killed *k, struct tq_err *err)
+int tq_ops_kill_request(struct tq_queue *q, const char *home, int64_t id, int sig,
+			const char *cancel_reason, struct tq_ops_killed *k,
+			struct tq_err *err)
 {
 	struct tq_task t;
 	int64_t start = 0;
@@ -88,7 +89,7 @@ int tq_ops_kill_request(struct tq_queue *q, int64_t id, int sig, const char *can
 	/* Before any write: while its end waits for the store, so would a
 	 * kill request, for the whole busy timeout, and then for an end that
 	 * has happened already. */
-	if (tq_ops_end_recording(q, &t, k->how, sizeof(k->how))) {
+	if (tq_ops_end_recording(home, &t, k->how, sizeof(k->how))) {
 		rc = TQ_OPS_KILL_RECORDING;
 		goto out;
 	}
@@ -121,6 +122,7 @@ out:
 
 struct end_look {
 	struct tq_queue *q;
+	const char *home;
 	int64_t id;
 	struct tq_ops_killed *k;
 	struct tq_err *err;
@@ -144,7 +146,7 @@ static int look_end(void *arg)
 	if (rc < 0)
 		return rc;
 	l->k->state = t.state;
-	if (tq_ops_end_recording(l->q, &t, l->k->how, sizeof(l->k->how)))
+	if (tq_ops_end_recording(l->home, &t, l->k->how, sizeof(l->k->how)))
 		l->end = TQ_OPS_END_RECORDING;
 	else if (t.state != TQ_RUNNING)
 		l->end = TQ_OPS_ENDED;
@@ -152,11 +154,11 @@ static int look_end(void *arg)
 	return l->end != TQ_OPS_STILL_RUNNING;
 }
 
-int tq_ops_kill_wait(struct tq_queue *q, int64_t id, int64_t deadline_ms,
+int tq_ops_kill_wait(struct tq_queue *q, const char *home, int64_t id, int64_t deadline_ms,
 		     struct tq_ops_killed *k, struct tq_err *err)
 {
 	static const struct tq_ops_pace pace = TQ_OPS_PACE_FIXED(TQ_OPS_KILL_POLL_MS);
-	struct end_look l = { q, id, k, err, TQ_OPS_STILL_RUNNING };
+	struct end_look l = { q, home, id, k, err, TQ_OPS_STILL_RUNNING };
 	int rc = tq_ops_wait(deadline_ms, &pace, look_end, &l);
 
 	return rc < 0 ? rc : l.end;

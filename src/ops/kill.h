@@ -30,7 +30,7 @@
  * disk), with how filled ("OUTCOME", "OUTCOME, exit code N", "OUTCOME,
  * signal N"); else 0 (t not running, or no record).
  */
-int tq_ops_end_recording(struct tq_queue *q, const struct tq_task *t, char *how, size_t n);
+int tq_ops_end_recording(const char *home, const struct tq_task *t, char *how, size_t n);
 
 /*
  * The worker running task t, if it lives (checked by pid and start time; a
@@ -76,10 +76,12 @@ struct tq_ops_killed {
  * into the deadline); otherwise the kill is stored and the worker poked
  * (REQUESTED). k is filled in every case. Returns the enum, or a TQ_E*
  * code with err set (TQ_ENOTFOUND: no such task; TQ_ESTATE: it ended
- * between the read and the request).
+ * between the read and the request). home: the state directory, where
+ * the end records are (the caller's: the store does not name it).
  */
-int tq_ops_kill_request(struct tq_queue *q, int64_t id, int sig, const char *cancel_reason,
-			struct tq_ops_killed *k, struct tq_err *err);
+int tq_ops_kill_request(struct tq_queue *q, const char *home, int64_t id, int sig,
+			const char *cancel_reason, struct tq_ops_killed *k,
+			struct tq_err *err);
 
 /* How a killed task's wait ended (tq_ops_kill_wait). */
 enum tq_ops_end {
@@ -93,10 +95,10 @@ enum tq_ops_end {
 /*
  * Wait until task id no longer runs, looking every TQ_OPS_KILL_POLL_MS until
  * deadline_ms (tq_mono_ms clock; ops/wait.h). Returns the enum, or a TQ_E*
- * code with err set when the store fails.
+ * code with err set when the store fails. home as for tq_ops_kill_request.
  */
 #define TQ_OPS_KILL_POLL_MS 20
-int tq_ops_kill_wait(struct tq_queue *q, int64_t id, int64_t deadline_ms,
+int tq_ops_kill_wait(struct tq_queue *q, const char *home, int64_t id, int64_t deadline_ms,
 		     struct tq_ops_killed *k, struct tq_err *err);
 
 #endif

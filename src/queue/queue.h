@@ -135,7 +135,7 @@ enum tq_open_flags {
 /*
  * Open (and if needed create: directory 0700, database 0600, schema) the
  * database in the state directory home, made canonical as tq_home_resolve
- * does (tq_queue_home then returns that path). Sets WAL, the busy timeout,
+ * does (queue/home.h; the caller keeps the path). Sets WAL, the busy timeout,
  * foreign keys, synchronous, journal_size_limit; migrates forward. A new
  * database is made whole under a temporary name and linked into place: an
  * open that fails leaves no taskq.db, -wal or -shm, nor a directory it made.
@@ -157,9 +157,6 @@ void tq_queue_set_busy_timeout(struct tq_queue *q, int64_t ms);
 
 /* Close the connection (NULL is a no-op). Finalizes cached statements. */
 void tq_queue_close(struct tq_queue *q);
-
-/* The state directory this queue was opened in. */
-const char *tq_queue_home(const struct tq_queue *q);
 
 /* What opening changed that the user should hear of, or NULL: a state
  * directory or database others could read (0755, 0644), which opening made

@@ -238,7 +238,7 @@ static int start(struct run *r, struct tq_err *err)
 
 	if ((rc = build_env(r->t, &env, err)) < 0)
 		return rc;
-	if ((rc = tq_agent_prepare(r->w->q, r->t, &env, &r->agent, err)) < 0) {
+	if ((rc = tq_agent_prepare(r->w->q, r->w->o->home, r->t, &env, &r->agent, err)) < 0) {
 		tq_env_release(&env);
 		return rc;
 	}

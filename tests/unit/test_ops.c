@@ -136,12 +136,12 @@ static void test_kill_through_real_worker(void **state)
 	spawn(&drain, (char *[]){ (char *)bin, "--home", f->home, "drain", "--workers", "1",
 				  NULL });
 	assert_true(th_wait_for(is_running, &r, WAIT_MS));
-	rc = tq_ops_kill_request(f->q, r.id, SIGTERM, NULL, &k, &err);
+	rc = tq_ops_kill_request(f->q, f->home, r.id, SIGTERM, NULL, &k, &err);
 	assert_int_equal(rc, TQ_OPS_KILL_REQUESTED);
 	assert_int_equal(k.kill_grace_ms, 1000);
 	/* poked: the worker acts at once, not at its next lease renewal */
 	t0 = tq_mono_ms();
-	rc = tq_ops_kill_wait(f->q, r.id, tq_mono_ms() + WAIT_MS, &k, &err);
+	rc = tq_ops_kill_wait(f->q, f->home, r.id, tq_mono_ms() + WAIT_MS, &k, &err);
 	assert_int_equal(rc, TQ_OPS_ENDED);
 	assert_int_equal(k.state, TQ_KILLED);
 	assert_true(tq_mono_ms() - t0 < WAIT_MS);
@@ -149,7 +149,7 @@ static void test_kill_through_real_worker(void **state)
 	assert_int_equal(tq_spawn_wait(&drain, &status, &err), 0);
 	tq_spawn_release(&drain);
 	/* a task that has ended is not killed again */
-	assert_int_equal(tq_ops_kill_request(f->q, r.id, SIGTERM, "x", &k, &err),
+	assert_int_equal(tq_ops_kill_request(f->q, f->home, r.id, SIGTERM, "x", &k, &err),
 			 TQ_OPS_KILL_NOT_RUNNING);
 	assert_int_equal(k.state, TQ_KILLED);
 }
@@ -186,7 +186,7 @@ static void test_kill_refuses_reused_pid(void **state)
 	assert_int_equal(tq_proc_start_time(c.pid, &start, &err), 0);
 	submit_sleep(f->q);
 	id = claim_as(f->q, c.pid, start + 1); /* another process had this pid */
-	assert_int_equal(tq_ops_kill_request(f->q, id, SIGTERM, NULL, &k, &err),
+	assert_int_equal(tq_ops_kill_request(f->q, f->home, id, SIGTERM, NULL, &k, &err),
 			 TQ_OPS_KILL_NO_WORKER);
 	assert_int_equal(tq_queue_get(f->q, id, 0, &t, &err), 0);
 	assert_int_equal(tq_ops_poke_worker(f->q, &t), 0);
@@ -198,7 +198,7 @@ static void test_kill_refuses_reused_pid(void **state)
 	/* the true identity: poked (SIGUSR1's default action ends a sleep) */
 	submit_sleep(f->q);
 	id = claim_as(f->q, c.pid, start);
-	assert_int_equal(tq_ops_kill_request(f->q, id, SIGTERM, NULL, &k, &err),
+	assert_int_equal(tq_ops_kill_request(f->q, f->home, id, SIGTERM, NULL, &k, &err),
 			 TQ_OPS_KILL_REQUESTED);
 	assert_int_equal(tq_spawn_wait(&c, &status, &err), 0);
 	tq_spawn_release(&c);
@@ -215,13 +215,13 @@ static void test_kill_not_started(void **state)
 	struct tq_ops_killed k;
 	int64_t id = submit_sleep(f->q);
 
-	assert_int_equal(tq_ops_kill_request(f->q, id, SIGTERM, NULL, &k, &err),
+	assert_int_equal(tq_ops_kill_request(f->q, f->home, id, SIGTERM, NULL, &k, &err),
 			 TQ_OPS_KILL_NOT_RUNNING);
 	assert_int_equal(state_of(f->q, id), TQ_QUEUED);
-	assert_int_equal(tq_ops_kill_request(f->q, id, SIGTERM, "gone", &k, &err),
+	assert_int_equal(tq_ops_kill_request(f->q, f->home, id, SIGTERM, "gone", &k, &err),
 			 TQ_OPS_KILL_CANCELED);
 	assert_int_equal(state_of(f->q, id), TQ_CANCELED);
-	assert_int_equal(tq_ops_kill_request(f->q, id + 100, SIGTERM, NULL, &k, &err),
+	assert_int_equal(tq_ops_kill_request(f->q, f->home, id + 100, SIGTERM, NULL, &k, &err),
 			 TQ_ENOTFOUND);
 }
 
@@ -296,7 +296,7 @@ static void test_kill_wait_deadline(void **state)
 	submit_sleep(f->q);
 	id = claim_as(f->q, c.pid, start + 1);
 	t0 = tq_mono_ms();
-	assert_int_equal(tq_ops_kill_wait(f->q, id, t0 + 300, &k, &err), TQ_OPS_STILL_RUNNING);
+	assert_int_equal(tq_ops_kill_wait(f->q, f->home, id, t0 + 300, &k, &err), TQ_OPS_STILL_RUNNING);
 	assert_true(tq_mono_ms() - t0 >= 300);
 	assert_true(tq_mono_ms() - t0 < 300 + 2000);
 	assert_int_equal(k.state, TQ_RUNNING);

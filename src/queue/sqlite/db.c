@@ -796,11 +796,6 @@ void tq_queue_close(struct tq_queue *q)
 	free(q);
 }
 
-const char *tq_queue_home(const struct tq_queue *q)
-{
-	return q->home;
-}
-
 const char *tq_queue_notice(const struct tq_queue *q)
 {
 	return q->notice;
