@@ -25,12 +25,10 @@
 
 #include "common/parse.h"
 #include "common/sys.h"
+#include "ops/poll.h"
 #include "queue/logstore.h"
 
 #define CLI_LOG_TAIL 200                  /* lines `taskq log ID` shows */
-#define CLI_POLL_MAX_LINES 1000           /* lines one poll returns at most */
-#define CLI_POLL_MAX_BYTES (1024 * 1024)  /* bytes of text one poll returns */
-#define CLI_POLL_RETRIES 16               /* lost compare-and-sets in a row */
 
 /* ------------------------------------------------------------------ */
 /* Printing lines (shared with submit --wait; see cli.h)              */
@@ -659,79 +657,6 @@ static const struct cli_opt poll_opts[] = {
 	{ NULL, 0, 0, 0 },
 };
 
-/* The lines one poll collected: they are printed only once the cursor has
- * moved past them (a lost race prints nothing). */
-struct got_line {
-	int64_t n;
-	enum tq_stream stream;
-	int newline;
-	size_t off, len; /* in bytes */
-};
-
-struct poll_got {
-	struct got_line *v;
-	size_t n, cap;
-	char *bytes;
-	size_t len, bcap;
-	int oom;
-};
-
-static void got_release(struct poll_got *g)
-{
-	free(g->v);
-	free(g->bytes);
-	memset(g, 0, sizeof(*g));
-}
-
-static int got_grow(struct poll_got *g, size_t len)
-{
-	if (g->n == g->cap) {
-		size_t cap = g->cap ? g->cap * 2 : 64;
-		struct got_line *v = reallocarray(g->v, cap, sizeof(*v));
-		if (v == NULL)
-			return TQ_ENOMEM;
-		g->v = v;
-		g->cap = cap;
-	}
-	if (g->len + len > g->bcap) {
-		size_t cap = g->bcap ? g->bcap : 65536;
-		char *b;
-		while (cap < g->len + len)
-			cap *= 2;
-		if ((b = realloc(g->bytes, cap)) == NULL)
-			return TQ_ENOMEM;
-		g->bytes = b;
-		g->bcap = cap;
-	}
-	return 0;
-}
-
-/* tq_log_line_cb: keep a copy; stop before the byte bound (a single line,
- * at most TQ_LOG_LINE_MAX, always fits). */
-static int got_cb(const struct tq_log_line *l, void *arg)
-{
-	struct poll_got *g = arg;
-
-	if (g->n > 0 && g->len + l->len > CLI_POLL_MAX_BYTES)
-		return 1;
-	if (got_grow(g, l->len) < 0) {
-		g->oom = 1;
-		return 1;
-	}
-	memcpy(g->bytes + g->len, l->text, l->len);
-	g->v[g->n++] = (struct got_line){ l->n, l->stream, l->newline, g->len, l->len };
-	g->len += l->len;
-	return 0;
-}
-
-static struct tq_log_line got_line(const struct poll_got *g, size_t i)
-{
-	const struct got_line *x = &g->v[i];
-
-	return (struct tq_log_line){ .n = x->n, .stream = x->stream, .newline = x->newline,
-				     .text = g->bytes + x->off, .len = x->len };
-}
-
 struct poll_req {
 	int64_t id;
 	int have_id;
@@ -739,50 +664,8 @@ struct poll_req {
 	int json, raw;
 };
 
-/* One round: the task, the reader's cursor, the lines after it; then the
- * cursor moves past them. TQ_ESTALE: another poll under the same name won
- * the race; nothing was taken, try again. The lines are printed only after
- * the move: racing polls never print the same line, at the price of losing
- * a page if printing it fails (stdout closed, disk full). */
-static int poll_round(struct tq_queue *q, const struct poll_req *r, struct tq_task *t,
-		      struct poll_got *g, int64_t *shown, int64_t *total, struct tq_err *err)
-{
-	struct tq_log_range range = { .stream = TQ_STREAM_ALL, .limit = CLI_POLL_MAX_LINES };
-	struct tq_log_file file = { 0, 0 };
-	int64_t cursor = 0;
-	int rc;
-
-	if ((rc = tq_queue_get(q, r->id, 0, t, err)) < 0 ||
-	    (rc = tq_queue_cursor_get(q, r->id, r->reader, &cursor, &file.ino, err)) < 0)
-		return rc;
-	*shown = cursor;
-	range.offset = cursor + 1;
-	rc = tq_log_read_file(q, r->id, &range, got_cb, g, total, &file, err);
-	if (rc == TQ_ESTALE || (rc == 0 && *total < cursor)) {
-		/* Another file than the one this reader's count is in (or
-		 * fewer lines than it was shown, from a cursor stored before
-		 * the file was known): the log was deleted while its task ran
-		 * and started again, numbered from 1, its first line saying
-		 * what was lost. Its lines from the first (before: none until
-		 * it grew past the old count, and those up to it never). */
-		*shown = 0;
-		range.offset = 1;
-		file.ino = 0;
-		got_release(g);
-		rc = tq_log_read_file(q, r->id, &range, got_cb, g, total, &file, err);
-	}
-	if (rc < 0)
-		return rc;
-	if (g->oom)
-		return tq_err_set(err, TQ_ENOMEM, "out of memory");
-	if (g->n == 0)
-		return 0;
-	return tq_queue_cursor_advance(q, r->id, r->reader, cursor,
-				       *shown + (int64_t)g->n, file.ino, err);
-}
-
 static int poll_json(const struct poll_req *r, const struct tq_task *t,
-		     const struct poll_got *g, int64_t shown, int64_t total, int missing,
+		     const struct tq_ops_poll *g, int64_t shown, int64_t total, int missing,
 		     int lost)
 {
 	cJSON *o = NULL, *lines = cJSON_CreateArray();
@@ -790,7 +673,7 @@ static int poll_json(const struct poll_req *r, const struct tq_task *t,
 	int oom = lines == NULL;
 
 	for (size_t i = 0; !oom && i < g->n; i++) {
-		struct tq_log_line l = got_line(g, i);
+		struct tq_log_line l = tq_ops_poll_line(g, i);
 		cJSON *item = cli_log_line_json(&l, &oom);
 		if (item != NULL && !cJSON_AddItemToArray(lines, item)) {
 			cJSON_Delete(item);
@@ -821,7 +704,7 @@ static int poll_json(const struct poll_req *r, const struct tq_task *t,
 }
 
 static int poll_human(const struct poll_req *r, const struct tq_task *t,
-		      const struct poll_got *g, int64_t shown, int64_t total, int missing,
+		      const struct tq_ops_poll *g, int64_t shown, int64_t total, int missing,
 		      int lost)
 {
 	int64_t next = shown + (int64_t)g->n + 1;
@@ -831,7 +714,7 @@ static int poll_human(const struct poll_req *r, const struct tq_task *t,
 
 	cli_lines_init(&p, stdout, stdout, r->raw);
 	for (size_t i = 0; rc == 0 && i < g->n; i++) {
-		struct tq_log_line l = got_line(g, i);
+		struct tq_log_line l = tq_ops_poll_line(g, i);
 		rc = cli_lines_put(&p, &l);
 	}
 	cli_lines_release(&p);
@@ -887,31 +770,26 @@ static int do_poll(const struct cli_ctx *c, const struct poll_req *r)
 {
 	struct tq_err err = TQ_ERR_INIT;
 	struct tq_queue *q = NULL;
-	struct poll_got g = { 0 };
+	struct tq_ops_poll g;
 	struct tq_task t;
-	int64_t shown = 0, total = 0;
-	int rc, tries = 0, missing, lost = 0;
+	int rc, missing, lost = 0;
 	char note[TQ_ERR_MAX];
 
+	memset(&g, 0, sizeof(g));
 	if ((rc = open_task(c, r->id, 0, &q, &t)) != CLI_OK)
 		return rc;
-	do {
-		tq_task_release(&t);
-		got_release(&g);
-		rc = poll_round(q, r, &t, &g, &shown, &total, &err);
-	} while (rc == TQ_ESTALE && ++tries < CLI_POLL_RETRIES);
-	if (rc < 0) {
+	tq_task_release(&t);
+	if ((rc = tq_ops_poll(q, r->id, r->reader, &g, &err)) < 0) {
 		rc = cli_fail(c, &err);
 	} else {
-		missing = log_missing(q, &t, total);
-		if (!output_missing(q, &t, &lost, note, sizeof(note)))
+		missing = log_missing(q, &g.task, g.total);
+		if (!output_missing(q, &g.task, &lost, note, sizeof(note)))
 			lost = 0;
-		if ((r->json ? poll_json(r, &t, &g, shown, total, missing, lost)
-			     : poll_human(r, &t, &g, shown, total, missing, lost)) < 0)
+		if ((r->json ? poll_json(r, &g.task, &g, g.shown, g.total, missing, lost)
+			     : poll_human(r, &g.task, &g, g.shown, g.total, missing, lost)) < 0)
 			rc = cli_runtime(c, "out of memory");
 	}
-	got_release(&g);
-	tq_task_release(&t);
+	tq_ops_poll_release(&g);
 	tq_queue_close(q);
 	return rc;
 }

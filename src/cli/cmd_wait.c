@@ -3,14 +3,11 @@
  * the tasks have ended, then exit with how they ended, so a cron line or a
  * script can branch on it.
  *
- * Waiting polls the store: a read of the first task still open (or of the
- * batch's open count, through the tasks_batch index) every 10 ms at first,
- * backing off to WAIT_POLL_MAX_MS, and to WAIT_POLL_SLOW_MS once the wait
- * has lasted a minute. A read costs well under a millisecond (a few for a
- * batch of many thousands), so waiting costs next to nothing and needs no
- * supervisor, no lock and no file of its own. The wait ends when no task
- * is queued, scheduled (a retry's backoff), blocked or running; a task of
- * a batch retried by hand while we wait is open again.
+ * Waiting polls the store (ops/wait.h, tq_ops_wait_ended: the first task
+ * still open, or the batch's open count, with a growing pause; no
+ * supervisor, lock or file needed). The wait ends when no task is queued,
+ * scheduled (a retry's backoff), blocked or running; a task of a batch
+ * retried by hand while we wait is open again.
  *
  * Exit status: 0 when every task succeeded; for one task its own status
  * (cli_task_status: N, 128+N, 124, 127, 1); for several or a batch 1 when
@@ -29,10 +26,6 @@
 #include "ops/wait.h"
 #include "worker/supervisor.h"
 
-#define WAIT_POLL_MIN_MS 10
-#define WAIT_POLL_MAX_MS 100
-#define WAIT_POLL_SLOW_MS 500      /* after WAIT_SLOW_AFTER_MS of waiting */
-#define WAIT_SLOW_AFTER_MS 60000
 #define WAIT_EXIT_TIMEOUT 124      /* as timeout(1) */
 #define WAIT_SHOW_FAILURES 20      /* human output: failures listed by name */
 
@@ -51,7 +44,6 @@ struct waiter {
 	size_t n;
 	/* batch */
 	struct tq_batch b;
-	int *rc;                   /* wait_loop's: set on an error */
 };
 
 /* ------------------------------------------------------------------ */
@@ -72,88 +64,21 @@ static int load_ids(struct waiter *w)
 	return rc;
 }
 
-/*
- * Read again the first task still open; while it has ended, go on to the
- * next. 1 when all have ended. Every task must end before the wait does,
- * so a poll reads one task, not all of them: waiting on a thousand ids
- * costs what waiting on one does. A task read as ended is not read again.
- */
-static int refresh_ids(struct waiter *w, int *rc)
-{
-	struct tq_err err = TQ_ERR_INIT;
-
-	for (size_t i = 0; i < w->n; i++) {
-		struct tq_task t;
-		int r;
-		if (w->gone[i] || tq_state_final(w->tasks[i].state))
-			continue;
-		r = tq_queue_get(w->q, w->ids[i], 0, &t, &err);
-		if (r == TQ_ENOTFOUND) {
-			w->gone[i] = 1;
-			continue;
-		}
-		if (r < 0) {
-			*rc = cli_fail(w->c, &err);
-			return 1;
-		}
-		tq_task_release(&w->tasks[i]);
-		w->tasks[i] = t;
-		if (!tq_state_final(t.state))
-			return 0;
-	}
-	return 1;
-}
-
-/* The batch's open count; once it is 0, its counts for the summary. */
-static int refresh_batch(struct waiter *w, int *rc)
-{
-	struct tq_err err = TQ_ERR_INIT;
-	struct tq_batch b;
-	int64_t open = 0;
-	int r;
-
-	if (tq_queue_batch_open(w->q, w->batch, &open, &err) < 0) {
-		*rc = cli_fail(w->c, &err);
-		return 1;
-	}
-	if (open > 0)
-		return 0;
-	r = tq_queue_batch_get(w->q, w->batch, &b, &err);
-	if (r == TQ_ENOTFOUND) {
-		/* every task of it was removed while we waited */
-		tq_batch_release(&w->b);
-		return 1;
-	}
-	if (r < 0) {
-		*rc = cli_fail(w->c, &err);
-		return 1;
-	}
-	tq_batch_release(&w->b);
-	w->b = b;
-	return tq_batch_done(&b);
-}
-
-/* ops/wait.h's look: 1 when every task (or the batch) has ended, or on
- * an error (*w->rc set). */
-static int look_done(void *arg)
-{
-	struct waiter *w = arg;
-
-	return w->batch ? refresh_batch(w, w->rc) : refresh_ids(w, w->rc);
-}
-
 /* Poll until done or the deadline (ops/wait.h). Returns 1 when done, 0 on
  * timeout; *rc is set on an error (then 1 is returned). */
 static int wait_loop(struct waiter *w, int *rc)
 {
-	static const struct tq_ops_pace pace = {
-		WAIT_POLL_MIN_MS, WAIT_POLL_MAX_MS, WAIT_SLOW_AFTER_MS, WAIT_POLL_SLOW_MS,
-	};
+	struct tq_ops_tasks ts = { w->ids, w->tasks, w->gone, w->n };
+	struct tq_err err = TQ_ERR_INIT;
 	int64_t deadline = w->timeout_ms >= 0 ? tq_mono_ms() + w->timeout_ms
 					      : TQ_OPS_NO_DEADLINE;
+	int r = tq_ops_wait_ended(w->q, &ts, w->batch, &w->b, deadline, &err);
 
-	w->rc = rc;
-	return tq_ops_wait(deadline, &pace, look_done, w);
+	if (r < 0) {
+		*rc = cli_fail(w->c, &err);
+		return 1;
+	}
+	return r;
 }
 
 /* ------------------------------------------------------------------ */

@@ -13,7 +13,11 @@
 #ifndef TQ_OPS_WAIT_H
 #define TQ_OPS_WAIT_H
 
+#include <stddef.h>
 #include <stdint.h>
+
+#include "common/err.h"
+#include "queue/queue.h"
 
 /* A deadline that never comes. */
 #define TQ_OPS_NO_DEADLINE INT64_MAX
@@ -53,5 +57,56 @@ int tq_ops_wait(int64_t deadline_ms, const struct tq_ops_pace *pace, tq_ops_look
  * passed, else 0.
  */
 int tq_ops_pause(int64_t deadline_ms, int64_t ms);
+
+/*
+ * Waiting for tasks or a batch to end (`taskq wait`). A look reads the
+ * store: the first task still open (or the batch's open count, through its
+ * index), every 20 ms at first, doubling to TQ_OPS_ENDED_POLL_MAX_MS, and
+ * to TQ_OPS_ENDED_POLL_SLOW_MS once the wait has lasted
+ * TQ_OPS_ENDED_SLOW_AFTER_MS. A read costs well under a millisecond (a few
+ * for a batch of many thousands), so waiting costs next to nothing and
+ * needs no supervisor, no lock and no file of its own. A task has ended in
+ * a final state (tq_state_final); one waiting for a retry has not, and a
+ * task of a batch retried by hand while we wait is open again.
+ */
+#define TQ_OPS_ENDED_POLL_MIN_MS 10
+#define TQ_OPS_ENDED_POLL_MAX_MS 100
+#define TQ_OPS_ENDED_POLL_SLOW_MS 500
+#define TQ_OPS_ENDED_SLOW_AFTER_MS 60000
+
+/* Tasks waited for: ids[i]'s last read in tasks[i] (each read once by the
+ * caller first), gone[i] set when it was removed meanwhile. */
+struct tq_ops_tasks {
+	const int64_t *ids;
+	struct tq_task *tasks;
+	int *gone;
+	size_t n;
+};
+
+/*
+ * Read again the first of w's tasks still open; while it has ended, go on
+ * to the next. Every task must end before the wait does, so a look reads
+ * one task, not all of them: waiting on a thousand ids costs what waiting
+ * on one does. A task read as ended is not read again. 1 when all have
+ * ended (or are gone), 0 when not, or a TQ_E* code with err set.
+ */
+int tq_ops_tasks_ended(struct tq_queue *q, struct tq_ops_tasks *w, struct tq_err *err);
+
+/*
+ * Whether batch has ended: its open count, and once it is 0 its counts
+ * into *b (replacing what *b held). 1 when ended (every task of it
+ * removed meanwhile: *b released, total 0), 0 when not, or a TQ_E* code
+ * with err set.
+ */
+int tq_ops_batch_ended(struct tq_queue *q, const char *batch, struct tq_batch *b,
+		       struct tq_err *err);
+
+/*
+ * Wait for w's tasks (batch NULL) or for batch (its counts into *b) to end,
+ * or deadline_ms (TQ_OPS_NO_DEADLINE: none), looking as said above. 1 when
+ * ended, 0 at the deadline, or a TQ_E* code with err set.
+ */
+int tq_ops_wait_ended(struct tq_queue *q, struct tq_ops_tasks *w, const char *batch,
+		      struct tq_batch *b, int64_t deadline_ms, struct tq_err *err);
 
 #endif

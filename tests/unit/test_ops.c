@@ -19,6 +19,7 @@
 #include "common/sys.h"
 #include "ops/import.h"
 #include "ops/kill.h"
+#include "ops/poll.h"
 #include "ops/submit.h"
 #include "ops/wait.h"
 #include "proc/proc.h"
@@ -305,6 +306,48 @@ static void test_kill_wait_deadline(void **state)
 	tq_spawn_release(&c);
 }
 
+/* Waiting for tasks and a batch to end: at the deadline while one is
+ * open; done once it is canceled; a task removed meanwhile is gone. */
+static void test_wait_ended(void **state)
+{
+	struct fx *f = *state;
+	struct tq_task_spec s = TQ_TASK_SPEC_INIT;
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_task tasks[2];
+	struct tq_batch b;
+	int64_t ids[2] = { 0, 0 }, t0;
+	int gone[2] = { 0, 0 };
+	struct tq_ops_tasks w = { ids, tasks, gone, 2 };
+
+	s.argv = argv_sleep;
+	s.argc = 2;
+	s.cwd = "/";
+	s.env = env_one;
+	s.envc = 1;
+	s.batch = "b1";
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(tq_queue_submit(f->q, &s, &ids[i], NULL, &err), 0);
+		assert_int_equal(tq_queue_get(f->q, ids[i], 0, &tasks[i], &err), 0);
+	}
+	assert_int_equal(tq_queue_batch_get(f->q, "b1", &b, &err), 0);
+	t0 = tq_mono_ms();
+	assert_int_equal(tq_ops_wait_ended(f->q, &w, NULL, NULL, t0 + 250, &err), 0);
+	assert_true(tq_mono_ms() - t0 >= 250);
+	assert_int_equal(tq_ops_wait_ended(f->q, NULL, "b1", &b, tq_mono_ms() + 100, &err), 0);
+	assert_int_equal(tq_queue_cancel(f->q, ids[0], "test", NULL, &err), 0);
+	assert_int_equal(tq_queue_remove(f->q, ids[1], &err), 0);
+	assert_int_equal(tq_ops_wait_ended(f->q, &w, NULL, NULL, TQ_OPS_NO_DEADLINE, &err), 1);
+	assert_int_equal(tasks[0].state, TQ_CANCELED);
+	assert_false(gone[0]);
+	assert_true(gone[1]);
+	assert_int_equal(tq_ops_wait_ended(f->q, NULL, "b1", &b, TQ_OPS_NO_DEADLINE, &err), 1);
+	assert_int_equal(b.total, 1);
+	assert_int_equal(b.counts[TQ_CANCELED], 1);
+	tq_batch_release(&b);
+	for (int i = 0; i < 2; i++)
+		tq_task_release(&tasks[i]);
+}
+
 /* ------------------------------------------------------------------ */
 /* submit                                                             */
 
@@ -559,6 +602,69 @@ static void test_import_chunks_stop_resume(void **state)
 	assert_false(tq_ops_import_run_ok("0123456789ABCDEF"));
 }
 
+/* ------------------------------------------------------------------ */
+/* poll                                                               */
+
+struct ended { struct tq_queue *q; int64_t id; };
+
+static int has_ended(void *arg)
+{
+	struct ended *e = arg;
+
+	return tq_state_final(state_of(e->q, e->id));
+}
+
+/* 1500 lines run by a real worker: a reader takes them a page at a time
+ * (1000, then 500, then none), in order; another reader starts at the
+ * first line. */
+static void test_poll_pages_per_reader(void **state)
+{
+	static char *argv_seq[] = { "seq", "1", "1500", NULL };
+	struct fx *f = *state;
+	struct tq_task_spec s = true_spec();
+	struct tq_child drain = TQ_CHILD_INIT;
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_ops_poll p;
+	struct tq_log_line l;
+	struct ended e = { f->q, 0 };
+	const char *bin = getenv("TASKQ_BIN");
+	int status;
+
+	s.argv = argv_seq;
+	s.argc = 3;
+	assert_int_equal(tq_queue_submit(f->q, &s, &e.id, NULL, &err), 0);
+	assert_non_null(bin);
+	spawn(&drain, (char *[]){ (char *)bin, "--home", f->home, "drain", "--workers", "1",
+				  NULL });
+	assert_int_equal(tq_spawn_wait(&drain, &status, &err), 0);
+	tq_spawn_release(&drain);
+	assert_true(has_ended(&e));
+
+	memset(&p, 0, sizeof(p));
+	assert_int_equal(tq_ops_poll(f->q, e.id, "a", &p, &err), 0);
+	assert_int_equal(p.task.state, TQ_SUCCEEDED);
+	assert_int_equal(p.n, TQ_OPS_POLL_MAX_LINES);
+	assert_int_equal(p.shown, 0);
+	assert_int_equal(p.total, 1500);
+	l = tq_ops_poll_line(&p, 999);
+	assert_int_equal(l.n, 1000);
+	assert_memory_equal(l.text, "1000", 4);
+	assert_int_equal(tq_ops_poll(f->q, e.id, "a", &p, &err), 0);
+	assert_int_equal(p.shown, 1000);
+	assert_int_equal(p.n, 500);
+	l = tq_ops_poll_line(&p, 0);
+	assert_memory_equal(l.text, "1001", 4);
+	assert_int_equal(tq_ops_poll(f->q, e.id, "a", &p, &err), 0);
+	assert_int_equal(p.n, 0);
+	assert_int_equal(p.shown, 1500);
+	assert_int_equal(tq_ops_poll(f->q, e.id, "b", &p, &err), 0);
+	assert_int_equal(p.shown, 0);
+	assert_int_equal(p.n, 1000);
+	tq_ops_poll_release(&p);
+	assert_int_equal(tq_ops_poll(f->q, e.id + 1, "a", &p, &err), TQ_ENOTFOUND);
+	tq_ops_poll_release(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -568,9 +674,11 @@ int main(void)
 		cmocka_unit_test(test_wait_reaches_deadline),
 		cmocka_unit_test(test_wait_done_and_backoff),
 		cmocka_unit_test_setup_teardown(test_kill_wait_deadline, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_wait_ended, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_submit_garbage_falls_back, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_submit_unread_and_none, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_import_chunks_stop_resume, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_poll_pages_per_reader, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
