@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""tools/layers.py - the include direction of src/, checked as a build step.
+"""tools/layers.py - the direction of src/'s layers, checked as build steps.
 
     layers.py --root DIR --layers common queue ... cli
               [--generated NAME...] [--tree DIR] [--stamp FILE --depfile FILE]
+    layers.py --layers common queue ... cli --archives LIB.a... [--nm NM]
+              [--stamp FILE]
 
 src/ is cut into folders in layers, lowest first (--layers, the order the top
 meson.build names). A folder's code uses its own folder and the folders
@@ -39,12 +41,21 @@ among their sources, so every compile waits for this check) and --depfile
 (every file and directory scanned, and the symlinks of the tree: ninja runs
 the check again when one changes, a file is added, or the tree is gone).
 
-Exit 0 when every include obeys, 1 (after one line per violation) when
-not, 2 on bad arguments.
+With --archives (the folders' static libraries, one a layer in the same
+order), the link instead: a symbol a library uses (nm: undefined in one of
+its objects) that no library at or below it defines, but one above it
+does, is a call upward, made without the upward include (a declaration
+written by hand); the check names the object, the symbol, and the folder
+and object defining it. The libraries are linked in a group, so the linker
+itself would not refuse it. With --stamp, writes FILE when they all obey.
+
+Exit 0 when every include (symbol) obeys, 1 (after one line per
+violation) when not, 2 on bad arguments.
 """
 import argparse
 import os
 import re
+import subprocess
 import sys
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]*)[>"]')
@@ -75,7 +86,7 @@ def unit_test_of(rel, folder):
 
 
 def walk(root):
-    """Every .c/.h under ROOT's scanned folders, and the directories."""
+    """Every .c/.h/.def under ROOT's scanned folders, and the directories."""
     files, dirs = [], []
     for top in SCANNED:
         base = os.path.join(root, top)
@@ -153,7 +164,8 @@ def check_file(path, root, rank, generated, order_text):
                 why = ("the store's backend under src/%s/%s/ sits behind "
                        "queue.h" % (owner, parts[1]))
             bad.append(where + "private to src/%s/ (%s): included from "
-                       "inside src/%s/ only" % (owner, why, owner))
+                       "inside src/%s/ only, and from its unit tests "
+                       "(tests/unit/test_%s*.c)" % (owner, why, owner, owner))
             continue
         if folder is not None and folder in rank and rank[parts[0]] > rank[folder]:
             bad.append(where + "upward: src/%s/ is below src/%s/ and includes "
@@ -187,19 +199,74 @@ def make_tree(tree, root, layers):
     return links
 
 
+def nm_symbols(nm, archive, which):
+    """{symbol: object} of ARCHIVE's defined (which="defined") or
+    undefined symbols."""
+    flag = "--defined-only" if which == "defined" else "--undefined-only"
+    r = subprocess.run([nm, "-A", flag, archive], capture_output=True,
+                       text=True, check=False)
+    if r.returncode != 0:
+        raise OSError("%s %s: %s" % (nm, archive, r.stderr.strip()))
+    syms = {}
+    for line in r.stdout.splitlines():
+        # "lib.a:obj.o:0000000000000000 T name" or "lib.a:obj.o:  U name"
+        head, _, rest = line.rpartition(":")
+        fields = rest.split()
+        if len(fields) < 2:
+            continue
+        kind, name = fields[-2], fields[-1]
+        # global definitions only: a local (lower case) symbol is the
+        # object's own
+        if which == "defined" and not kind.isupper():
+            continue
+        # a thin archive's member is a path (BUILD/.../x.c.o): its name
+        syms.setdefault(name, os.path.basename(head.partition(":")[2]))
+    return syms
+
+
+def check_symbols(layers, archives, nm):
+    """One line per symbol a library takes from a library above it."""
+    order_text = " < ".join(layers)
+    defined = [nm_symbols(nm, a, "defined") for a in archives]
+    bad = []
+    for i, (layer, archive) in enumerate(zip(layers, archives)):
+        below = set()
+        for d in defined[: i + 1]:
+            below.update(d)
+        for sym, obj in sorted(nm_symbols(nm, archive, "undefined").items()):
+            if sym in below:
+                continue
+            for j in range(i + 1, len(layers)):
+                if sym in defined[j]:
+                    bad.append("%s(%s): error: uses %s, defined in src/%s/ "
+                               "(%s), a folder above src/%s/ (the layers, "
+                               "lowest first: %s)"
+                               % (os.path.basename(archive), obj, sym,
+                                  layers[j], defined[j][sym], layer,
+                                  order_text))
+                    break
+    return bad
+
+
 def dep_escape(p):
     return p.replace("\\", "\\\\").replace(" ", "\\ ").replace("$", "$$")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--root", required=True)
+    ap.add_argument("--root")
     ap.add_argument("--layers", nargs="+", required=True)
     ap.add_argument("--generated", nargs="*", default=[])
     ap.add_argument("--tree")
     ap.add_argument("--stamp")
     ap.add_argument("--depfile")
+    ap.add_argument("--archives", nargs="+")
+    ap.add_argument("--nm", default="nm")
     a = ap.parse_args()
+    if a.archives:
+        return main_symbols(ap, a)
+    if not a.root:
+        ap.error("--root (or --archives) is required")
     root = os.path.abspath(a.root)
     if bool(a.stamp) != bool(a.depfile):
         ap.error("--stamp and --depfile go together")
@@ -232,6 +299,29 @@ def main():
                     " tests/ and bench/\n * obeyed the layers %s.\n"
                     " * Nothing includes it: the libraries list it so that"
                     " they compile after\n * the check. */\n" % order_text)
+        os.replace(a.stamp + ".tmp", a.stamp)
+    return 0
+
+
+def main_symbols(ap, a):
+    if len(a.archives) != len(a.layers):
+        ap.error("--archives: one a layer, in the order of --layers")
+    try:
+        bad = check_symbols(a.layers, a.archives, a.nm)
+    except OSError as e:
+        print("tools/layers.py: %s" % e, file=sys.stderr)
+        return 1
+    for line in bad:
+        print(line, file=sys.stderr)
+    if bad:
+        print("tools/layers.py: %d symbol%s taken from a folder above "
+              "(the layers: %s)" % (len(bad), "" if len(bad) == 1 else "s",
+                                    " < ".join(a.layers)), file=sys.stderr)
+        return 1
+    if a.stamp:
+        with open(a.stamp + ".tmp", "w", encoding="utf-8") as f:
+            f.write("every library of src/ uses only itself and those below "
+                    "it: %s\n" % " < ".join(a.layers))
         os.replace(a.stamp + ".tmp", a.stamp)
     return 0
 
