@@ -30,6 +30,9 @@ include and the rule:
              file's own folder (or a subfolder of it), nor "G/x.h" for a
              folder G of src/, nor a generated header (--generated); for
              files outside src/, only the second and third
+  unknown    a folder of src/ that is not one of --layers (the build would
+             not compile it: it has no meson.build or is not in
+             layer_order), a .c or .h directly in src/
 
 Scanned: every .c, .h and .def under ROOT/src, ROOT/tests and ROOT/bench (tests
 and benchmarks sit above every layer; "../", the private headers and the
@@ -174,6 +177,26 @@ def check_file(path, root, rank, generated, order_text):
     return bad
 
 
+def unlayered(root, rank):
+    """One line per folder of src/ the build does not know (it would not
+    be built at all) and per source file outside every folder."""
+    bad = []
+    src = os.path.join(root, "src")
+    for name in sorted(os.listdir(src)):
+        p = os.path.join(src, name)
+        if name.startswith(".") or name in rank:
+            continue
+        if os.path.isdir(p):
+            bad.append("src/%s/: error: not one of the layers the build knows "
+                       "(%s): name it in layer_order (the top meson.build), "
+                       "in its place, and give it a meson.build"
+                       % (name, " < ".join(rank)))
+        elif name.endswith((".c", ".h")):
+            bad.append("src/%s: error: a source file outside every folder of "
+                       "src/ (each folder is a layer)" % name)
+    return bad
+
+
 def make_tree(tree, root, layers):
     """TREE/L/F -> ROOT/src/F for each layer L and each F at or below it."""
     links = []
@@ -276,14 +299,14 @@ def main():
             ap.error("--layers: no folder src/%s" % name)
     order_text = " < ".join(a.layers)
     files, dirs = walk(root)
-    bad = []
+    bad = unlayered(root, rank)
     for path in files:
         bad.extend(check_file(path, root, rank, set(a.generated), order_text))
     links = make_tree(os.path.abspath(a.tree), root, a.layers) if a.tree else []
     for line in bad:
         print(line, file=sys.stderr)
     if bad:
-        print("tools/layers.py: %d include%s against the layers of src/ (%s)"
+        print("tools/layers.py: %d error%s against the layers of src/ (%s)"
               % (len(bad), "" if len(bad) == 1 else "s", order_text),
               file=sys.stderr)
         return 1

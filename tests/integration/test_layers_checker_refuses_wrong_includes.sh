@@ -7,7 +7,8 @@
 # (src/queue/sqlite/) from outside src/queue/ (src/cli/, a unit test of
 # another folder), a *_int.h of another folder, a bare name of another
 # folder's header and a path through src/. Includes of src/queue/'s private
-# headers from inside it and from its unit tests (test_queue*.c) pass. And the build runs it: every compile of src/ waits for it.
+# headers from inside it and from its unit tests (test_queue*.c) pass. A
+# folder of src/ that is not a layer of the build is refused. And the build runs it: every compile of src/ waits for it.
 . "$(dirname "$0")/lib.sh"
 
 : "${TASKQ_LAYERS:?TASKQ_LAYERS must list the layers (tests/meson.build)}"
@@ -53,7 +54,7 @@ refused() {
 	assert_contains "$(cat "$TQ_OUT")" "$file:2: error: #include $inc: $rule" \
 		"the line for $inc in $file"
 	assert_contains "$(cat "$TQ_OUT")" \
-		"tools/layers.py: 1 include against the layers of src/ ($order)"
+		"tools/layers.py: 1 error against the layers of src/ ($order)"
 	sed -n '1p' "$TQ_OUT"
 }
 
@@ -93,6 +94,16 @@ refused src/worker/planted.c '"queue.h"' \
 	"no such header in src/worker; another folder's header is included as \"FOLDER/x.h\""
 refused src/worker/planted.c '"src/queue/queue.h"' \
 	'"src" is not a folder of src/'
+
+check "a folder of src/ the build does not know is refused (it would not be built)"
+fresh_tree
+mkdir "$tree/src/planted"
+printf 'int tq_planted(void);\n' >"$tree/src/planted/planted.h"
+layers_check "$tree"
+assert_eq 1 "$TQ_RC" "the check's status with src/planted/: $(cat "$TQ_OUT")"
+assert_eq "src/planted/: error: not one of the layers the build knows ($order): name it in layer_order (the top meson.build), in its place, and give it a meson.build
+tools/layers.py: 1 error against the layers of src/ ($order)" "$(cat "$TQ_OUT")"
+sed -n 1p "$TQ_OUT"
 
 check "src/queue/'s private headers pass inside it and in its unit tests"
 fresh_tree
