@@ -8,16 +8,13 @@
  * stdout ("canceled 5"), what failed to stderr, one line each, and the exit
  * code is the worst of them (2 for an unknown id over 1 for a wrong state).
  *
- * Removing a running task goes through its worker, as `taskq kill` does
- * (ops/kill.h): the CLI never signals a task itself. The kill is stored, the
- * worker is poked (SIGUSR1, its pid and start time checked), and remove
- * waits, with a deadline, for the worker to record the end; only then is
- * the row deleted.
- * A running task whose worker is not alive is refused at once: it is
- * recovered when its lease expires, and can be removed then.
+ * Removing is ops/remove.h: a running task is killed through its worker, as
+ * `taskq kill` does (the CLI never signals a task itself), and waited for,
+ * with a deadline, until the worker records its end; only then is the row
+ * deleted. A running task whose worker is not alive is refused at once: it
+ * is recovered when its lease expires, and can be removed then.
  */
 #include "cli.h"
-#include "queue/logstore.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -27,10 +24,8 @@
 #include <unistd.h>
 
 #include "common/sys.h"
-#include "ops/kill.h"
+#include "ops/remove.h"
 
-/* How long remove waits for a killed task's end beyond its kill grace. */
-#define REMOVE_WAIT_MARGIN_MS 15000
 
 static const struct cli_opt no_opts[] = { { NULL, 0, 0, 0 } };
 
@@ -91,75 +86,30 @@ static int ended_unrecorded(const struct cli_ctx *c, int64_t id, const char *how
 			   how);
 }
 
-/*
- * Kill running task id through its worker (ops/kill.h) and wait until the
- * end is recorded. 0 once it no longer runs; otherwise an error was
- * printed and its exit code is returned.
- */
-static int stop_running(const struct cli_ctx *c, struct tq_queue *q, int64_t id)
-{
-	struct tq_err err = TQ_ERR_INIT;
-	struct tq_ops_killed k;
-	int64_t deadline;
-	int rc = tq_ops_kill_request(q, c->home, id, SIGTERM, NULL, &k, &err);
-
-	switch (rc) {
-	case TQ_OPS_KILL_RECORDING: return ended_unrecorded(c, id, k.how);
-	case TQ_OPS_KILL_NOT_RUNNING: return 0;
-	case TQ_OPS_KILL_NO_WORKER:
-		return cli_runtime(c, "task %lld is running, but its worker is not alive; it "
-				   "is recovered when its lease expires: remove it then",
-				   (long long)id);
-	case TQ_OPS_KILL_REQUESTED: break;
-	default: /* ended between the read and the request: removable */
-		return err.code == TQ_ESTATE ? 0 : cli_fail(c, &err);
-	}
-	deadline = tq_mono_ms() + k.kill_grace_ms + REMOVE_WAIT_MARGIN_MS;
-	switch (tq_ops_kill_wait(q, c->home, id, deadline, &k, &err)) {
-	case TQ_OPS_ENDED:
-	case TQ_OPS_GONE: return 0;
-	case TQ_OPS_END_RECORDING: return ended_unrecorded(c, id, k.how);
-	case TQ_OPS_STILL_RUNNING:
-		return cli_runtime(c, "task %lld: killed, but its worker has not recorded "
-				   "its end yet; not removed", (long long)id);
-	default: return cli_fail(c, &err);
-	}
-}
-
-/* Remove the row, then the log and its index: the other order would lose
- * the log of a task whose removal then failed; a log left behind is only
- * disk space. A running task is killed first (stop_running); if a worker
- * claims a queued task between our read and the delete, the store says
- * so (TQ_ESTATE) and it is killed like any running one. */
+/* Remove task id (ops/remove.h: a running task is killed through its
+ * worker first, and waited for), saying what happened. */
 static int remove_one(const struct cli_ctx *c, struct tq_queue *q, int64_t id)
 {
 	struct tq_err err = TQ_ERR_INIT;
-	struct tq_task t;
-	char how[96];
-	int rc;
+	char how[TQ_OPS_HOW_MAX];
 
-	/* a read first: the delete is a write, which would wait out the busy
-	 * timeout behind whatever keeps this task's end from being written */
-	if (tq_queue_get(q, id, 0, &t, NULL) == 0) {
-		rc = tq_ops_end_recording(c->home, &t, how, sizeof(how));
-		tq_task_release(&t);
-		if (rc)
-			return ended_unrecorded(c, id, how);
-	}
-	for (int tries = 0; tq_queue_remove(q, id, &err) < 0; tries++) {
-		if (err.code == TQ_ENOTFOUND && tries > 0)
-			break; /* removed by someone else meanwhile */
-		if (err.code != TQ_ESTATE || tries >= 3)
-			return cli_fail(c, &err);
-		if ((rc = stop_running(c, q, id)) != 0)
-			return rc;
-		memset(&err, 0, sizeof(err));
-	}
-	if (tq_log_remove(q, id, &err) < 0)
+	switch (tq_ops_remove(q, c->home, id, how, &err)) {
+	case TQ_OPS_REMOVED:
+		printf("%lld removed\n", (long long)id);
+		return CLI_OK;
+	case TQ_OPS_REMOVE_RECORDING: return ended_unrecorded(c, id, how);
+	case TQ_OPS_REMOVE_NO_WORKER:
+		return cli_runtime(c, "task %lld is running, but its worker is not alive; it "
+				   "is recovered when its lease expires: remove it then",
+				   (long long)id);
+	case TQ_OPS_REMOVE_STILL_RUNNING:
+		return cli_runtime(c, "task %lld: killed, but its worker has not recorded "
+				   "its end yet; not removed", (long long)id);
+	case TQ_OPS_REMOVE_LOG_LEFT:
 		return cli_runtime(c, "task %lld removed, but not its log: %s",
 				   (long long)id, err.msg);
-	printf("%lld removed\n", (long long)id);
-	return CLI_OK;
+	default: return cli_fail(c, &err);
+	}
 }
 
 static int run_each(struct cli_ctx *c, int argc, char **argv,

@@ -20,6 +20,7 @@
 #include "ops/import.h"
 #include "ops/kill.h"
 #include "ops/poll.h"
+#include "ops/remove.h"
 #include "ops/submit.h"
 #include "ops/wait.h"
 #include "proc/proc.h"
@@ -224,6 +225,45 @@ static void test_kill_not_started(void **state)
 	assert_int_equal(state_of(f->q, id), TQ_CANCELED);
 	assert_int_equal(tq_ops_kill_request(f->q, f->home, id + 100, SIGTERM, NULL, &k, &err),
 			 TQ_ENOTFOUND);
+}
+
+/* remove: a task running under a real worker is killed through it, then
+ * its row and log go; one whose worker is dead (a reused pid) is refused
+ * and stays. */
+static void test_remove_running(void **state)
+{
+	struct fx *f = *state;
+	struct tq_child drain = TQ_CHILD_INIT, c = TQ_CHILD_INIT;
+	struct tq_err err = TQ_ERR_INIT;
+	struct running r = { f->q, submit_sleep(f->q) };
+	const char *bin = getenv("TASKQ_BIN");
+	char how[TQ_OPS_HOW_MAX];
+	struct tq_task t;
+	int64_t start = 0, id;
+	int status;
+
+	assert_non_null(bin);
+	spawn(&drain, (char *[]){ (char *)bin, "--home", f->home, "drain", "--workers", "1",
+				  NULL });
+	assert_true(th_wait_for(is_running, &r, WAIT_MS));
+	assert_int_equal(tq_log_exists(f->q, r.id), 1);
+	assert_int_equal(tq_ops_remove(f->q, f->home, r.id, how, &err), TQ_OPS_REMOVED);
+	assert_int_equal(tq_queue_get(f->q, r.id, 0, &t, &err), TQ_ENOTFOUND);
+	assert_int_equal(tq_log_exists(f->q, r.id), 0);
+	assert_int_equal(tq_spawn_wait(&drain, &status, &err), 0);
+	tq_spawn_release(&drain);
+	assert_int_equal(tq_ops_remove(f->q, f->home, r.id, how, &err), TQ_ENOTFOUND);
+
+	spawn(&c, argv_sleep);
+	assert_int_equal(tq_proc_start_time(c.pid, &start, &err), 0);
+	submit_sleep(f->q);
+	id = claim_as(f->q, c.pid, start + 1);
+	assert_int_equal(tq_ops_remove(f->q, f->home, id, how, &err), TQ_OPS_REMOVE_NO_WORKER);
+	assert_int_equal(state_of(f->q, id), TQ_RUNNING);
+	assert_int_equal(tq_waitpid(c.pid, &status, WNOHANG), 0);
+	kill(c.pid, SIGKILL);
+	tq_spawn_wait(&c, &status, &err);
+	tq_spawn_release(&c);
 }
 
 /* ------------------------------------------------------------------ */
@@ -671,6 +711,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_kill_through_real_worker, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_kill_refuses_reused_pid, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_kill_not_started, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_remove_running, setup, teardown),
 		cmocka_unit_test(test_wait_reaches_deadline),
 		cmocka_unit_test(test_wait_done_and_backoff),
 		cmocka_unit_test_setup_teardown(test_kill_wait_deadline, setup, teardown),
