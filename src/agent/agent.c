@@ -63,7 +63,7 @@ static void pick_parser(const struct tq_task *t, char *buf, size_t n)
 /*
  * Cap the agent CLI's own retries (taskq's retries and group pauses are in
  * charge) for every run of a CLI taskq recognises (def: the registry's
- * cap_retries; opencode has no setting, 5 retries of its own), then in an
+ * cap_retries; NULL for a CLI with no setting), then in an
  * isolated workspace keep the user's MCP servers from it (isolate). Each
  * says what failed.
  */
@@ -84,12 +84,12 @@ static int cap_retries(struct tq_queue *q, const struct tq_task *t,
 /* The model a CLI's own config names (issue 17.9)                    */
 
 /*
- * Codex and OpenCode print no model. When the command line names none
+ * Some CLIs print no model. When the command line names none
  * (tq_agent_model looks there first), the one the run uses is in the CLI's
- * config, read here at spawn time as the task's environment and directory
- * point at it, so a result can name it. Measured with codex 0.169 and
- * opencode 1.18 against the mock (the model of the request it sent):
- * tests/integration/test_ask_real_clis.sh.
+ * config, read here at spawn time (the entry's conf_model) as the task's
+ * environment and directory point at it, so a result can name it. Each
+ * agent's file says which releases it was measured with, against the mock
+ * (the model of the request it sent): tests/integration/test_ask_real_clis.sh.
  */
 
 /* ar->conf_model for a run of the CLI def (argv: what runs). */
@@ -132,7 +132,7 @@ int tq_agent_prepare(struct tq_queue *q, const char *home, const struct tq_task 
 	ar->cwd = t->cwd;
 	if (t->agent == NULL) {
 		/* a plain command that runs an agent CLI (`taskq submit --
-		 * gemini ...`), recognised by its program's name */
+		 * NAME ...`), recognised by its program's name */
 		def = tq_registry_find(base_name(t->argv[0]));
 		if (def == NULL)
 			return 0;
@@ -161,8 +161,8 @@ int tq_agent_prepare(struct tq_queue *q, const char *home, const struct tq_task 
 		if (rc < 0)
 			goto out;
 		ar->cwd = ar->workspace;
-		snprintf(pfile, sizeof(pfile), "%s/prompt.md", ar->workspace);
-		snprintf(mcp, sizeof(mcp), "%s/.mcp.json", ar->workspace);
+		snprintf(pfile, sizeof(pfile), "%s/" TQ_WORKSPACE_PROMPT, ar->workspace);
+		snprintf(mcp, sizeof(mcp), "%s/" TQ_WORKSPACE_MCP, ar->workspace);
 		v.prompt_file = pfile;
 		v.mcp_config = mcp;
 		/* a program that trusts $PWD must see where it really is */
@@ -251,7 +251,7 @@ static void fg_signal(const struct signalfd_siginfo *si, void *arg)
 
 	/* INT/QUIT: the terminal sent them to the whole foreground group, the
 	 * agent included; passing them on would make one ^C two (two ^C end an
-	 * interactive claude). TERM and HUP are passed on. */
+	 * interactive session of some agent CLIs). TERM and HUP are passed on. */
 	if ((si->ssi_signo == SIGTERM || si->ssi_signo == SIGHUP) && !f->done)
 		kill(f->pid, (int)si->ssi_signo);
 }
@@ -335,8 +335,8 @@ int tq_agent_interactive(const struct tq_agent_interactive *in, int *status,
 	ws.sources = sources;
 	if ((rc = tq_workspace_create(&ws, path, sizeof(path), &dev, &ino, err)) < 0)
 		goto out;
-	snprintf(pfile, sizeof(pfile), "%s/prompt.md", path);
-	snprintf(mcp, sizeof(mcp), "%s/.mcp.json", path);
+	snprintf(pfile, sizeof(pfile), "%s/" TQ_WORKSPACE_PROMPT, path);
+	snprintf(mcp, sizeof(mcp), "%s/" TQ_WORKSPACE_MCP, path);
 	v = (struct tq_placeholders){ .prompt = in->prompt, .prompt_file = pfile,
 				      .mcp_config = mcp, .workdir = path,
 				      .session_id = in->session_id, .model = in->model };

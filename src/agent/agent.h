@@ -12,17 +12,16 @@
  *                          or, for --interactive, {"pid":P,"start":T,...}
  *   prompt.md              the prompt
  *   .mcp.json, .cursor/mcp.json   {"mcpServers":{}}
- *   .gemini/settings.json  {"mcpServers":{},"general":{"maxAttempts":1}}
- *   opencode.json          {"$schema":...,"mcp":{}}
- *   .taskq-codex-home/     codex, when the user's config.toml names MCP
- *                          servers: its CODEX_HOME (agent.c)
+ *   each agent's files     its registry entry's ws_files (registry.h;
+ *                          e.g. its project settings), whatever agent the
+ *                          task runs; later, the names its run takes
+ *                          (ws_names: a config home of its own)
  *   NAME -> PATH           one symlink per source
  * The empty MCP configs keep the agent from the user's MCP servers where the
- * CLI honours a project file (with the profile's flags: see profiles.json);
- * gemini's maxAttempts caps its own retries, which it has no variable for.
+ * CLI honours a project file (with the profile's flags: see profiles.json).
  * The tasks of one --session use one workspace path in turn (derived from
- * the key), because claude and gemini find a session to resume by the
- * directory it ran in; it is still created fresh and removed after each.
+ * the key), because some CLIs find a session to resume by the directory
+ * it ran in; it is still created fresh and removed after each.
  */
 #ifndef TQ_AGENT_H
 #define TQ_AGENT_H
@@ -34,25 +33,17 @@
 #include "common/env.h"
 #include "queue/queue.h"
 
-/* The workspace directory's name prefix and owner file. */
+/* The workspace directory's name prefix, its owner file, its prompt and
+ * the empty MCP config {mcp_config} names. */
 #define TQ_WORKSPACE_PREFIX "taskq-"
 #define TQ_WORKSPACE_OWNER ".taskq-task"
-/* codex's CODEX_HOME in an isolated workspace: the user's, without its MCP
- * servers (issue 17.1) */
-#define TQ_WORKSPACE_CODEX_HOME ".taskq-codex-home"
+#define TQ_WORKSPACE_PROMPT "prompt.md"
+#define TQ_WORKSPACE_MCP ".mcp.json"
 /* A workspace with no owner file (a crash between mkdir and writing it) is
  * removed by the sweep once it is this old. */
 #define TQ_WORKSPACE_ORPHAN_MS (60 * 60 * 1000)
 /* Directory depth the removal descends; deeper trees are left for a person. */
 #define TQ_WORKSPACE_DEPTH_MAX 128
-/* gemini's general.maxAttempts in a workspace (its default is 10): no
- * retries of its own, taskq's are in charge (profiles.json). */
-#define TQ_WORKSPACE_GEMINI_ATTEMPTS 1
-/* What every recognised agent run gets, isolated or not (issue 17.3):
- * gemini's general.maxAttempts, codex's provider request_max_retries and
- * stream_max_retries (claude: CLAUDE_CODE_MAX_RETRIES=0). */
-#define TQ_AGENT_GEMINI_ATTEMPTS 1
-#define TQ_AGENT_CODEX_RETRIES 0
 /* Bytes of a CLI's config file read to cap its retries. */
 #define TQ_AGENT_CONFIG_MAX (1024 * 1024)
 
@@ -66,12 +57,12 @@ struct tq_agent_run {
 	dev_t ws_dev;              /* the workspace's identity: cleanup removes */
 	ino_t ws_ino;              /* that directory only, never a newer one of
 				    * the same name (the next task of a session) */
-	char aux[PATH_MAX];        /* the run's private directory (gemini's
-				    * overlaid home), "" when none */
+	char aux[PATH_MAX];        /* the run's private directory (an agent's
+				    * overlaid config home), "" when none */
 	dev_t aux_dev;
 	ino_t aux_ino;
 	char *conf_model;          /* the model the CLI's own config names
-				    * (codex: config.toml's model), or NULL */
+				    * (its entry's conf_model), or NULL */
 	const char *home;          /* the state directory (tq_agent_prepare's
 				    * caller's): workspaces live under it */
 };
@@ -85,12 +76,11 @@ struct tq_agent_run {
  * workspace when t->isolate (sources as symlinks, prompt.md, empty MCP
  * configs), expand the template, and adjust env (PWD is the workspace).
  * For an agent task, and for a plain command whose program is an agent of
- * the registry (registry.h: claude, gemini, codex, opencode), cap the
- * CLI's own retries (issue 17.3) as its entry says:
- * gemini through GEMINI_CLI_HOME, an overlay of the user's ~/.gemini in a
- * private directory (ar->aux); codex by -c options added to argv; claude
- * CLAUDE_CODE_MAX_RETRIES=0 (plain commands). Otherwise only ar->cwd =
- * t->cwd. On error (a source gone, the
+ * the registry (registry.h), apply its entry: cap the CLI's own retries
+ * (issue 17.3: an environment variable, options added to argv, or an
+ * overlay of its config home in a private directory, ar->aux), hide the
+ * user's MCP servers in an isolated workspace, read the model its config
+ * names. Otherwise only ar->cwd = t->cwd. On error (a source gone, the
  * workspace not creatable) returns < 0 with err: the runner records
  * spawn_failed. Whatever it returns, tq_agent_cleanup(ar) undoes it.
  * home is the state directory (the worker's), kept in ar->home: the
@@ -99,8 +89,8 @@ struct tq_agent_run {
 int tq_agent_prepare(struct tq_queue *q, const char *home, const struct tq_task *t,
 		     struct tq_env *env, struct tq_agent_run *ar, struct tq_err *err);
 
-/* The model task t asked for, for a result that names none (codex and
- * opencode print no model): t->model (`taskq ask --model`, or the
+/* The model task t asked for, for a result that names none (some CLIs
+ * print no model): t->model (`taskq ask --model`, or the
  * profile's), else the value of "-m M", "--model M" or "--model=M" in the
  * command run (ar->argv, else t->argv). NULL: none. Points into t or ar. */
 const char *tq_agent_model(const struct tq_task *t, const struct tq_agent_run *ar);

@@ -1,9 +1,8 @@
 /*
- * agent_int.h - what the files of src/agent lend each other: each agent
- * CLI's functions that the registry's table names (registry.c), and the
- * workspace (workspace.c) and config (cliconf.c) helpers the run
- * (agent.c) and the agents' files share. Not for use outside src/agent;
- * everyone else asks the registry (registry.h) and agent.h.
+ * agent_int.h - what the files of src/agent lend each other: the helpers
+ * an agent's file (claude.c, ...) may use for its registry entry, and the
+ * workspace ones the run (agent.c) uses too. Not for use outside
+ * src/agent; everyone else asks the registry (registry.h) and agent.h.
  */
 #ifndef TQ_AGENT_INT_H
 #define TQ_AGENT_INT_H
@@ -14,42 +13,13 @@
 
 struct cJSON;
 struct tq_agent_run;
-struct tq_env;
 struct tq_err;
 struct tq_queue;
-struct tq_result_parser;
 struct tq_task;
 
-/* ------------------------------------------------------------------ */
-/* The agents' functions (registry.h's fields)                         */
-
-/* claude.c, gemini.c, codex.c, opencode.c: one JSON object of each CLI's
- * stdout read into p. */
-void tq_result_claude(struct tq_result_parser *p, const struct cJSON *o);
-void tq_result_gemini(struct tq_result_parser *p, const struct cJSON *o);
-void tq_result_codex(struct tq_result_parser *p, const struct cJSON *o);
-void tq_result_opencode(struct tq_result_parser *p, const struct cJSON *o);
-
-/* Session id forms (registry.h's session_bad): result.c's uuid (claude,
- * gemini, codex), opencode.c's ses_... */
+/* The session id form of the CLIs whose ids are uuids (registry.h's
+ * session_bad; result.c). */
 const char *tq_result_session_uuid(const char *id, size_t len);
-const char *tq_result_session_opencode(const char *id, size_t len);
-
-/* claude.c, gemini.c, codex.c: capping a CLI's own retries (cap_retries). */
-int tq_agent_cap_claude(struct tq_queue *q, const struct tq_task *t, struct tq_env *env,
-			struct tq_agent_run *ar, struct tq_err *err);
-int tq_agent_cap_gemini(struct tq_queue *q, const struct tq_task *t, struct tq_env *env,
-			struct tq_agent_run *ar, struct tq_err *err);
-int tq_agent_cap_codex(struct tq_queue *q, const struct tq_task *t, struct tq_env *env,
-		       struct tq_agent_run *ar, struct tq_err *err);
-
-/* codex.c: codex's CODEX_HOME without the user's MCP servers (isolate). */
-int tq_agent_isolate_codex(struct tq_env *env, struct tq_agent_run *ar, struct tq_err *err);
-
-/* codex.c, opencode.c: the model a CLI's own config names (conf_model). */
-char *tq_agent_model_codex(char *const *v, size_t n, const struct tq_env *env, const char *cwd);
-char *tq_agent_model_opencode(char *const *v, size_t n, const struct tq_env *env,
-			      const char *cwd);
 
 /* ------------------------------------------------------------------ */
 /* Workspaces (workspace.c)                                           */

@@ -1,9 +1,11 @@
 /*
- * claude.c - Claude Code (claude): its result read from stream-json or json
- * (result.h says what), and its own retries capped for a plain command
- * (registry.h's entry).
+ * claude.c - Claude Code (claude), its registry entry (registry.h): its
+ * result read from stream-json or json (result.h says what), a session id
+ * a uuid, and its own retries capped for a plain command. An isolated run
+ * is kept from the user's MCP servers by its profile's flags
+ * (--mcp-config with the workspace's empty .mcp.json,
+ * --strict-mcp-config: profiles.json).
  */
-
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,7 +84,7 @@ static void claude_result(struct tq_result_parser *p, const cJSON *o)
 	set_str(&p->model, claude_usage_model(jobj(o, "modelUsage")));
 }
 
-void tq_result_claude(struct tq_result_parser *p, const cJSON *o)
+static void read_obj(struct tq_result_parser *p, const cJSON *o)
 {
 	const char *type = jstr(o, "type"), *sub = jstr(o, "subtype");
 
@@ -103,8 +105,8 @@ void tq_result_claude(struct tq_result_parser *p, const cJSON *o)
 
 /* claude: CLAUDE_CODE_MAX_RETRIES=0 for a plain command unless its
  * environment sets it. */
-int tq_agent_cap_claude(struct tq_queue *q, const struct tq_task *t, struct tq_env *env,
-			struct tq_agent_run *ar, struct tq_err *err)
+static int cap_retries(struct tq_queue *q, const struct tq_task *t, struct tq_env *env,
+		       struct tq_agent_run *ar, struct tq_err *err)
 {
 	int rc = 0;
 
@@ -118,3 +120,18 @@ int tq_agent_cap_claude(struct tq_queue *q, const struct tq_task *t, struct tq_e
 		tq_err_prefix(err, "capping the agent's own retries");
 	return rc;
 }
+
+/* ------------------------------------------------------------------ */
+/* The entry                                                          */
+
+/* The result line and the init line (registry.h's needles): the multi-MB
+ * tool result lines of a run are skipped after one scan. */
+static const char *const needles[] = { "\"result\"", "\"init\"", NULL };
+
+const struct tq_agent_def tq_agent_claude = {
+	.name = "claude",
+	.needles = needles,
+	.read_obj = read_obj,
+	.session_bad = tq_result_session_uuid,
+	.cap_retries = cap_retries,
+};

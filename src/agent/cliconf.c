@@ -39,8 +39,8 @@ char *tq_cliconf_read(const char *path, size_t max)
 	return buf;
 }
 
-/* Strip // and / * * / comments outside strings (gemini's settings files
- * may hold them: it reads them with strip-json-comments), in place. */
+/* Strip // and / * * / comments outside strings (a CLI's JSON settings may
+ * hold them, when it reads them with strip-json-comments), in place. */
 void tq_cliconf_strip_comments(char *s)
 {
 	char *w = s;
@@ -93,7 +93,7 @@ int tq_cliconf_argv_insert(struct tq_agent_run *ar, char *const *argv, size_t ar
 
 /*
  * A private copy of one of the user's config directories in which taskq
- * changed one file, for a CLI pointed at it (GEMINI_CLI_HOME, CODEX_HOME):
+ * changed one file, for a CLI pointed at it (by its config home variable):
  * the directory name made in dfd (dir's descriptor, 0700), file written
  * there with text, and a symlink to every other entry of user (the user's
  * own directory), so that the CLI reads taskq's file and everything else
@@ -101,7 +101,7 @@ int tq_cliconf_argv_insert(struct tq_agent_run *ar, char *const *argv, size_t ar
  * user/keep (a directory the CLI keeps its sessions in) is made first when
  * missing, and each name of ahead (NULL-terminated, may be NULL) is linked
  * even before it exists: what the CLI creates there on a first run must
- * outlive the copy. what names the purpose in errors ("codex home: link
+ * outlive the copy. what names the purpose in errors ("WHAT: link
  * PATH"). On failure what was made is left for the run's cleanup (it is
  * inside the run's own directory).
  */

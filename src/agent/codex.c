@@ -1,10 +1,9 @@
 /*
- * codex.c - Codex CLI (codex): its result read from exec --json (result.h
- * says what); its own retries capped by -c options; in an isolated
- * workspace a CODEX_HOME without the user's MCP servers; the model its
- * config.toml names (registry.h's entry).
+ * codex.c - Codex CLI (codex), its registry entry (registry.h): its result
+ * read from exec --json (result.h says what), a session id a uuid, its own
+ * retries capped by -c options, in an isolated workspace a CODEX_HOME
+ * without the user's MCP servers, the model its config.toml names.
  */
-
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,10 +16,17 @@
 #include "agent_int.h"
 #include "result_int.h"
 
+/* Its CODEX_HOME in an isolated workspace: the user's, without its MCP
+ * servers (issue 17.1); a name sources may not take. */
+#define WS_HOME ".taskq-codex-home"
+/* Its provider's request_max_retries and stream_max_retries on every run,
+ * isolated or not (issue 17.3). */
+#define MAX_RETRIES 0
+
 /* ------------------------------------------------------------------ */
 /* Result                                                             */
 
-void tq_result_codex(struct tq_result_parser *p, const cJSON *o)
+static void read_obj(struct tq_result_parser *p, const cJSON *o)
 {
 	const char *type = jstr(o, "type"), *s;
 	const cJSON *it, *u, *e;
@@ -134,7 +140,7 @@ static int codex_builtin_provider(const char *p)
  * The provider is the config's model_provider; the built-in "openai" (the
  * default) cannot be capped.
  */
-int tq_agent_cap_codex(struct tq_queue *q, const struct tq_task *t, struct tq_env *env,
+static int cap_retries(struct tq_queue *q, const struct tq_task *t, struct tq_env *env,
 		       struct tq_agent_run *ar, struct tq_err *err)
 {
 	char dir[PATH_MAX], path[PATH_MAX + 16], a[192], b[192], *text, *prov;
@@ -157,9 +163,9 @@ int tq_agent_cap_codex(struct tq_queue *q, const struct tq_task *t, struct tq_en
 		return 0;
 	}
 	snprintf(a, sizeof(a), "model_providers.%s.request_max_retries=%d", prov,
-		 TQ_AGENT_CODEX_RETRIES);
+		 MAX_RETRIES);
 	snprintf(b, sizeof(b), "model_providers.%s.stream_max_retries=%d", prov,
-		 TQ_AGENT_CODEX_RETRIES);
+		 MAX_RETRIES);
 	extra[0] = "-c";
 	extra[1] = a;
 	extra[2] = "-c";
@@ -303,7 +309,7 @@ static char *toml_without_mcp(const char *text)
  * codex --isolate: the user's MCP servers hidden (codex 0.169 ignores
  * `-c mcp_servers={}`: a server of ~/.codex/config.toml starts all the
  * same). CODEX_HOME names a private copy of the user's codex home in the
- * workspace dir (TQ_WORKSPACE_CODEX_HOME: in the workspace, whose path is
+ * workspace dir (WS_HOME: in the workspace, whose path is
  * the same for every task of a --session, because codex records a
  * session's file by its path under CODEX_HOME and looks for it there to
  * resume):
@@ -330,10 +336,10 @@ static int isolate_codex(const struct tq_env *env, int dfd, const char *dir,
 		goto out;
 	}
 	/* sessions must outlive the copy: ~/.codex/sessions */
-	if ((rc = tq_cliconf_overlay(dfd, dir, TQ_WORKSPACE_CODEX_HOME, user, "sessions", NULL,
+	if ((rc = tq_cliconf_overlay(dfd, dir, WS_HOME, user, "sessions", NULL,
 				     "config.toml", kept, "codex home", err)) < 0)
 		goto out;
-	if (asprintf(&kv, "CODEX_HOME=%s/" TQ_WORKSPACE_CODEX_HOME, dir) < 0) {
+	if (asprintf(&kv, "CODEX_HOME=%s/" WS_HOME, dir) < 0) {
 		kv = NULL;
 		rc = tq_err_set(err, TQ_ENOMEM, "out of memory");
 		goto out;
@@ -349,7 +355,7 @@ out:
 }
 
 /* codex in an isolated workspace: its CODEX_HOME without MCP servers. */
-int tq_agent_isolate_codex(struct tq_env *env, struct tq_agent_run *ar, struct tq_err *err)
+static int isolate(struct tq_env *env, struct tq_agent_run *ar, struct tq_err *err)
 {
 	int rc, dfd;
 
@@ -418,7 +424,7 @@ static char *toml_file_string(const char *dir, const char *name, const char *key
  * profile --profile/-p names ($CODEX_HOME/NAME.config.toml: 0.169 refuses
  * the older `profile = ` key and [profiles.NAME] tables), else config.toml's.
  */
-char *tq_agent_model_codex(char *const *v, size_t n, const struct tq_env *env, const char *cwd)
+static char *conf_model(char *const *v, size_t n, const struct tq_env *env, const char *cwd)
 {
 	char dir[PATH_MAX], file[NAME_MAX + 1];
 	const char *prof = tq_cliconf_opt(v, n, "--profile", "-p");
@@ -433,3 +439,25 @@ char *tq_agent_model_codex(char *const *v, size_t n, const struct tq_env *env, c
 		return m;
 	return toml_file_string(dir, "config.toml", "model");
 }
+
+/* ------------------------------------------------------------------ */
+/* The entry                                                          */
+
+static const char *const needles[] = {
+	"\"thread.started\"", "\"agent_message\"", "\"turn.completed\"",
+	"\"turn.failed\"", NULL,
+};
+
+static const char *const ws_names[] = { WS_HOME, NULL };
+
+/* Its retries capped first, then isolated: an error says which failed. */
+const struct tq_agent_def tq_agent_codex = {
+	.name = "codex",
+	.needles = needles,
+	.read_obj = read_obj,
+	.session_bad = tq_result_session_uuid,
+	.cap_retries = cap_retries,
+	.isolate = isolate,
+	.conf_model = conf_model,
+	.ws_names = ws_names,
+};

@@ -1,9 +1,11 @@
 /*
- * gemini.c - Gemini CLI (gemini): its result read from -o json or
- * stream-json (result.h says what), and its own retries capped through an
- * overlay of the user's ~/.gemini (registry.h's entry).
+ * gemini.c - Gemini CLI (gemini), its registry entry (registry.h): its
+ * result read from -o json or stream-json (result.h says what), a session
+ * id a uuid, its own retries capped through an overlay of the user's
+ * ~/.gemini, and a workspace's .gemini/settings.json (no MCP servers, no
+ * retries of its own; the profile's --allowed-mcp-server-names hides the
+ * user's, which an empty mcpServers does not).
  */
-
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +18,12 @@
 #include "agent.h"
 #include "agent_int.h"
 #include "result_int.h"
+
+/* general.maxAttempts on every run, isolated or not (its default is 10):
+ * no retries of its own, taskq's are in charge (issue 17.3). */
+#define MAX_ATTEMPTS 1
+#define TEXT_(x) #x
+#define TEXT(x) TEXT_(x)
 
 /* ------------------------------------------------------------------ */
 /* Result                                                             */
@@ -95,7 +103,7 @@ static void gemini_doc(struct tq_result_parser *p, const cJSON *o)
 	gemini_models(p, jobj(st, "models"));
 }
 
-void tq_result_gemini(struct tq_result_parser *p, const cJSON *o)
+static void read_obj(struct tq_result_parser *p, const cJSON *o)
 {
 	const char *type = jstr(o, "type"), *s;
 
@@ -151,7 +159,7 @@ static char *gemini_settings(const char *user_dir)
 	if (!cJSON_IsObject(gen))
 		goto out;
 	cJSON_DeleteItemFromObjectCaseSensitive(gen, "maxAttempts");
-	if (cJSON_AddNumberToObject(gen, "maxAttempts", TQ_AGENT_GEMINI_ATTEMPTS) != NULL)
+	if (cJSON_AddNumberToObject(gen, "maxAttempts", MAX_ATTEMPTS) != NULL)
 		out = cJSON_PrintUnformatted(j);
 out:
 	cJSON_Delete(j);
@@ -211,8 +219,8 @@ out:
 }
 
 /* gemini: its settings overlaid in the run's private directory. */
-int tq_agent_cap_gemini(struct tq_queue *q, const struct tq_task *t, struct tq_env *env,
-			struct tq_agent_run *ar, struct tq_err *err)
+static int cap_retries(struct tq_queue *q, const struct tq_task *t, struct tq_env *env,
+		       struct tq_agent_run *ar, struct tq_err *err)
 {
 	int rc, dfd = -1;
 
@@ -223,3 +231,23 @@ int tq_agent_cap_gemini(struct tq_queue *q, const struct tq_task *t, struct tq_e
 		tq_err_prefix(err, "capping the agent's own retries");
 	return rc;
 }
+
+/* ------------------------------------------------------------------ */
+/* The entry                                                          */
+
+/* In a workspace (read when GEMINI_CLI_TRUST_WORKSPACE trusts it, as its
+ * profile sets): no MCP servers of the project, no retries of its own. */
+static const struct tq_agent_file ws_files[] = {
+	{ ".gemini/settings.json",
+	  "{\"mcpServers\":{},\"general\":{\"maxAttempts\":" TEXT(MAX_ATTEMPTS) "}}\n" },
+	{ NULL, NULL },
+};
+
+/* No needles: small lines, and the -o json document. */
+const struct tq_agent_def tq_agent_gemini = {
+	.name = "gemini",
+	.read_obj = read_obj,
+	.session_bad = tq_result_session_uuid,
+	.cap_retries = cap_retries,
+	.ws_files = ws_files,
+};

@@ -1,10 +1,11 @@
 /*
- * opencode.c - OpenCode (opencode): its result read from run --format json
- * (result.h says what), its session id form (ses_...), and the model its
- * config layers name (registry.h's entry). It has no setting for its own
- * retries.
+ * opencode.c - OpenCode (opencode), its registry entry (registry.h): its
+ * result read from run --format json (result.h says what), its session id
+ * form (ses_...), the model its config layers name, and a workspace's
+ * opencode.json with no MCP servers (its global config's still start:
+ * nothing taskq can set hides them). It has no setting for its own retries
+ * (5 of its own).
  */
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,7 +53,7 @@ static void opencode_error(struct tq_result_parser *p, const cJSON *o)
 	set_str(&p->subtype, jstr(e, "name"));
 }
 
-void tq_result_opencode(struct tq_result_parser *p, const cJSON *o)
+static void read_obj(struct tq_result_parser *p, const cJSON *o)
 {
 	const char *type = jstr(o, "type"), *s;
 	const cJSON *part = jobj(o, "part");
@@ -79,7 +80,9 @@ void tq_result_opencode(struct tq_result_parser *p, const cJSON *o)
 	}
 }
 
-const char *tq_result_session_opencode(const char *id, size_t len)
+/* Its session ids: "ses_" and letters and digits (registry.h's
+ * session_bad). */
+static const char *session_bad(const char *id, size_t len)
 {
 	if (strncmp(id, "ses_", 4) != 0 || len == 4 ||
 	    strspn(id + 4, "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -176,8 +179,7 @@ static int oc_project(const char *cwd, const char *agent, int top, char **out)
  * agent it runs (--agent, else "build") may have a model of its own in
  * any layer (agent.NAME.model), which wins over "model" in every one.
  */
-char *tq_agent_model_opencode(char *const *v, size_t n, const struct tq_env *env,
-			      const char *cwd)
+static char *conf_model(char *const *v, size_t n, const struct tq_env *env, const char *cwd)
 {
 	const char *agent = tq_cliconf_opt(v, n, "--agent", NULL);
 	const char *xdg = tq_env_get(env, "XDG_CONFIG_HOME"), *home = tq_env_get(env, "HOME");
@@ -206,3 +208,24 @@ char *tq_agent_model_opencode(char *const *v, size_t n, const struct tq_env *env
 	}
 	return NULL;
 }
+
+/* ------------------------------------------------------------------ */
+/* The entry                                                          */
+
+static const char *const needles[] = {
+	"\"step_start\"", "\"text\"", "\"step_finish\"", "\"error\"", NULL,
+};
+
+static const struct tq_agent_file ws_files[] = {
+	{ "opencode.json", "{\"$schema\":\"https://opencode.ai/config.json\",\"mcp\":{}}\n" },
+	{ NULL, NULL },
+};
+
+const struct tq_agent_def tq_agent_opencode = {
+	.name = "opencode",
+	.needles = needles,
+	.read_obj = read_obj,
+	.session_bad = session_bad,
+	.conf_model = conf_model,
+	.ws_files = ws_files,
+};

@@ -1,14 +1,16 @@
 /*
- * registry.h - the agent CLIs taskq knows by name (claude, gemini, codex,
- * opencode): one entry each, in registry.c. Every place whose code differs
- * by agent asks the registry, never compares a name itself: a profile's
- * "parser" is valid when it names an entry (or is "none"; profile.c); a
- * plain command is recognised as an agent run by its program's base name
- * (agent.c, runner.c); the result parser reads the entry's objects
- * (result.c); a stored session id is checked against the entry's form
- * before it goes into argv (agent.c, result.c); a run caps the CLI's own
- * retries, hides the user's MCP servers in an isolated workspace, and reads
- * the model its own config names, each through the entry (agent.c).
+ * registry.h - the agent CLIs taskq knows by name: one entry each, defined
+ * in the agent's own file under src/agent (NAME.c), listed in registry.c's
+ * table. Every place whose code differs by agent asks the registry, never
+ * compares a name itself: a profile's "parser" is valid when it names an
+ * entry (or is "none"; profile.c); a plain command is recognised as an
+ * agent run by its program's base name (agent.c, runner.c); the result
+ * parser reads the entry's objects (result.c); a stored session id is
+ * checked against the entry's form before it goes into argv (agent.c,
+ * result.c); an isolated workspace holds the files of every entry and
+ * keeps their names from sources (workspace.c); a run caps the CLI's own
+ * retries, hides the user's MCP servers in an isolated workspace, and
+ * reads the model its own config names, each through the entry (agent.c).
  *
  * What is data, not code, stays data, keyed by the same name: the profile
  * (profiles.json: command template, environment, timeouts), the marker
@@ -16,31 +18,37 @@
  * classification rules limited to the agent ("program"/"agent" in
  * rules.json).
  *
- * Adding an agent CLI "foo":
- *  1. Its result: a reader of one JSON object of its stdout, in result.c
- *     beside the others (it fills struct tq_result_parser: the result text,
- *     error, session, cost, tokens, model), declared in agent_int.h as
- *     tq_result_foo; and the substrings that an object worth reading holds
- *     (foo_needles in registry.c; NULL: every object is parsed).
- *  2. Its session id form, when it has one taskq can check: a function
- *     saying why an id is not of it (result.c, beside
- *     tq_result_session_uuid); NULL: letters, digits and "-_.:".
- *  3. What a run of it needs, each optional (NULL: nothing), in agent.c or a
- *     file of its own under src/agent/ (declared in agent_int.h): capping
- *     its own retries (cap_retries), hiding the user's MCP servers when it
- *     runs in an isolated workspace (isolate), the model its own config
- *     names when its output does not (conf_model).
- *  4. One entry in the table in registry.c naming all of the above.
- *  5. Data: a profile "foo" in profiles.json ("parser": "foo", its command
+ * Adding an agent CLI "foo" (no other source file changes):
+ *  1. src/agent/foo.c, holding everything that is foo's, and defining
+ *     `const struct tq_agent_def tq_agent_foo` (below): its name; the reader
+ *     of one JSON object of its stdout, which fills struct
+ *     tq_result_parser (result_int.h: the result text, error, session,
+ *     cost, tokens, model) and the needles an object worth reading holds;
+ *     its session id form; and, each optional, capping its own retries,
+ *     hiding the user's MCP servers in an isolated workspace, the model its
+ *     own config names, the files a workspace gives it and the names it
+ *     takes there. The helpers it may use: result_int.h (reading an
+ *     object), agent_int.h (a CLI's config read or overlaid, the run's
+ *     private directory, the uuid session form). Copy the nearest agent's
+ *     file: claude.c is the smallest.
+ *  2. Its name in registry.c's AGENTS list (the table's order is the order
+ *     of messages: "claude, gemini, ..."), and foo.c in
+ *     src/agent/meson.build's files.
+ *  3. Data: a profile "foo" in profiles.json ("parser": "foo", its command
  *     template, "stdin_prompt", its environment), its marker variables in
- *     agent-env.json, its failure rules in rules.json (`taskq classify`),
- *     and the files a workspace gives it (agent.c's ws_fill and reserved
- *     names, agent.h's comment) if it reads a project config.
- *  6. Tests: its outputs under tests/fixtures/agent-outputs (test_result
- *     reads every file there; tests/fuzz/seed.py seeds fuzz_result), a
- *     profile test (test_profile), and a fake CLI run through the worker
- *     (tests/integration/test_agent_harness.sh, test_ask_real_clis.sh
- *     when it can be installed pinned).
+ *     agent-env.json, its failure rules in rules.json (`taskq classify`).
+ *  4. Tests: its outputs under tests/fixtures/agent-outputs (test_result
+ *     reads every file there; tests/fuzz/seed.py seeds fuzz_result), the
+ *     entries counted and named in tests/unit/test_registry.c (its count,
+ *     the names for messages, the parser message, the session forms), a
+ *     profile test (test_profile), a fake CLI run through the worker
+ *     (tests/integration/test_agent_harness.sh; test_ask_real_clis.sh when
+ *     it can be installed pinned), and foo added to NAMES in
+ *     tests/integration/test_agents_named_only_in_registry.sh.
+ * That guard fails when an agent's name is an identifier or a string of
+ * its own in any C file of src/ but its own file and registry.c's list
+ * (profile.c's default agent excepted), or is written at all, comments
+ * included, in another .c file of src/agent.
  *
  * Nothing here prints, exits or allocates; the table is constant.
  */
@@ -57,11 +65,21 @@ struct tq_queue;
 struct tq_result_parser;
 struct tq_task;
 
+/* A file an isolated workspace gives an agent (its project settings:
+ * where its MCP servers, its retries are set). */
+struct tq_agent_file {
+	const char *path;          /* "NAME", or "DIR/NAME" (DIR made 0700) */
+	const char *text;          /* its whole content */
+};
+
 struct tq_agent_def {
 	const char *name;          /* its program's base name, and the
 				    * "parser" of its profile */
 	/* Result: an object of its stdout is parsed only when it holds one of
-	 * needles (NULL-terminated; NULL: every object), then read. */
+	 * needles (NULL-terminated; NULL: every object), then read. In valid
+	 * JSON a '"' inside a string is escaped, so a needle "\"result\"" can
+	 * only be the string token "result" (a key or a value), never text
+	 * inside a tool's output: huge lines are skipped after one scan. */
 	const char *const *needles;
 	void (*read_obj)(struct tq_result_parser *p, const struct cJSON *o);
 	/* Why id (len bytes, already checked not empty, not starting with '-',
@@ -75,11 +93,19 @@ struct tq_agent_def {
 			   struct tq_agent_run *ar, struct tq_err *err);
 	/* In an isolated workspace (ar->workspace), after cap_retries: keep the
 	 * user's MCP servers from the run. NULL: its project files in the
-	 * workspace do it (ws_fill), or nothing can. */
+	 * workspace do it (ws_files, with its profile's flags), or nothing can. */
 	int (*isolate)(struct tq_env *env, struct tq_agent_run *ar, struct tq_err *err);
 	/* The model its own config names for a run of argv v (n elements) in
 	 * cwd with env, malloc'd, or NULL. NULL: its output names the model. */
 	char *(*conf_model)(char *const *v, size_t n, const struct tq_env *env, const char *cwd);
+	/* Files every isolated workspace holds for it, written when the
+	 * workspace is made ({NULL} ends the list; NULL: none). Whatever agent
+	 * the task runs: a profile of the user's may run any CLI there. */
+	const struct tq_agent_file *ws_files;
+	/* Names in a workspace a run of it may make later (isolate: a config
+	 * home of its own), NULL-terminated; NULL: none. A source may take
+	 * neither these nor the first component of a ws_files path. */
+	const char *const *ws_names;
 };
 
 /* The entry named name, or NULL (also for NULL). Case-sensitive. */

@@ -11,7 +11,7 @@
  *
  * It does not classify (classify.c decides success, retry, rate limits);
  * it only extracts what is stored on the attempt. What each agent's
- * objects hold is read in that agent's file (claude.c, ...), through
+ * objects hold is read in that agent's file (src/agent/NAME.c), through
  * result_int.h.
  */
 #include "result.h"
@@ -302,8 +302,8 @@ void tq_result_end(struct tq_result_parser *p, struct tq_result *r)
 	r->output_tokens = p->out;
 	r->cache_read_tokens = p->cache_read;
 	r->cache_creation_tokens = p->cache_creation;
-	/* the init line names the model the run used; modelUsage (claude) or
-	 * stats (gemini) otherwise */
+	/* the init line names the model the run used; what else the reader
+	 * found (usage or stats by model) otherwise */
 	r->model = p->init_model != NULL ? p->init_model : p->model;
 }
 

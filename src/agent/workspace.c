@@ -28,20 +28,28 @@
 #include "common/sys.h"
 #include "proc/proc.h"
 #include "agent_int.h"
+#include "registry.h"
 
 #define OWNER_MAX 4096             /* bytes of a .taskq-task file */
 #define UUID_LEN 36
 #define TRASH_PREFIX ".taskq-gone-"
 
-/* What a workspace holds besides the sources: a source may not take these
- * names. */
-static const char *const reserved[] = { "prompt.md", ".mcp.json", ".gemini", ".cursor",
-					"opencode.json", TQ_WORKSPACE_OWNER,
-					TQ_WORKSPACE_CODEX_HOME, NULL };
+#define MCP_EMPTY "{\"mcpServers\":{}}\n"
 
-static const char mcp_empty[] = "{\"mcpServers\":{}}\n";
-static const char opencode_empty[] =
-	"{\"$schema\":\"https://opencode.ai/config.json\",\"mcp\":{}}\n";
+/*
+ * The files every workspace holds besides the owner file, the prompt, the
+ * agents' own (their registry entries' ws_files) and the sources: the
+ * empty MCP config {mcp_config} names (profile.h; the same file is where a
+ * CLI that reads a project's MCP servers from .mcp.json finds none), and
+ * the same under .cursor/ for Cursor's CLI, which taskq does not know by
+ * name. No two files of these and the agents' share a first component
+ * (test_registry), so each DIR is made once.
+ */
+static const struct tq_agent_file ws_common[] = {
+	{ TQ_WORKSPACE_MCP, MCP_EMPTY },
+	{ ".cursor/mcp.json", MCP_EMPTY },
+	{ NULL, NULL },
+};
 
 /* ------------------------------------------------------------------ */
 /* Names                                                              */
@@ -308,6 +316,43 @@ static int owner_state(struct tq_queue *q, int wfd, const char *home, int need_h
 /* ------------------------------------------------------------------ */
 /* Sources                                                            */
 
+/* Whether path's first component ("DIR" of "DIR/NAME", else path) is
+ * name. */
+static int first_is(const char *path, const char *name)
+{
+	size_t k = strcspn(path, "/");
+
+	return strlen(name) == k && strncmp(path, name, k) == 0;
+}
+
+/* One of files (a {NULL}-ended list, or NULL) is name or under it. */
+static int in_files(const struct tq_agent_file *files, const char *name)
+{
+	for (const struct tq_agent_file *f = files; f != NULL && f->path != NULL; f++)
+		if (first_is(f->path, name))
+			return 1;
+	return 0;
+}
+
+/* What a workspace holds besides the sources, or what an agent's run may
+ * make there: a source may not take these names. */
+static int reserved(const char *name)
+{
+	const struct tq_agent_def *d;
+
+	if (strcmp(name, TQ_WORKSPACE_OWNER) == 0 || strcmp(name, TQ_WORKSPACE_PROMPT) == 0 ||
+	    in_files(ws_common, name))
+		return 1;
+	for (size_t i = 0; (d = tq_registry_at(i)) != NULL; i++) {
+		if (in_files(d->ws_files, name))
+			return 1;
+		for (const char *const *n = d->ws_names; n != NULL && *n != NULL; n++)
+			if (strcmp(name, *n) == 0)
+				return 1;
+	}
+	return 0;
+}
+
 int tq_workspace_check_source(const char *name, const char *path, struct tq_err *err)
 {
 	struct stat st;
@@ -316,10 +361,9 @@ int tq_workspace_check_source(const char *name, const char *path, struct tq_err 
 	    strcmp(name, "..") == 0 || strlen(name) > NAME_MAX)
 		return tq_err_set(err, TQ_EINVAL, "source \"%s\": the name must be a plain "
 				  "file name (no '/')", name);
-	for (size_t i = 0; reserved[i] != NULL; i++)
-		if (strcmp(name, reserved[i]) == 0)
-			return tq_err_set(err, TQ_EINVAL, "source \"%s\": the workspace has a "
-					  "file of this name already", name);
+	if (reserved(name))
+		return tq_err_set(err, TQ_EINVAL, "source \"%s\": the workspace has a "
+				  "file of this name already", name);
 	if (path[0] != '/')
 		return tq_err_set(err, TQ_EINVAL, "source \"%s\": \"%s\" is not an absolute "
 				  "path", name, path);
@@ -425,30 +469,49 @@ static int take_over(const struct tq_ws_spec *s, int bfd, const char *name, stru
 	return remove_dir_if(bfd, name, st.st_dev, st.st_ino) < 0 ? 1 : 0;
 }
 
-/* The files and links of a new workspace, open as wfd. */
+/* files (a {NULL}-ended list, or NULL) into the workspace open as wfd; a
+ * file "DIR/NAME" makes DIR first. */
+static int write_files(int wfd, const struct tq_agent_file *files, struct tq_err *err)
+{
+	char dir[NAME_MAX + 1];
+	int rc;
+
+	for (const struct tq_agent_file *f = files; f != NULL && f->path != NULL; f++) {
+		size_t k = strcspn(f->path, "/");
+
+		if (f->path[k] == '/') {
+			if (k >= sizeof(dir))
+				return tq_err_set(err, TQ_EINVAL, "workspace: %s: name too long",
+						  f->path);
+			memcpy(dir, f->path, k);
+			dir[k] = '\0';
+			if (mkdirat(wfd, dir, 0700) < 0)
+				return tq_err_sys(err, "workspace: mkdir %s", dir);
+		}
+		if ((rc = tq_workspace_write(wfd, f->path, f->text, err)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* The files and links of a new workspace, open as wfd: every agent's files
+ * whatever the task runs (a profile of the user's may run any CLI). */
 static int ws_fill(const struct tq_ws_spec *s, int wfd, struct tq_err *err)
 {
-	char gemini[128];
+	const struct tq_agent_def *d;
 	const cJSON *it;
 	int rc;
 
-	snprintf(gemini, sizeof(gemini), "{\"mcpServers\":{},\"general\":{\"maxAttempts\":%d}}\n",
-		 TQ_WORKSPACE_GEMINI_ATTEMPTS);
 	if (s->bare)
 		return tq_workspace_write(wfd, TQ_WORKSPACE_OWNER, s->owner, err);
 	if ((rc = tq_workspace_write(wfd, TQ_WORKSPACE_OWNER, s->owner, err)) < 0 ||
-	    (rc = tq_workspace_write(wfd, "prompt.md", s->prompt ? s->prompt : "", err)) < 0 ||
-	    (rc = tq_workspace_write(wfd, ".mcp.json", mcp_empty, err)) < 0 ||
-	    (rc = tq_workspace_write(wfd, "opencode.json", opencode_empty, err)) < 0)
+	    (rc = tq_workspace_write(wfd, TQ_WORKSPACE_PROMPT, s->prompt ? s->prompt : "",
+				     err)) < 0 ||
+	    (rc = write_files(wfd, ws_common, err)) < 0)
 		return rc;
-	if (mkdirat(wfd, ".gemini", 0700) < 0)
-		return tq_err_sys(err, "workspace: mkdir .gemini");
-	if ((rc = tq_workspace_write(wfd, ".gemini/settings.json", gemini, err)) < 0)
-		return rc;
-	if (mkdirat(wfd, ".cursor", 0700) < 0)
-		return tq_err_sys(err, "workspace: mkdir .cursor");
-	if ((rc = tq_workspace_write(wfd, ".cursor/mcp.json", mcp_empty, err)) < 0)
-		return rc;
+	for (size_t i = 0; (d = tq_registry_at(i)) != NULL; i++)
+		if ((rc = write_files(wfd, d->ws_files, err)) < 0)
+			return rc;
 	cJSON_ArrayForEach(it, s->sources) {
 		if (symlinkat(it->valuestring, wfd, it->string) < 0)
 			return tq_err_sys(err, "workspace: link source \"%s\"", it->string);

@@ -4,7 +4,10 @@
  * (every entry has its profile, whose parser is the entry; every built-in
  * parser is an entry or "none"), lookups, the names for messages, and the
  * parser error of a profile, which lists the table, word for word as when
- * the list was written in profile.c.
+ * the list was written in profile.c; the files a workspace gives each
+ * agent and the names its run takes there, which no source may take (the
+ * names a workspace kept from sources when agent.c listed them itself are
+ * still refused, and no others).
  */
 #include "harness.h"
 
@@ -12,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/agent.h"
 #include "agent/profile.h"
 #include "agent/registry.h"
 #include "agent/result.h"
@@ -141,6 +145,108 @@ static void test_session_forms(void **state)
 	assert_string_equal(why, "has characters other than letters, digits and -_.:");
 }
 
+/* Whether path's first component ("DIR" of "DIR/NAME") is name. */
+static int first_is(const char *path, const char *name)
+{
+	size_t k = strcspn(path, "/");
+
+	return strlen(name) == k && strncmp(path, name, k) == 0;
+}
+
+/* A source may not take name: the workspace has a file of that name. */
+static void assert_reserved(const char *name)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	char want[256];
+
+	snprintf(want, sizeof(want), "source \"%s\": the workspace has a file of this name "
+		 "already", name);
+	assert_int_equal(tq_workspace_check_source(name, "/", &err), TQ_EINVAL);
+	if (strcmp(err.msg, want) != 0)
+		fail_msg("source %s: got [%s]", name, err.msg);
+}
+
+/* A source may not take path's first component. */
+static void assert_top_reserved(const char *path)
+{
+	char top[256];
+	size_t k = strcspn(path, "/");
+
+	assert_true(k < sizeof(top));
+	memcpy(top, path, k);
+	top[k] = '\0';
+	assert_reserved(top);
+}
+
+/*
+ * Each entry's workspace files are relative ("NAME" or "DIR/NAME", no "."
+ * or ".." part), with their text; no two of them, the entries' ws_names and
+ * what every workspace holds share a first component (each DIR is made
+ * once; a name is one file's); each first component and name is refused as
+ * a source's name.
+ */
+static void test_workspace_files(void **state)
+{
+	static const char *const common[] = { TQ_WORKSPACE_OWNER, TQ_WORKSPACE_PROMPT,
+					      TQ_WORKSPACE_MCP, ".cursor", NULL };
+	const char *seen[64];
+	size_t nseen = 0, nfiles = 0;
+	const struct tq_agent_def *d;
+
+	(void)state;
+	for (size_t i = 0; common[i] != NULL; i++)
+		seen[nseen++] = common[i];
+	for (size_t i = 0; (d = tq_registry_at(i)) != NULL; i++) {
+		for (const struct tq_agent_file *f = d->ws_files; f != NULL && f->path != NULL;
+		     f++, nfiles++) {
+			const char *slash = strchr(f->path, '/');
+
+			assert_non_null(f->text);
+			assert_true(f->path[0] != '\0' && f->path[0] != '/');
+			assert_true(slash == NULL ||
+				    (slash[1] != '\0' && strchr(slash + 1, '/') == NULL));
+			assert_false(first_is(f->path, ".") || first_is(f->path, ".."));
+			for (size_t k = 0; k < nseen; k++)
+				if (first_is(f->path, seen[k]))
+					fail_msg("%s: %s shares %s", d->name, f->path, seen[k]);
+			assert_true(nseen < sizeof(seen) / sizeof(seen[0]));
+			seen[nseen++] = f->path;
+			assert_top_reserved(f->path);
+		}
+		for (const char *const *n = d->ws_names; n != NULL && *n != NULL; n++) {
+			assert_null(strchr(*n, '/'));
+			for (size_t k = 0; k < nseen; k++)
+				if (first_is(seen[k], *n))
+					fail_msg("%s: %s shares %s", d->name, *n, seen[k]);
+			assert_true(nseen < sizeof(seen) / sizeof(seen[0]));
+			seen[nseen++] = *n;
+			assert_reserved(*n);
+		}
+	}
+	assert_true(nfiles > 0);
+	for (size_t i = 0; common[i] != NULL; i++)
+		assert_reserved(common[i]);
+}
+
+/* The names a workspace kept from sources when agent.c listed them: the
+ * same, no more (a source of another name is linked). */
+static void test_reserved_as_before(void **state)
+{
+	static const char *const before[] = { "prompt.md", ".mcp.json", ".gemini", ".cursor",
+					      "opencode.json", ".taskq-task",
+					      ".taskq-codex-home", NULL };
+	static const char *const others[] = { "notes", ".gemini2", "opencode.jsonc", ".taskq",
+					      "prompt", ".codex", "settings.json", NULL };
+	struct tq_err err = TQ_ERR_INIT;
+
+	(void)state;
+	for (size_t i = 0; before[i] != NULL; i++)
+		assert_reserved(before[i]);
+	for (size_t i = 0; others[i] != NULL; i++)
+		if (tq_workspace_check_source(others[i], "/", &err) != 0)
+			fail_msg("source %s refused: %s", others[i], err.msg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -149,6 +255,8 @@ int main(void)
 		cmocka_unit_test(test_profiles_agree),
 		cmocka_unit_test(test_parser_message),
 		cmocka_unit_test(test_session_forms),
+		cmocka_unit_test(test_workspace_files),
+		cmocka_unit_test(test_reserved_as_before),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
