@@ -54,9 +54,30 @@ static int setup(void **state)
 	return 0;
 }
 
+/* Every process a test starts, so that one a failed assertion left
+ * running (cmocka jumps out of the test) does not outlive it: teardown
+ * kills and reaps those still our children. */
+#define KIDS_MAX 16
+static pid_t kids[KIDS_MAX];
+static size_t nkids;
+
+static void reap_kids(void)
+{
+	for (size_t i = 0; i < nkids; i++) {
+		int status;
+		if (tq_waitpid(kids[i], &status, WNOHANG) == 0) { /* ours, running */
+			kill(kids[i], SIGKILL);
+			tq_waitpid(kids[i], &status, 0);
+		}
+	}
+	nkids = 0;
+}
+
 static int teardown(void **state)
 {
 	struct fx *f = *state;
+
+	reap_kids();
 
 	tq_queue_close(f->q);
 	th_rmtree(f->dir);
@@ -94,6 +115,8 @@ static void spawn(struct tq_child *c, char **argv)
 	c->envp = environ;
 	if (tq_spawn_start(c, &err) != 0)
 		fail_msg("spawn %s: %s", argv[0], err.msg);
+	if (nkids < KIDS_MAX)
+		kids[nkids++] = c->pid;
 }
 
 static enum tq_state state_of(struct tq_queue *q, int64_t id)
@@ -397,7 +420,7 @@ static void test_wait_ended(void **state)
 static const char fake_sock_py[] =
 	"import os, socket, struct, sys\n"
 	"path, ans = sys.argv[1], bytes.fromhex(sys.argv[2])\n"
-	"s = socket.socket(socket.AF_UNIX)\n"
+	"s = socket.socket(socket.AF_UNIX); s.settimeout(60)\n"
 	"s.bind(path + '.new'); s.listen(8); os.rename(path + '.new', path)\n"
 	"def take(c, n):\n"
 	"    b = b''\n"
