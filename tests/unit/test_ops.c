@@ -250,6 +250,13 @@ static void test_kill_not_started(void **state)
 			 TQ_ENOTFOUND);
 }
 
+static int has_log(void *arg)
+{
+	struct running *r = arg;
+
+	return tq_log_exists(r->q, r->id) == 1;
+}
+
 /* remove: a task running under a real worker is killed through it, then
  * its row and log go; one whose worker is dead (a reused pid) is refused
  * and stays. */
@@ -269,7 +276,8 @@ static void test_remove_running(void **state)
 	spawn(&drain, (char *[]){ (char *)bin, "--home", f->home, "drain", "--workers", "1",
 				  NULL });
 	assert_true(th_wait_for(is_running, &r, WAIT_MS));
-	assert_int_equal(tq_log_exists(f->q, r.id), 1);
+	/* the worker opens the log after the claim made it running */
+	assert_true(th_wait_for(has_log, &r, WAIT_MS));
 	assert_int_equal(tq_ops_remove(f->q, f->home, r.id, how, &err), TQ_OPS_REMOVED);
 	assert_int_equal(tq_queue_get(f->q, r.id, 0, &t, &err), TQ_ENOTFOUND);
 	assert_int_equal(tq_log_exists(f->q, r.id), 0);
