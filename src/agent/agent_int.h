@@ -21,6 +21,11 @@ struct tq_task;
  * session_bad; result.c). */
 const char *tq_result_session_uuid(const char *id, size_t len);
 
+/* Append a malloc'd string s to the NULL-terminated *v of *n (takes s,
+ * freeing it on failure). 0 or TQ_ENOMEM. (template.c; profile.c uses it
+ * too.) */
+int tq_profile_argv_push(char ***v, size_t *n, char *s);
+
 /* ------------------------------------------------------------------ */
 /* Workspaces (workspace.c)                                           */
 
