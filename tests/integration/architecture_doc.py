@@ -15,7 +15,8 @@ What it checks (the document's conventions, said at its top):
     heading, each bullet starts with the files it describes in backticks
     ("- `spawn.h`, `spawn.c` - ..."): each must exist in that folder, and
     every .c and .h file of the folder must be on a bullet. A function a
-    bullet names is defined or declared in one of the bullet's files.
+    bullet names is defined or declared in one of the bullet's files, and
+    when the bullet names a .c file, defined in one of its .c files.
   - The layer order: a backticked line "`common < queue < ...`" naming
     every top-level folder of src/, each once, in the order of the module
     map's headings, and the same as the build's (meson.build's layer_order).
@@ -257,6 +258,14 @@ def main():
                         not any(w in bullet_files[i] for w in where):
                     bad(i, f"`{t}`: defined in {', '.join(sorted(where))}, not in the "
                         f"files this line of the module map describes")
+                elif at is None and i in bullet_files and \
+                        any(f.endswith(".c") for f in bullet_files[i]):
+                    # the line names a .c file: the function's definition is
+                    # in one of its .c files, not only declared in its header
+                    cdefs = {w for w in where if w.endswith(".c")}
+                    if cdefs and not cdefs & set(bullet_files[i]):
+                        bad(i, f"`{t}`: defined in {', '.join(sorted(cdefs))}, not in "
+                            f"the .c files this line of the module map describes")
                 continue
             wm = re.fullmatch(r"(?:struct |enum )?((?:tq|TQ|cli|CLI)_\w+)", t)
             if wm:
