@@ -1,6 +1,6 @@
 /*
  * agent_int.h - what the files of src/agent lend each other: the helpers
- * an agent's file (claude.c, ...) may use for its registry entry, and the
+ * an agent's file (src/agent/NAME.c) may use for its registry entry, and the
  * workspace ones the run (agent.c) uses too. Not for use outside
  * src/agent; everyone else asks the registry (registry.h) and agent.h.
  */

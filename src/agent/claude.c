@@ -1,10 +1,17 @@
 /*
  * claude.c - Claude Code (claude), its registry entry (registry.h): its
- * result read from stream-json or json (result.h says what), a session id
- * a uuid, and its own retries capped for a plain command. An isolated run
- * is kept from the user's MCP servers by its profile's flags
- * (--mcp-config with the workspace's empty .mcp.json,
- * --strict-mcp-config: profiles.json).
+ * result read from stream-json or json, a session id a uuid, and its own
+ * retries capped for a plain command. An isolated run is kept from the
+ * user's MCP servers by its profile's flags (--mcp-config with the
+ * workspace's empty .mcp.json, --strict-mcp-config: profiles.json).
+ *
+ * Its result (result.h): the last {"type":"result"} object (stream-json or
+ * json): result (or, on error subtypes that have none, the "errors" array
+ * joined by newlines; an error's result is its API error text), is_error,
+ * subtype, session_id, total_cost_usd, duration_ms, num_turns, usage (its
+ * tokens are the normalised meaning as they are); the model from the
+ * {"type":"system","subtype":"init"} line, else the modelUsage entry that
+ * cost the most.
  */
 #include <stdlib.h>
 #include <string.h>

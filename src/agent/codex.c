@@ -1,8 +1,14 @@
 /*
  * codex.c - Codex CLI (codex), its registry entry (registry.h): its result
- * read from exec --json (result.h says what), a session id a uuid, its own
+ * read from exec --json, a session id a uuid (its thread ids, v7), its own
  * retries capped by -c options, in an isolated workspace a CODEX_HOME
  * without the user's MCP servers, the model its config.toml names.
+ *
+ * Its result (result.h): thread.started (thread_id: the session),
+ * item.completed of type agent_message (the last one is the result text),
+ * turn.completed (usage, summed; one turn each), turn.failed (is_error,
+ * its message the result). Input tokens are input_tokens -
+ * cached_input_tokens. No cost, no duration, no model (conf_model below).
  */
 #include <fcntl.h>
 #include <stdio.h>

@@ -1,10 +1,17 @@
 /*
  * gemini.c - Gemini CLI (gemini), its registry entry (registry.h): its
- * result read from -o json or stream-json (result.h says what), a session
- * id a uuid, its own retries capped through an overlay of the user's
- * ~/.gemini, and a workspace's .gemini/settings.json (no MCP servers, no
- * retries of its own; the profile's --allowed-mcp-server-names hides the
- * user's, which an empty mcpServers does not).
+ * result read from -o json or stream-json, a session id a uuid, its own
+ * retries capped through an overlay of the user's ~/.gemini, and a
+ * workspace's .gemini/settings.json (no MCP servers, no retries of its
+ * own; the profile's --allowed-mcp-server-names hides the user's, which an
+ * empty mcpServers does not).
+ *
+ * Its result (result.h): -o json: the one (pretty-printed, multi-line)
+ * object: response, session_id, error, stats.models.*.tokens; -o
+ * stream-json: init (session_id, model), the assistant message contents
+ * (concatenated: the result text), and the result line (status, error,
+ * stats). An error's result is error.message. Output tokens are candidates
+ * + thoughts. No cost; no duration with -o json.
  */
 #include <errno.h>
 #include <stdio.h>

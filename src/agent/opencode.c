@@ -1,10 +1,16 @@
 /*
  * opencode.c - OpenCode (opencode), its registry entry (registry.h): its
- * result read from run --format json (result.h says what), its session id
- * form (ses_...), the model its config layers name, and a workspace's
- * opencode.json with no MCP servers (its global config's still start:
- * nothing taskq can set hides them). It has no setting for its own retries
- * (5 of its own).
+ * result read from run --format json, its session id form (ses_...,
+ * measured: ses_df1ffcc88ffe7PukM9Ns2Jg3ay, 30 bytes), the model its config
+ * layers name, and a workspace's opencode.json with no MCP servers (its
+ * global config's still start: nothing taskq can set hides them). It has
+ * no setting for its own retries (5 of its own).
+ *
+ * Its result (result.h): sessionID, text parts (the text of the last step
+ * that had any is the result), step_finish (tokens and cost, summed; one
+ * turn each; output tokens are output + reasoning), error (is_error, its
+ * data.message the result, subtype its name). No duration, no model
+ * (conf_model below).
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -42,7 +42,8 @@ struct tq_profile {
 	size_t argc;
 	char **interactive; /* the --interactive template, or NULL: none */
 	size_t ninteractive;
-	char *parser;      /* output parser: claude, gemini, codex, opencode, none */
+	char *parser;      /* output parser: an agent of the registry
+			    * (registry.h), or "none" */
 	char **env_set;    /* "K=V" set in the task's environment */
 	size_t nenv_set;
 	char **env_unset;  /* names removed from it */

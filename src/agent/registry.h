@@ -18,17 +18,19 @@
  * classification rules limited to the agent ("program"/"agent" in
  * rules.json).
  *
- * Adding an agent CLI "foo" (no other source file changes):
+ * Adding an agent CLI "foo" (no other source file changes, unless its
+ * reader needs state of its own):
  *  1. src/agent/foo.c, holding everything that is foo's, and defining
  *     `const struct tq_agent_def tq_agent_foo` (below): its name; the reader
  *     of one JSON object of its stdout, which fills struct
  *     tq_result_parser (result_int.h: the result text, error, session,
- *     cost, tokens, model) and the needles an object worth reading holds;
- *     its session id form; and, each optional, capping its own retries,
- *     hiding the user's MCP servers in an isolated workspace, the model its
- *     own config names, the files a workspace gives it and the names it
- *     takes there. The helpers it may use: result_int.h (reading an
- *     object), agent_int.h (a CLI's config read or overlaid, the run's
+ *     cost, tokens, model; a reader that needs state of its own beyond
+ *     those fields adds it there), and the needles an object worth reading
+ *     holds; its session id form; and, each optional, capping its own
+ *     retries, hiding the user's MCP servers in an isolated workspace, the
+ *     model its own config names, the files a workspace gives it and the
+ *     names it takes there. The helpers it may use: result_int.h (reading
+ *     an object), agent_int.h (a CLI's config read or overlaid, the run's
  *     private directory, the uuid session form). Copy the nearest agent's
  *     file: claude.c is the smallest.
  *  2. Its name in registry.c's AGENTS list (the table's order is the order

@@ -3,40 +3,20 @@
  * (stream-json or json lines; by key, never by key order; unknown keys
  * ignored; a line that is not JSON skipped).
  *
- * What each parser reads (shared/research/agent-clis.md has the shapes):
+ * What each agent's parser reads of its objects is said at the top of the
+ * agent's file, src/agent/NAME.c (shared/research/agent-clis.md has the
+ * shapes); the registry (registry.h) names its reader.
  *
- *   claude    the last {"type":"result"} object (stream-json or json):
- *             result (or, on error subtypes that have none, the "errors"
- *             array joined by newlines), is_error, subtype, session_id,
- *             total_cost_usd, duration_ms, num_turns, usage; the model from
- *             the {"type":"system","subtype":"init"} line, else the
- *             modelUsage entry that cost the most.
- *   gemini    -o json: the one (pretty-printed, multi-line) object:
- *             response, session_id, error, stats.models.*.tokens;
- *             -o stream-json: init (session_id, model), the assistant
- *             message contents (concatenated: the result text), and the
- *             result line (status, error, stats).
- *   codex     exec --json: thread.started (thread_id: the session),
- *             item.completed of type agent_message (the last one is the
- *             result text), turn.completed (usage, summed; one turn each),
- *             turn.failed (is_error, its message).
- *   opencode  run --format json: sessionID, text parts (the text of the
- *             last step that had any is the result), step_finish (tokens
- *             and cost, summed; one turn each), error (is_error, its
- *             data.message, subtype its name).
+ * Tokens are normalised to one meaning, so that sums across agents add
+ * up: input_tokens is input not read from or written to a cache,
+ * cache_read_tokens and cache_creation_tokens the cached input,
+ * output_tokens the output including reasoning/thinking (each agent's file
+ * says how its counts map). When the agent reports no cost, cost_usd is
+ * negative and is stored as NULL (not as a cost of 0); so is duration_ms
+ * when the agent reports no duration of its own: "-", not "0ms".
  *
- * Tokens are normalised to Claude's meaning, so that sums across agents
- * add up: input_tokens is input not read from or written to a cache
- * (codex: input_tokens - cached_input_tokens), cache_read_tokens and
- * cache_creation_tokens the cached input, output_tokens the output
- * including reasoning/thinking (gemini: candidates + thoughts; opencode:
- * output + reasoning). When the agent reports no cost (gemini, codex),
- * cost_usd is negative and is stored as NULL (not as a cost of 0); so is
- * duration_ms when the agent reports no duration of its own (codex,
- * opencode, gemini -o json): "-", not "0ms".
- *
- * An error result has the error's text as its result (Claude's API error
- * text, Codex's turn.failed message, Gemini's error.message).
+ * An error result has the error's text as its result (each agent's file
+ * says which text).
  *
  * Bounds: a JSON object (one line, or one pretty-printed document) longer
  * than TQ_RESULT_LINE_MAX bytes is skipped; the result text built from
@@ -63,9 +43,8 @@
 
 struct tq_result_parser;
 
-/* parser: the name of an agent of the registry (registry.h: "claude",
- * "gemini", "codex", "opencode"); any other name (or NULL) gives a parser
- * that finds nothing. NULL on no memory. */
+/* parser: the name of an agent of the registry (registry.h); any other
+ * name (or NULL) gives a parser that finds nothing. NULL on no memory. */
 struct tq_result_parser *tq_result_parser_new(const char *parser);
 /* NULL is a no-op. */
 void tq_result_parser_free(struct tq_result_parser *p);
@@ -87,16 +66,16 @@ void tq_result_end(struct tq_result_parser *p, struct tq_result *r);
  * continue"), for the attempt's reason. Owned by p. */
 const char *tq_result_note(const struct tq_result_parser *p);
 
-/* Longest agent session id accepted (uuids are 36, opencode's ids 30). */
+/* Longest agent session id accepted (uuids are 36, the longest measured
+ * form 30). */
 #define TQ_RESULT_SESSION_MAX 128
 
 /*
- * Is id a session id of the agent whose parser is named: a uuid for claude,
- * gemini and codex (codex's thread ids, v7), "ses_" and letters and digits
- * for opencode (measured: ses_df1ffcc88ffe7PukM9Ns2Jg3ay); for any other
- * parser letters, digits and "-_.:" not starting with '-'. Never one that
- * starts with '-' (it would be read as an option where it is put in argv:
- * claude --resume ID), is empty, or is longer than TQ_RESULT_SESSION_MAX.
+ * Is id a session id of the agent whose parser is named: of the form its
+ * registry entry checks (session_bad: a uuid, or its own form, each said
+ * in the agent's file); for any other parser letters, digits and "-_.:"
+ * not starting with '-'. Never one that starts with '-' (it would be read
+ * as an option where it is put in argv: --resume ID), is empty, or is longer than TQ_RESULT_SESSION_MAX.
  * 0 if it is; -1 with why (n bytes, "not a uuid") if not.
  */
 int tq_result_session_check(const char *parser, const char *id, char *why, size_t n);

@@ -54,10 +54,12 @@ struct tq_result_parser {
 	char *subtype, *session, *model, *init_model;
 	double cost;
 	int has_cost;
-	int64_t duration_ms;  /* < 0: the agent reported none (codex, opencode) */
+	int64_t duration_ms;  /* < 0: the agent reported none */
 	int64_t num_turns, in, out, cache_read, cache_creation;
-	struct text text;  /* gemini: assistant text; opencode: last step's text */
-	int step_fresh;    /* opencode: a step began and has no text yet */
+	struct text text;  /* a result text a reader builds from pieces (the
+			    * result when not empty) */
+	int step_fresh;    /* a reader's own flag (a step began and has no
+			    * text yet) */
 	char note[4 * NOTE_ID_SHOWN + 160]; /* why the session id was refused */
 };
 
