@@ -4,7 +4,9 @@
  * Everything that reads or writes task state goes through these functions;
  * no SQL exists outside src/queue, and no SQLite type appears here, so that a
  * second backend (PostgreSQL, FOR UPDATE SKIP LOCKED) can sit behind this
- * header unchanged.
+ * header unchanged: each function calls the operation of the backend that
+ * made the handle (store.c, through its table in store.h; SQLite's is
+ * sqlite/ops.c).
  *
  * A struct tq_queue is one connection. It is not fork-safe: open it after
  * fork, in the process that uses it, and never use it in a child.
@@ -113,7 +115,7 @@ int tq_state_final(enum tq_state s);
 /* ------------------------------------------------------------------ */
 /* Opening                                                            */
 
-struct tq_queue; /* opaque: one connection */
+struct tq_queue; /* opaque: one connection to a backend (queue/store.h) */
 
 enum tq_open_flags {
 	/* synchronous=FULL: every commit is fsynced before it returns. The CLI
@@ -133,8 +135,14 @@ enum tq_open_flags {
 
 
 /*
- * Open (and if needed create: directory 0700, database 0600, schema) the
- * database in the state directory home, made canonical as tq_home_resolve
+ * Open the store where names, with the backend that takes that form
+ * (queue/store.h): today a state directory's path, the SQLite backend; any
+ * other form (a URL, "scheme://...", such as a PostgreSQL one) is refused
+ * with TQ_EINVAL and one line naming it ("store \"postgresql://h/db\": no
+ * backend for \"postgresql://\" ..."), and nothing is made.
+ *
+ * SQLite: open (and if needed create: directory 0700, database 0600, schema)
+ * the database in the state directory where, made canonical as tq_home_resolve
  * does (queue/home.h; the caller keeps the path). Sets WAL, the busy timeout,
  * foreign keys, synchronous, journal_size_limit; migrates forward. A new
  * database is made whole under a temporary name and linked into place: an
@@ -148,7 +156,7 @@ enum tq_open_flags {
  * quick_check with TQ_OPEN_CHECK), a schema newer than this binary
  * (TQ_ENEWER). On success *qp owns the connection; on failure *qp is NULL.
  */
-int tq_queue_open(struct tq_queue **qp, const char *home, unsigned flags,
+int tq_queue_open(struct tq_queue **qp, const char *where, unsigned flags,
 		  struct tq_err *err);
 
 /* How long a write waits for the database lock before TQ_EBUSY (default

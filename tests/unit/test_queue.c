@@ -18,6 +18,7 @@
 #include "harness.h"
 #include "common/sys.h"
 #include "queue/queue.h"
+#include "queue/store.h"
 
 struct fx {
 	char *home;
@@ -1924,10 +1925,70 @@ static void test_pause_by_hand_not_probed(void **state)
 	assert_int_equal(claim_id(f->q, NULL), b);
 }
 
+/* ------------------------------------------------------------------ */
+/* The backend table (queue/store.h)                                  */
+
+/* A locator no backend takes is refused with one line naming its form, and
+ * nothing is made: before the table, "postgresql://h/db" was taken for a
+ * relative state directory and a queue was made at ./postgresql:/h/db. */
+static void test_unknown_locator_refused(void **state)
+{
+	struct fx *f = *state;
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_queue *q = (struct tq_queue *)1;
+	char cwd[1024], made[1100];
+	struct stat sb;
+
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	assert_int_equal(chdir(f->home), 0);
+	assert_int_equal(tq_queue_open(&q, "postgresql://h/db", 0, &err), TQ_EINVAL);
+	assert_null(q);
+	assert_string_equal(err.msg, "store \"postgresql://h/db\": no backend for "
+			    "\"postgresql://\" (this taskq keeps its store in a state "
+			    "directory: give its path)");
+	snprintf(made, sizeof(made), "%s/postgresql:", f->home);
+	assert_int_equal(lstat(made, &sb), -1);
+	assert_int_equal(errno, ENOENT);
+	/* a path that merely holds "://" later on is a state directory */
+	assert_int_equal(tq_queue_open(&q, "./x://y", 0, &err), 0);
+	tq_queue_close(q);
+	assert_int_equal(chdir(cwd), 0);
+	assert_true(tq_store_is_url("s3+x.y-z://b"));
+	assert_false(tq_store_is_url("/home/u/.local/state/taskq"));
+	assert_false(tq_store_is_url("1x://y"));
+}
+
+/* Every operation of the interface is filled, and a queue's handle names
+ * the table of the backend that made it, as its writer and watch do. */
+static void test_backend_table_whole(void **state)
+{
+	struct fx *f = *state;
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_store_ops partial = tq_sqlite_ops;
+	struct tq_log_watch *w = NULL;
+	struct tq_log *l = NULL;
+
+	assert_null(tq_store_missing(&tq_sqlite_ops));
+	partial.claim = NULL;
+	assert_string_equal(tq_store_missing(&partial), "claim");
+	partial = tq_sqlite_ops;
+	partial.log_watch_close = NULL;
+	assert_string_equal(tq_store_missing(&partial), "log_watch_close");
+	assert_ptr_equal(f->q->ops, &tq_sqlite_ops);
+	assert_int_equal(tq_log_open(f->q, 1, 0, &l, &err), 0);
+	assert_ptr_equal(l->ops, &tq_sqlite_ops);
+	assert_int_equal(tq_log_close(l, &err), 0);
+	assert_int_equal(tq_log_watch_open(f->q, 1, &w, &err), 0);
+	assert_ptr_equal(w->ops, &tq_sqlite_ops);
+	tq_log_watch_close(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_open_creates, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unknown_locator_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_backend_table_whole, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reopen_and_newer, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_claim_marks_worker, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_envs_collected, setup, teardown),

@@ -51,8 +51,10 @@ static void open_home(struct fx *f, const char *home)
 }
 
 /* Every slot of the table prepares, and the cache hands out its own text. */
-static void prepare_all(struct tq_queue *q)
+static void prepare_all(struct tq_queue *base)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
+
 	for (int id = 0; id < ST_COUNT; id++) {
 		struct tq_err err = TQ_ERR_INIT;
 		sqlite3_stmt *st = tq_db_stmt(q, (enum tq_stmt)id, &err);
@@ -68,8 +70,9 @@ static void prepare_all(struct tq_queue *q)
 }
 
 /* Every list filter shape's text prepares. */
-static void prepare_list_shapes(struct tq_queue *q)
+static void prepare_list_shapes(struct tq_queue *base)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	char sql[TQ_LIST_SQL_MAX];
 
 	for (unsigned shape = 0; shape < TQ_LIST_VARIANTS; shape++) {

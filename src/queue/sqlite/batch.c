@@ -58,9 +58,10 @@ static int batch_from_row(sqlite3_stmt *st, struct tq_batch *b)
 	return tq_col_strdup(st, C_NAME, &b->name);
 }
 
-int tq_queue_batches(struct tq_queue *q, struct tq_batch **list, size_t *n,
+int tq_sqlite_batches(struct tq_queue *base, struct tq_batch **list, size_t *n,
 		     struct tq_err *err)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	sqlite3_stmt *st = tq_db_stmt(q, ST_BATCH_LIST, err);
 	struct tq_batch *out = NULL;
 	size_t cap = 0, count = 0;
@@ -96,9 +97,10 @@ nomem:
 	return tq_err_set(err, TQ_ENOMEM, "read batches: out of memory");
 }
 
-int tq_queue_batch_get(struct tq_queue *q, const char *name, struct tq_batch *b,
+int tq_sqlite_batch_get(struct tq_queue *base, const char *name, struct tq_batch *b,
 		       struct tq_err *err)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	sqlite3_stmt *st = tq_db_stmt(q, ST_BATCH_ONE, err);
 	int rc;
 
@@ -119,9 +121,10 @@ int tq_queue_batch_get(struct tq_queue *q, const char *name, struct tq_batch *b,
 	return rc == SQLITE_ROW ? 0 : tq_db_error(q, rc, err, "read batch");
 }
 
-int tq_queue_batch_open(struct tq_queue *q, const char *name, int64_t *open,
+int tq_sqlite_batch_open(struct tq_queue *base, const char *name, int64_t *open,
 			struct tq_err *err)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	sqlite3_stmt *st = tq_db_stmt(q, ST_BATCH_OPEN, err);
 	int rc;
 
@@ -139,9 +142,10 @@ int tq_queue_batch_open(struct tq_queue *q, const char *name, int64_t *open,
 /* ------------------------------------------------------------------ */
 /* Group settings                                                     */
 
-int tq_queue_group_set_parallel(struct tq_queue *q, const char *name, int64_t parallel,
+int tq_sqlite_group_set_parallel(struct tq_queue *base, const char *name, int64_t parallel,
 				struct tq_err *err)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	sqlite3_stmt *st;
 	size_t len = name ? strlen(name) : 0;
 
@@ -164,14 +168,14 @@ int tq_queue_group_set_parallel(struct tq_queue *q, const char *name, int64_t pa
 
 /* Unlink the logs of ids[0..n); the first failure is returned, the rest are
  * still tried. */
-static int remove_logs(struct tq_queue *q, const int64_t *ids, size_t n,
+static int remove_logs(struct tq_sqlite *q, const int64_t *ids, size_t n,
 		       struct tq_err *err)
 {
 	struct tq_err one = TQ_ERR_INIT;
 	int rc = 0;
 
 	for (size_t i = 0; i < n; i++) {
-		if (tq_log_remove(q, ids[i], &one) == 0 || rc < 0)
+		if (tq_sqlite_log_remove(&q->base, ids[i], &one) == 0 || rc < 0)
 			continue;
 		rc = tq_err_set(err, one.code, "task %lld removed, but not its log: %s",
 				(long long)ids[i], one.msg);
@@ -179,9 +183,10 @@ static int remove_logs(struct tq_queue *q, const int64_t *ids, size_t n,
 	return rc;
 }
 
-int tq_queue_clear_finished(struct tq_queue *q, int64_t before, size_t max,
+int tq_sqlite_clear_finished(struct tq_queue *base, int64_t before, size_t max,
 			    int64_t *removed, struct tq_err *err)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	sqlite3_stmt *st;
 	int64_t *ids = NULL;
 	size_t count = 0;
@@ -223,7 +228,7 @@ out:
 	return rc;
 }
 
-static int state_in_txn(struct tq_queue *q, int64_t id, enum tq_state *s,
+static int state_in_txn(struct tq_sqlite *q, int64_t id, enum tq_state *s,
 			struct tq_err *err)
 {
 	sqlite3_stmt *st = tq_db_stmt(q, ST_STATE_OF, err);
@@ -242,9 +247,10 @@ static int state_in_txn(struct tq_queue *q, int64_t id, enum tq_state *s,
 	return rc == SQLITE_ROW ? 0 : tq_db_error(q, rc, err, "read task");
 }
 
-int tq_queue_clear_task(struct tq_queue *q, int64_t id, enum tq_state *was,
+int tq_sqlite_clear_task(struct tq_queue *base, int64_t id, enum tq_state *was,
 			struct tq_err *err)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	sqlite3_stmt *st;
 	enum tq_state s = TQ_QUEUED;
 	int rc;

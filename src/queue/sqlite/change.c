@@ -14,7 +14,7 @@
 #include "common/sys.h"
 
 /* The state of task id, or TQ_ENOTFOUND. */
-static int state_of(struct tq_queue *q, int64_t id, enum tq_state *s, struct tq_err *err)
+static int state_of(struct tq_sqlite *q, int64_t id, enum tq_state *s, struct tq_err *err)
 {
 	sqlite3_stmt *st = tq_db_stmt(q, ST_STATE_OF, err);
 	int rc;
@@ -36,9 +36,10 @@ static int not_pending(enum tq_state s)
 	return s != TQ_QUEUED && s != TQ_SCHEDULED && s != TQ_BLOCKED;
 }
 
-int tq_queue_cancel(struct tq_queue *q, int64_t id, const char *reason,
+int tq_sqlite_cancel(struct tq_queue *base, int64_t id, const char *reason,
 		    enum tq_state *was, struct tq_err *err)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	sqlite3_stmt *st;
 	int64_t now = tq_now_ms();
 	enum tq_state s = TQ_QUEUED;
@@ -73,8 +74,9 @@ fail:
 	return rc;
 }
 
-int tq_queue_remove(struct tq_queue *q, int64_t id, struct tq_err *err)
+int tq_sqlite_remove(struct tq_queue *base, int64_t id, struct tq_err *err)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	sqlite3_stmt *st;
 	int64_t now = tq_now_ms();
 	enum tq_state s = TQ_QUEUED;
@@ -110,8 +112,9 @@ fail:
 	return rc;
 }
 
-int tq_queue_request_kill(struct tq_queue *q, int64_t id, int sig, struct tq_err *err)
+int tq_sqlite_request_kill(struct tq_queue *base, int64_t id, int sig, struct tq_err *err)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	sqlite3_stmt *st;
 	enum tq_state s = TQ_QUEUED;
 	int rc;
@@ -137,7 +140,7 @@ int tq_queue_request_kill(struct tq_queue *q, int64_t id, int sig, struct tq_err
 /* ------------------------------------------------------------------ */
 /* Manual retries                                                     */
 
-static int retry_in_txn(struct tq_queue *q, int64_t id, struct tq_err *err)
+static int retry_in_txn(struct tq_sqlite *q, int64_t id, struct tq_err *err)
 {
 	sqlite3_stmt *st;
 	enum tq_state s = TQ_QUEUED;
@@ -161,8 +164,9 @@ static int retry_in_txn(struct tq_queue *q, int64_t id, struct tq_err *err)
 	return tq_db_exec_st(q, st, err, "retry task");
 }
 
-int tq_queue_retry(struct tq_queue *q, int64_t id, struct tq_err *err)
+int tq_sqlite_retry(struct tq_queue *base, int64_t id, struct tq_err *err)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	int rc;
 
 	if ((rc = tq_db_begin(q, err)) < 0)
@@ -174,9 +178,10 @@ int tq_queue_retry(struct tq_queue *q, int64_t id, struct tq_err *err)
 	return 0;
 }
 
-int tq_queue_retry_failed(struct tq_queue *q, const char *batch, int64_t *n,
+int tq_sqlite_retry_failed(struct tq_queue *base, const char *batch, int64_t *n,
 			  struct tq_err *err)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	sqlite3_stmt *st;
 	int64_t *ids = NULL;
 	size_t count = 0, cap = 0;
@@ -225,7 +230,7 @@ out:
 /* ------------------------------------------------------------------ */
 /* Group pauses                                                       */
 
-static int group_update(struct tq_queue *q, enum tq_stmt slot, const char *name,
+static int group_update(struct tq_sqlite *q, enum tq_stmt slot, const char *name,
 			struct tq_err *err)
 {
 	sqlite3_stmt *st = tq_db_stmt(q, slot, err);
@@ -242,13 +247,15 @@ static int group_update(struct tq_queue *q, enum tq_stmt slot, const char *name,
 	return 0;
 }
 
-int tq_queue_group_pause(struct tq_queue *q, const char *name, struct tq_err *err)
+int tq_sqlite_group_pause(struct tq_queue *base, const char *name, struct tq_err *err)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	/* Pausing a group before its first task is submitted is allowed. */
 	return group_update(q, ST_GROUP_PAUSE_HAND, name, err);
 }
 
-int tq_queue_group_resume(struct tq_queue *q, const char *name, struct tq_err *err)
+int tq_sqlite_group_resume(struct tq_queue *base, const char *name, struct tq_err *err)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	return group_update(q, ST_GROUP_RESUME, name, err);
 }

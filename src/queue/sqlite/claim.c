@@ -16,7 +16,7 @@
 
 #include "common/sys.h"
 
-static int promote_due(struct tq_queue *q, int64_t now, struct tq_err *err)
+static int promote_due(struct tq_sqlite *q, int64_t now, struct tq_err *err)
 {
 	sqlite3_stmt *st = tq_db_stmt(q, ST_PROMOTE_DUE, err);
 
@@ -27,7 +27,7 @@ static int promote_due(struct tq_queue *q, int64_t now, struct tq_err *err)
 }
 
 /* The task just claimed is its group's probe, if the group is probing. */
-static int probe_take(struct tq_queue *q, int64_t id, struct tq_err *err)
+static int probe_take(struct tq_sqlite *q, int64_t id, struct tq_err *err)
 {
 	sqlite3_stmt *st = tq_db_stmt(q, ST_PROBE_TAKE, err);
 
@@ -37,7 +37,7 @@ static int probe_take(struct tq_queue *q, int64_t id, struct tq_err *err)
 	return tq_db_exec_st(q, st, err, "mark the group's probe");
 }
 
-static int add_attempt(struct tq_queue *q, int64_t id, int attempt, int64_t worker,
+static int add_attempt(struct tq_sqlite *q, int64_t id, int attempt, int64_t worker,
 		       int64_t now, struct tq_err *err)
 {
 	sqlite3_stmt *st = tq_db_stmt(q, ST_ATTEMPT_ADD, err);
@@ -55,7 +55,7 @@ static int add_attempt(struct tq_queue *q, int64_t id, int attempt, int64_t work
  * recovery see it from the claim or the finish on, with no write of their
  * own: the claim marks it with tq_queue_worker_beat in its transaction; a
  * finish clears it only if it still names this task. */
-static int worker_off(struct tq_queue *q, int64_t worker_id, int64_t task_id, int64_t now,
+static int worker_off(struct tq_sqlite *q, int64_t worker_id, int64_t task_id, int64_t now,
 		      struct tq_err *err)
 {
 	sqlite3_stmt *st;
@@ -71,9 +71,10 @@ static int worker_off(struct tq_queue *q, int64_t worker_id, int64_t task_id, in
 	return tq_db_exec_st(q, st, err, "mark the worker idle");
 }
 
-int tq_queue_claim(struct tq_queue *q, int64_t worker_id, int64_t lease_ms,
+int tq_sqlite_claim(struct tq_queue *base, int64_t worker_id, int64_t lease_ms,
 		   struct tq_task *t, int *more, struct tq_err *err)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	int64_t now = tq_now_ms(), id = 0;
 	sqlite3_stmt *st;
 	int attempt = 0, rc;
@@ -111,8 +112,8 @@ int tq_queue_claim(struct tq_queue *q, int64_t worker_id, int64_t lease_ms,
 	}
 	if ((rc = add_attempt(q, id, attempt, worker_id, now, err)) < 0 ||
 	    (rc = probe_take(q, id, err)) < 0 ||
-	    (rc = tq_queue_worker_beat(q, worker_id, id, err)) < 0 ||
-	    (more && (rc = tq_queue_runnable(q, now, more, err)) < 0) ||
+	    (rc = tq_sqlite_worker_beat(&q->base, worker_id, id, err)) < 0 ||
+	    (more && (rc = tq_sqlite_runnable(&q->base, now, more, err)) < 0) ||
 	    (rc = tq_task_load(q, id, TQ_GET_ENV, t, err)) < 0 ||
 	    (rc = tq_db_commit(q, err)) < 0) {
 		tq_task_release(t);
@@ -124,7 +125,7 @@ fail:
 	return rc;
 }
 
-static int min_of(struct tq_queue *q, enum tq_stmt slot, int64_t now, int64_t *out,
+static int min_of(struct tq_sqlite *q, enum tq_stmt slot, int64_t now, int64_t *out,
 		  struct tq_err *err)
 {
 	sqlite3_stmt *st = tq_db_stmt(q, slot, err);
@@ -142,8 +143,9 @@ static int min_of(struct tq_queue *q, enum tq_stmt slot, int64_t now, int64_t *o
 		tq_db_error(q, rc, err, "read next wakeup");
 }
 
-int tq_queue_next_wakeup(struct tq_queue *q, int64_t *at, struct tq_err *err)
+int tq_sqlite_next_wakeup(struct tq_queue *base, int64_t *at, struct tq_err *err)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	int64_t due = 0, pause = 0;
 	int rc;
 
@@ -155,9 +157,10 @@ int tq_queue_next_wakeup(struct tq_queue *q, int64_t *at, struct tq_err *err)
 	return 0;
 }
 
-int tq_queue_renew(struct tq_queue *q, int64_t id, int attempt, int64_t worker_id,
+int tq_sqlite_renew(struct tq_queue *base, int64_t id, int attempt, int64_t worker_id,
 		   int64_t lease_ms, int *kill_signal, struct tq_err *err)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	sqlite3_stmt *st = tq_db_stmt(q, ST_RENEW, err);
 	int rc, sig = 0;
 
@@ -187,10 +190,11 @@ int tq_queue_renew(struct tq_queue *q, int64_t id, int attempt, int64_t worker_i
 			  (long long)id, attempt);
 }
 
-int tq_queue_set_process(struct tq_queue *q, int64_t id, int attempt, int pid,
+int tq_sqlite_set_process(struct tq_queue *base, int64_t id, int attempt, int pid,
 			 int pgid, int64_t proc_start, int64_t log_offset,
 			 int64_t log_line, struct tq_err *err)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	sqlite3_stmt *st = tq_db_stmt(q, ST_SET_PROCESS, err);
 	int rc;
 
@@ -227,7 +231,7 @@ static enum tq_state final_state_of(enum tq_outcome o)
 }
 
 /* Is (id, attempt[, worker]) still the running attempt? */
-static int fence(struct tq_queue *q, const struct tq_finish *f, struct tq_err *err)
+static int fence(struct tq_sqlite *q, const struct tq_finish *f, struct tq_err *err)
 {
 	sqlite3_stmt *st = tq_db_stmt(q, ST_FENCE, err);
 	int rc;
@@ -247,7 +251,7 @@ static int fence(struct tq_queue *q, const struct tq_finish *f, struct tq_err *e
 			  "under this attempt", (long long)f->task_id, f->attempt);
 }
 
-static int end_attempt(struct tq_queue *q, const struct tq_finish *f, int64_t now,
+static int end_attempt(struct tq_sqlite *q, const struct tq_finish *f, int64_t now,
 		       struct tq_err *err)
 {
 	sqlite3_stmt *st = tq_db_stmt(q, ST_ATTEMPT_END, err);
@@ -267,7 +271,7 @@ static int end_attempt(struct tq_queue *q, const struct tq_finish *f, int64_t no
 	return tq_db_exec_st(q, st, err, "record attempt");
 }
 
-static int store_result(struct tq_queue *q, const struct tq_finish *f,
+static int store_result(struct tq_sqlite *q, const struct tq_finish *f,
 			struct tq_err *err)
 {
 	const struct tq_result *r = f->result;
@@ -309,7 +313,7 @@ static int store_result(struct tq_queue *q, const struct tq_finish *f,
  * inserts nothing.
  */
 
-static int advance_session(struct tq_queue *q, const struct tq_finish *f,
+static int advance_session(struct tq_sqlite *q, const struct tq_finish *f,
 			   enum tq_state s, int64_t now, struct tq_err *err)
 {
 	const struct tq_result *r = f->result;
@@ -327,7 +331,7 @@ static int advance_session(struct tq_queue *q, const struct tq_finish *f,
 	return tq_db_exec_st(q, st, err, "advance session");
 }
 
-static int end_task(struct tq_queue *q, const struct tq_finish *f, enum tq_state state,
+static int end_task(struct tq_sqlite *q, const struct tq_finish *f, enum tq_state state,
 		    int64_t now, struct tq_err *err)
 {
 	sqlite3_stmt *st = tq_db_stmt(q, ST_TASK_END, err);
@@ -348,8 +352,9 @@ static int end_task(struct tq_queue *q, const struct tq_finish *f, enum tq_state
 	return tq_db_exec_st(q, st, err, "record task");
 }
 
-int tq_queue_on_exit_due(struct tq_queue *q, int *any, struct tq_err *err)
+int tq_sqlite_on_exit_due(struct tq_queue *base, int *any, struct tq_err *err)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	sqlite3_stmt *st = tq_db_stmt(q, ST_ON_EXIT_DUE, err);
 	int rc;
 
@@ -363,9 +368,10 @@ int tq_queue_on_exit_due(struct tq_queue *q, int *any, struct tq_err *err)
 	return rc == SQLITE_ROW ? 0 : tq_db_error(q, rc, err, "read owed on-exit hooks");
 }
 
-int tq_queue_on_exit_take(struct tq_queue *q, int64_t task_id, struct tq_task *t,
+int tq_sqlite_on_exit_take(struct tq_queue *base, int64_t task_id, struct tq_task *t,
 			  struct tq_err *err)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	sqlite3_stmt *st;
 	int64_t id = 0;
 	int rc;
@@ -405,7 +411,7 @@ fail:
 	return rc;
 }
 
-static int pause_group(struct tq_queue *q, const struct tq_finish *f,
+static int pause_group(struct tq_sqlite *q, const struct tq_finish *f,
 		       struct tq_err *err)
 {
 	sqlite3_stmt *st;
@@ -424,7 +430,7 @@ static int pause_group(struct tq_queue *q, const struct tq_finish *f,
 /* The end of an attempt of its group's probe (see GROUP_OPEN): release the
  * group when the attempt passed and no rate limit paused it since; else
  * let the next claim start the next probe. */
-static int probe_end(struct tq_queue *q, const struct tq_finish *f, int64_t now,
+static int probe_end(struct tq_sqlite *q, const struct tq_finish *f, int64_t now,
 		     struct tq_err *err)
 {
 	sqlite3_stmt *st = tq_db_stmt(q, ST_PROBE_END, err);
@@ -450,9 +456,10 @@ static enum tq_state next_state(const struct tq_finish *f, int64_t now)
 	}
 }
 
-int tq_queue_finish(struct tq_queue *q, const struct tq_finish *f,
+int tq_sqlite_finish(struct tq_queue *base, const struct tq_finish *f,
 		    enum tq_state *state, struct tq_err *err)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	int64_t now = tq_now_ms();
 	/* the end as it happened, not as late as it could be written */
 	int64_t ended = f->ended_at > 0 && f->ended_at < now ? f->ended_at : now;
@@ -480,7 +487,7 @@ int tq_queue_finish(struct tq_queue *q, const struct tq_finish *f,
 }
 
 /* Read running tasks selected by st (?1 bound by the caller, ?2 = max). */
-static int read_running(struct tq_queue *q, sqlite3_stmt *st, size_t max,
+static int read_running(struct tq_sqlite *q, sqlite3_stmt *st, size_t max,
 			struct tq_expired **list, size_t *n, struct tq_err *err)
 {
 	struct tq_expired *out = NULL;
@@ -523,9 +530,10 @@ static int read_running(struct tq_queue *q, sqlite3_stmt *st, size_t max,
 	return 0;
 }
 
-int tq_queue_expired(struct tq_queue *q, int64_t now_ms, size_t max,
+int tq_sqlite_expired(struct tq_queue *base, int64_t now_ms, size_t max,
 		     struct tq_expired **list, size_t *n, struct tq_err *err)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	sqlite3_stmt *st = tq_db_stmt(q, ST_EXPIRED, err);
 
 	*list = NULL;
@@ -536,9 +544,10 @@ int tq_queue_expired(struct tq_queue *q, int64_t now_ms, size_t max,
 	return read_running(q, st, max, list, n, err);
 }
 
-int tq_queue_running_by(struct tq_queue *q, int64_t worker_id, size_t max,
+int tq_sqlite_running_by(struct tq_queue *base, int64_t worker_id, size_t max,
 			struct tq_expired **list, size_t *n, struct tq_err *err)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	sqlite3_stmt *st = tq_db_stmt(q, ST_RUNNING_BY, err);
 
 	*list = NULL;
@@ -552,8 +561,9 @@ int tq_queue_running_by(struct tq_queue *q, int64_t worker_id, size_t max,
 /* Per group that may start a task, one probe of tasks_ready, as the claim
  * does; then the due scheduled tasks not yet promoted (a claim promotes
  * them, so there are few). Never a scan of the queue. */
-int tq_queue_runnable(struct tq_queue *q, int64_t now, int *any, struct tq_err *err)
+int tq_sqlite_runnable(struct tq_queue *base, int64_t now, int *any, struct tq_err *err)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	sqlite3_stmt *st = tq_db_stmt(q, ST_RUNNABLE, err);
 	int rc;
 
@@ -571,7 +581,7 @@ int tq_queue_runnable(struct tq_queue *q, int64_t now, int *any, struct tq_err *
 /* ------------------------------------------------------------------ */
 /* Dependencies                                                       */
 
-static int cancel_task(struct tq_queue *q, int64_t id, const char *reason, int64_t now,
+static int cancel_task(struct tq_sqlite *q, int64_t id, const char *reason, int64_t now,
 		       struct tq_err *err)
 {
 	sqlite3_stmt *st = tq_db_stmt(q, ST_CANCEL, err);
@@ -591,7 +601,7 @@ static int cancel_task(struct tq_queue *q, int64_t id, const char *reason, int64
  * counted here (they were, per finish, for every dependent: quadratic in a
  * task --after thousands of others).
  */
-static int unblock(struct tq_queue *q, int64_t d, int64_t now, struct tq_err *err)
+static int unblock(struct tq_sqlite *q, int64_t d, int64_t now, struct tq_err *err)
 {
 	sqlite3_stmt *st = tq_db_stmt(q, ST_UNBLOCK, err);
 
@@ -632,7 +642,7 @@ static int push(struct worklist *w, int64_t id, enum tq_state s)
  * removed: as canceled), whose deps_left the triggers have already taken it
  * out of: canceled when they needed it to succeed, else queued when it was
  * the last one they waited for. */
-static int resolve_one(struct tq_queue *q, struct worklist *w, int64_t id,
+static int resolve_one(struct tq_sqlite *q, struct worklist *w, int64_t id,
 		       enum tq_state s, int64_t now, struct tq_err *err)
 {
 	sqlite3_stmt *st = tq_db_stmt(q, ST_DEPENDENTS, err);
@@ -682,7 +692,7 @@ static int resolve_one(struct tq_queue *q, struct worklist *w, int64_t id,
 	return rc;
 }
 
-int tq_deps_resolve(struct tq_queue *q, int64_t id, enum tq_state state, int64_t now,
+int tq_deps_resolve(struct tq_sqlite *q, int64_t id, enum tq_state state, int64_t now,
 		    struct tq_err *err)
 {
 	struct worklist w = { 0 };

@@ -24,9 +24,10 @@ static int check_reader(const char *reader, struct tq_err *err)
 	return 0;
 }
 
-int tq_queue_cursor_get(struct tq_queue *q, int64_t id, const char *reader,
+int tq_sqlite_cursor_get(struct tq_queue *base, int64_t id, const char *reader,
 			int64_t *line, uint64_t *log_file, struct tq_err *err)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	/* The join tells "no such task" (no row) from "never polled" (NULL). */
 	sqlite3_stmt *st = tq_db_stmt(q, ST_CURSOR_GET, err);
 	int rc;
@@ -51,9 +52,10 @@ int tq_queue_cursor_get(struct tq_queue *q, int64_t id, const char *reader,
 	return rc == SQLITE_ROW ? 0 : tq_db_error(q, rc, err, "read poll cursor");
 }
 
-int tq_queue_cursor_advance(struct tq_queue *q, int64_t id, const char *reader,
+int tq_sqlite_cursor_advance(struct tq_queue *base, int64_t id, const char *reader,
 			    int64_t from, int64_t to, uint64_t log_file, struct tq_err *err)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	/* One statement, so no transaction is needed: insert the row if the
 	 * reader has none (its cursor was 0: rows only go away with their
 	 * task), else update it only where it still holds `from`. The
@@ -80,7 +82,7 @@ int tq_queue_cursor_advance(struct tq_queue *q, int64_t id, const char *reader,
 	if (sqlite3_changes(q->db) > 0)
 		return 0;
 	/* Nothing changed: no such task, or the cursor had moved on. */
-	if ((rc = tq_queue_cursor_get(q, id, reader, &now_at, NULL, err)) < 0)
+	if ((rc = tq_sqlite_cursor_get(&q->base, id, reader, &now_at, NULL, err)) < 0)
 		return rc;
 	return tq_err_set(err, TQ_ESTALE, "task %lld: reader %s's cursor moved from %lld to %lld "
 			  "meanwhile", (long long)id, reader, (long long)from, (long long)now_at);

@@ -3,7 +3,7 @@
  * creating and migrating the schema; and the plumbing every other file of
  * src/queue uses (statement cache, error mapping, transactions).
  *
- * Invariants: one connection per struct tq_queue, opened in the process that
+ * Invariants: one connection per struct tq_sqlite, opened in the process that
  * uses it; every cached statement is reset and unbound after each use
  * (tq_db_done); every multi-statement change runs inside BEGIN IMMEDIATE so
  * it takes the write lock up front and never fails half-way on an upgrade.
@@ -43,7 +43,7 @@
 /* ------------------------------------------------------------------ */
 /* Errors                                                             */
 
-static int code_of(struct tq_queue *q, int rc)
+static int code_of(struct tq_sqlite *q, int rc)
 {
 	switch (rc & 0xff) {
 	case SQLITE_BUSY:
@@ -74,7 +74,7 @@ static int code_of(struct tq_queue *q, int rc)
 	}
 }
 
-int tq_db_error(struct tq_queue *q, int rc, struct tq_err *err, const char *what)
+int tq_db_error(struct tq_sqlite *q, int rc, struct tq_err *err, const char *what)
 {
 	int code = code_of(q, rc);
 	const char *msg = q && q->db ? sqlite3_errmsg(q->db) : sqlite3_errstr(rc);
@@ -104,7 +104,7 @@ int tq_db_error(struct tq_queue *q, int rc, struct tq_err *err, const char *what
 /* ------------------------------------------------------------------ */
 /* Statements and transactions                                        */
 
-sqlite3_stmt *tq_db_stmt(struct tq_queue *q, enum tq_stmt id, struct tq_err *err)
+sqlite3_stmt *tq_db_stmt(struct tq_sqlite *q, enum tq_stmt id, struct tq_err *err)
 {
 	int rc;
 
@@ -128,7 +128,7 @@ void tq_db_done(sqlite3_stmt *st)
 	sqlite3_clear_bindings(st);
 }
 
-int tq_db_exec_st(struct tq_queue *q, sqlite3_stmt *st, struct tq_err *err,
+int tq_db_exec_st(struct tq_sqlite *q, sqlite3_stmt *st, struct tq_err *err,
 		  const char *what)
 {
 	int rc;
@@ -144,7 +144,7 @@ int tq_db_exec_st(struct tq_queue *q, sqlite3_stmt *st, struct tq_err *err,
 	return 0;
 }
 
-static int exec_cached(struct tq_queue *q, enum tq_stmt id, struct tq_err *err)
+static int exec_cached(struct tq_sqlite *q, enum tq_stmt id, struct tq_err *err)
 {
 	sqlite3_stmt *st = tq_db_stmt(q, id, err);
 
@@ -153,17 +153,17 @@ static int exec_cached(struct tq_queue *q, enum tq_stmt id, struct tq_err *err)
 	return tq_db_exec_st(q, st, err, tq_stmt_sql(id));
 }
 
-int tq_db_begin(struct tq_queue *q, struct tq_err *err)
+int tq_db_begin(struct tq_sqlite *q, struct tq_err *err)
 {
 	return exec_cached(q, ST_BEGIN, err);
 }
 
-int tq_db_commit(struct tq_queue *q, struct tq_err *err)
+int tq_db_commit(struct tq_sqlite *q, struct tq_err *err)
 {
 	return exec_cached(q, ST_COMMIT, err);
 }
 
-void tq_db_rollback(struct tq_queue *q)
+void tq_db_rollback(struct tq_sqlite *q)
 {
 	int saved = errno;
 
@@ -253,7 +253,7 @@ static int check_dbfile(const char *path, unsigned flags, char **note,
 
 static int busy_handler(void *arg, int count)
 {
-	struct tq_queue *q = arg;
+	struct tq_sqlite *q = arg;
 	int64_t now = tq_mono_ms();
 
 	/* SQLite's default handler sleeps up to 100 ms between polls, so a
@@ -271,7 +271,7 @@ static int busy_handler(void *arg, int count)
 	return 1;
 }
 
-static int pragma_int(struct tq_queue *q, const char *sql, int64_t *out,
+static int pragma_int(struct tq_sqlite *q, const char *sql, int64_t *out,
 		      struct tq_err *err)
 {
 	sqlite3_stmt *st = NULL;
@@ -290,7 +290,7 @@ static int pragma_int(struct tq_queue *q, const char *sql, int64_t *out,
 	return rc == SQLITE_OK ? 0 : (err ? err->code : TQ_EIO);
 }
 
-static int create_schema(struct tq_queue *q, struct tq_err *err)
+static int create_schema(struct tq_sqlite *q, struct tq_err *err)
 {
 	int64_t version = 0, objects = 0;
 	char *emsg = NULL;
@@ -359,7 +359,7 @@ static const char *statement_end(const char *p, char *scratch)
 	return p + n;
 }
 
-static int run_migration(struct tq_queue *q, const char *sql, char **emsg)
+static int run_migration(struct tq_sqlite *q, const char *sql, char **emsg)
 {
 	const char *p = sql, *tail = NULL;
 	sqlite3_stmt *st = NULL;
@@ -403,7 +403,7 @@ static int run_migration(struct tq_queue *q, const char *sql, char **emsg)
  * processes may open an old database at once: the loser waits on BEGIN
  * IMMEDIATE, then finds the version already moved and does nothing.
  */
-static int migrate_step(struct tq_queue *q, int64_t from, const char *sql,
+static int migrate_step(struct tq_sqlite *q, int64_t from, const char *sql,
 			struct tq_err *err)
 {
 	int64_t version = 0;
@@ -431,7 +431,7 @@ fail:
 	return rc;
 }
 
-static int migrate(struct tq_queue *q, struct tq_err *err)
+static int migrate(struct tq_sqlite *q, struct tq_err *err)
 {
 	int64_t version = 0;
 	int rc;
@@ -467,7 +467,7 @@ static int migrate(struct tq_queue *q, struct tq_err *err)
 			  TQ_SCHEMA_VERSION);
 }
 
-static int quick_check(struct tq_queue *q, struct tq_err *err)
+static int quick_check(struct tq_sqlite *q, struct tq_err *err)
 {
 	sqlite3_stmt *st = NULL;
 	int rc = sqlite3_prepare_v2(q->db, "PRAGMA quick_check(1)", -1, &st, NULL);
@@ -518,7 +518,7 @@ static int quick_check(struct tq_queue *q, struct tq_err *err)
  */
 static int cli_wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
 {
-	struct tq_queue *q = arg;
+	struct tq_sqlite *q = arg;
 
 	if (frames < TQ_CLI_WAL_FRAMES)
 		return SQLITE_OK;
@@ -528,7 +528,7 @@ static int cli_wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
 	return SQLITE_OK;
 }
 
-static int set_pragmas(struct tq_queue *q, struct tq_err *err)
+static int set_pragmas(struct tq_sqlite *q, struct tq_err *err)
 {
 	char sql[256];
 	char *emsg = NULL;
@@ -553,7 +553,7 @@ static int set_pragmas(struct tq_queue *q, struct tq_err *err)
 
 /* WAL is a property of the file; set it once (a new database) and check
  * it is still WAL when someone else may have changed it. */
-static int ensure_wal(struct tq_queue *q, struct tq_err *err)
+static int ensure_wal(struct tq_sqlite *q, struct tq_err *err)
 {
 	sqlite3_stmt *st = NULL;
 	int rc = sqlite3_prepare_v2(q->db, "PRAGMA journal_mode=WAL", -1, &st, NULL);
@@ -573,7 +573,7 @@ static int ensure_wal(struct tq_queue *q, struct tq_err *err)
 
 /* Finalize the cached statements and close the connection (checkpointing
  * its WAL if it is the last one and the connection allows it). */
-static void db_close(struct tq_queue *q)
+static void db_close(struct tq_sqlite *q)
 {
 	for (int i = 0; i < ST_COUNT; i++) {
 		sqlite3_finalize(q->st[i]);
@@ -615,7 +615,7 @@ static void unlink_db_files(const char *path)
  * a process killed in here leaves it behind, and the next open removes it
  * once that process is gone (sweep_new_dbs), never while it runs.
  */
-static int create_db(struct tq_queue *q, struct tq_err *err)
+static int create_db(struct tq_sqlite *q, struct tq_err *err)
 {
 	char *tmp = NULL;
 	int64_t start = 0;
@@ -714,16 +714,17 @@ static void sweep_new_dbs(const char *home)
 	closedir(d);
 }
 
-int tq_queue_open(struct tq_queue **qp, const char *home, unsigned flags,
-		  struct tq_err *err)
+int tq_sqlite_open(struct tq_queue **qp, const char *home, unsigned flags,
+		   struct tq_err *err)
 {
-	struct tq_queue *q = NULL;
+	struct tq_sqlite *q = NULL;
 	int64_t version = 0;
 	int rc, made = 0;
 
 	*qp = NULL;
 	if ((q = calloc(1, sizeof(*q))) == NULL)
 		return tq_err_set(err, TQ_ENOMEM, "open: out of memory");
+	q->base.ops = &tq_sqlite_ops;
 	q->flags = flags;
 	q->busy_timeout = TQ_BUSY_TIMEOUT_MS;
 	if (strlcpy(q->home, home, sizeof(q->home)) >= sizeof(q->home)) {
@@ -772,7 +773,7 @@ int tq_queue_open(struct tq_queue **qp, const char *home, unsigned flags,
 	if ((flags & TQ_OPEN_CHECK) &&
 	    ((rc = ensure_wal(q, err)) < 0 || (rc = quick_check(q, err)) < 0))
 		goto fail;
-	*qp = q;
+	*qp = &q->base;
 	return 0;
 fail:
 	db_close(q);
@@ -782,13 +783,15 @@ fail:
 	return rc;
 }
 
-void tq_queue_set_busy_timeout(struct tq_queue *q, int64_t ms)
+void tq_sqlite_set_busy_timeout(struct tq_queue *base, int64_t ms)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	q->busy_timeout = ms > 0 ? ms : 0;
 }
 
-void tq_queue_close(struct tq_queue *q)
+void tq_sqlite_close(struct tq_queue *base)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	if (q == NULL)
 		return;
 	db_close(q);
@@ -796,12 +799,13 @@ void tq_queue_close(struct tq_queue *q)
 	free(q);
 }
 
-const char *tq_queue_notice(const struct tq_queue *q)
+const char * tq_sqlite_notice(const struct tq_queue *base)
 {
+	const struct tq_sqlite *q = tq_sqlite_of_c(base);
 	return q->notice;
 }
 
-int tq_db_log_path(const struct tq_queue *q, int64_t id, char *buf, size_t n)
+int tq_db_log_path(const struct tq_sqlite *q, int64_t id, char *buf, size_t n)
 {
 	int r = snprintf(buf, n, "%s/logs/%lld.log", q->home, (long long)id);
 

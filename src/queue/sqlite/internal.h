@@ -10,9 +10,11 @@
 #include <sqlite3.h>
 
 #include "queue/queue.h"
+#include "queue/store.h"
 #include "stmt.h"
 
-struct tq_queue {
+struct tq_sqlite {
+	struct tq_queue base;    /* first: tq_sqlite_of */
 	sqlite3 *db;
 	sqlite3_stmt *st[ST_COUNT];
 	sqlite3_stmt *list_st[TQ_LIST_VARIANTS];
@@ -25,28 +27,167 @@ struct tq_queue {
 	char *notice;           /* tq_queue_notice, malloc'd; NULL: none */
 };
 
+/* The SQLite queue behind a handle this backend made (base is its first
+ * member, so the conversion is exact). */
+static inline struct tq_sqlite *tq_sqlite_of(struct tq_queue *base)
+{
+	return (struct tq_sqlite *)base;
+}
+
+static inline const struct tq_sqlite *tq_sqlite_of_c(const struct tq_queue *base)
+{
+	return (const struct tq_sqlite *)base;
+}
+
+/* The operations of the store's interface (queue.h, logstore.h) as this
+ * backend fills them: tq_sqlite_ops (ops.c) names each. */
+int tq_sqlite_open(struct tq_queue **qp, const char *home, unsigned flags,
+	struct tq_err *err);
+void tq_sqlite_set_busy_timeout(struct tq_queue *base, int64_t ms);
+void tq_sqlite_close(struct tq_queue *base);
+const char *tq_sqlite_notice(const struct tq_queue *base);
+int tq_sqlite_submit(struct tq_queue *base, const struct tq_task_spec *spec, int64_t *id,
+	int *existed, struct tq_err *err);
+int tq_sqlite_wants_worker(struct tq_queue *base, int64_t id);
+int tq_sqlite_prune_tokens(struct tq_queue *base, int64_t before_ms, int *n,
+	struct tq_err *err);
+int tq_sqlite_token_first(struct tq_queue *base, const char *prefix, char *buf, size_t n,
+	int64_t *id, struct tq_err *err);
+int tq_sqlite_submit_many(struct tq_queue *base, const struct tq_task_spec *specs,
+	size_t n, int64_t *ids, int *existed, struct tq_err *err);
+int tq_sqlite_get(struct tq_queue *base, int64_t id, unsigned get_flags,
+	struct tq_task *t, struct tq_err *err);
+int tq_sqlite_list(struct tq_queue *base, const struct tq_filter *f,
+	struct tq_task **tasks, size_t *n, struct tq_err *err);
+int tq_sqlite_counts(struct tq_queue *base, int64_t *counts, struct tq_err *err);
+int tq_sqlite_attempts(struct tq_queue *base, int64_t id, struct tq_attempt **list,
+	size_t *n, struct tq_err *err);
+int tq_sqlite_stdin_file(struct tq_queue *base, int64_t id, void **data, size_t *len,
+	struct tq_err *err);
+int tq_sqlite_cancel(struct tq_queue *base, int64_t id, const char *reason,
+	enum tq_state *was, struct tq_err *err);
+int tq_sqlite_remove(struct tq_queue *base, int64_t id, struct tq_err *err);
+int tq_sqlite_retry(struct tq_queue *base, int64_t id, struct tq_err *err);
+int tq_sqlite_retry_failed(struct tq_queue *base, const char *batch, int64_t *n,
+	struct tq_err *err);
+int tq_sqlite_request_kill(struct tq_queue *base, int64_t id, int sig, struct tq_err *err);
+int tq_sqlite_claim(struct tq_queue *base, int64_t worker_id, int64_t lease_ms,
+	struct tq_task *t, int *more, struct tq_err *err);
+int tq_sqlite_next_wakeup(struct tq_queue *base, int64_t *at, struct tq_err *err);
+int tq_sqlite_renew(struct tq_queue *base, int64_t id, int attempt, int64_t worker_id,
+	int64_t lease_ms, int *kill_signal, struct tq_err *err);
+int tq_sqlite_set_process(struct tq_queue *base, int64_t id, int attempt, int pid,
+	int pgid, int64_t proc_start, int64_t log_offset, int64_t log_line,
+	struct tq_err *err);
+int tq_sqlite_finish(struct tq_queue *base, const struct tq_finish *f,
+	enum tq_state *state, struct tq_err *err);
+int tq_sqlite_on_exit_due(struct tq_queue *base, int *any, struct tq_err *err);
+int tq_sqlite_on_exit_take(struct tq_queue *base, int64_t task_id, struct tq_task *t,
+	struct tq_err *err);
+int tq_sqlite_expired(struct tq_queue *base, int64_t now_ms, size_t max,
+	struct tq_expired **list, size_t *n, struct tq_err *err);
+int tq_sqlite_running_by(struct tq_queue *base, int64_t worker_id, size_t max,
+	struct tq_expired **list, size_t *n, struct tq_err *err);
+int tq_sqlite_runnable(struct tq_queue *base, int64_t now, int *any, struct tq_err *err);
+int tq_sqlite_worker_add(struct tq_queue *base, int pid, int64_t proc_start, int slot,
+	int supervisor_pid, int64_t *id, struct tq_err *err);
+int tq_sqlite_worker_beat(struct tq_queue *base, int64_t id, int64_t task_id,
+	struct tq_err *err);
+int tq_sqlite_worker_stop(struct tq_queue *base, int64_t id, struct tq_err *err);
+int tq_sqlite_workers(struct tq_queue *base, struct tq_worker_info **list, size_t *n,
+	struct tq_err *err);
+int tq_sqlite_worker_results(struct tq_queue *base, const int64_t *ids, size_t n,
+	int64_t *ran, int64_t *failed, int64_t *pending, struct tq_err *err);
+int tq_sqlite_meta_set(struct tq_queue *base, const char *key, const char *value,
+	struct tq_err *err);
+int tq_sqlite_meta_get(struct tq_queue *base, const char *key, char **value,
+	struct tq_err *err);
+int tq_sqlite_stdin_write(struct tq_queue *base, int64_t id, const void *data, size_t len,
+	int eof, struct tq_err *err);
+int tq_sqlite_stdin_pending(struct tq_queue *base, int64_t id, int64_t after, size_t max,
+	struct tq_stdin_chunk **list, size_t *n, struct tq_err *err);
+int tq_sqlite_stdin_delivered(struct tq_queue *base, int64_t id, int64_t seq,
+	struct tq_err *err);
+int tq_sqlite_groups(struct tq_queue *base, struct tq_group **list, size_t *n,
+	struct tq_err *err);
+int tq_sqlite_group_pause(struct tq_queue *base, const char *name, struct tq_err *err);
+int tq_sqlite_group_resume(struct tq_queue *base, const char *name, struct tq_err *err);
+int tq_sqlite_cursor_get(struct tq_queue *base, int64_t id, const char *reader,
+	int64_t *line, uint64_t *log_file, struct tq_err *err);
+int tq_sqlite_cursor_advance(struct tq_queue *base, int64_t id, const char *reader,
+	int64_t from, int64_t to, uint64_t log_file, struct tq_err *err);
+int tq_sqlite_session_get(struct tq_queue *base, const char *key, char **agent_session,
+	struct tq_err *err);
+int tq_sqlite_session_show(struct tq_queue *base, const char *key,
+	struct tq_session_info *s, struct tq_err *err);
+int tq_sqlite_stats(struct tq_queue *base, const struct tq_stats_filter *f,
+	struct tq_stats *s, struct tq_err *err);
+int tq_sqlite_batches(struct tq_queue *base, struct tq_batch **list, size_t *n,
+	struct tq_err *err);
+int tq_sqlite_batch_get(struct tq_queue *base, const char *name, struct tq_batch *b,
+	struct tq_err *err);
+int tq_sqlite_batch_open(struct tq_queue *base, const char *name, int64_t *open,
+	struct tq_err *err);
+int tq_sqlite_group_set_parallel(struct tq_queue *base, const char *name,
+	int64_t parallel, struct tq_err *err);
+int tq_sqlite_clear_finished(struct tq_queue *base, int64_t before, size_t max,
+	int64_t *removed, struct tq_err *err);
+int tq_sqlite_clear_task(struct tq_queue *base, int64_t id, enum tq_state *was,
+	struct tq_err *err);
+int tq_sqlite_log_open(struct tq_queue *base, int64_t id, int64_t max_output,
+	struct tq_log **lp, struct tq_err *err);
+int tq_sqlite_log_write(struct tq_log *base, enum tq_stream stream, const void *buf,
+	size_t n, int64_t now_ms, struct tq_err *err);
+void tq_sqlite_log_hold(struct tq_log *base, size_t bytes, int64_t ms);
+size_t tq_sqlite_log_held(const struct tq_log *base);
+int tq_sqlite_log_flush(struct tq_log *base, struct tq_err *err);
+int tq_sqlite_log_tick(struct tq_log *base, int64_t now_ms, int64_t *next_ms,
+	struct tq_err *err);
+int tq_sqlite_log_end_stream(struct tq_log *base, enum tq_stream stream,
+	struct tq_err *err);
+void tq_sqlite_log_position(const struct tq_log *base, int64_t *offset, int64_t *line);
+int64_t tq_sqlite_log_output_bytes(const struct tq_log *base);
+int tq_sqlite_log_exists(struct tq_queue *base, int64_t id);
+int tq_sqlite_log_relinked(const struct tq_log *base);
+int tq_sqlite_log_close(struct tq_log *base, struct tq_err *err);
+int tq_sqlite_log_read(struct tq_queue *base, int64_t id, const struct tq_log_range *r,
+	tq_log_line_cb cb, void *arg, int64_t *total, struct tq_err *err);
+int tq_sqlite_log_read_file(struct tq_queue *base, int64_t id,
+	const struct tq_log_range *r, tq_log_line_cb cb, void *arg, int64_t *total,
+	struct tq_log_file *file, struct tq_err *err);
+int tq_sqlite_log_stat(struct tq_queue *base, int64_t id, enum tq_stream stream,
+	int64_t *lines, int64_t *output_bytes, struct tq_err *err);
+int tq_sqlite_log_remove(struct tq_queue *base, int64_t id, struct tq_err *err);
+int tq_sqlite_log_export(struct tq_queue *base, int64_t id, char *buf, size_t n,
+	struct tq_err *err);
+int tq_sqlite_log_watch_open(struct tq_queue *base, int64_t id, struct tq_log_watch **wp,
+	struct tq_err *err);
+int tq_sqlite_log_watch_fd(const struct tq_log_watch *base);
+int tq_sqlite_log_watch_hit(struct tq_log_watch *base);
+void tq_sqlite_log_watch_close(struct tq_log_watch *base);
+
 /* The cached statement of slot id, prepared from its text in stmts.def on
  * first use (so a short-lived CLI process prepares only what it runs) and
  * kept. NULL on error (err filled). */
-sqlite3_stmt *tq_db_stmt(struct tq_queue *q, enum tq_stmt id, struct tq_err *err);
+sqlite3_stmt *tq_db_stmt(struct tq_sqlite *q, enum tq_stmt id, struct tq_err *err);
 
 /* Path of a task's log: HOME/logs/ID.log. Returns 0 or TQ_EINVAL (too
  * long). The files of logstore.c; no caller outside the backend names it. */
-int tq_db_log_path(const struct tq_queue *q, int64_t id, char *buf, size_t n);
+int tq_db_log_path(const struct tq_sqlite *q, int64_t id, char *buf, size_t n);
 
 /* Reset and clear bindings: the end of every use of a cached statement. */
 void tq_db_done(sqlite3_stmt *st);
 
 /* Map an SQLite result code to TQ_E* and fill err with "what: errmsg". */
-int tq_db_error(struct tq_queue *q, int rc, struct tq_err *err, const char *what);
+int tq_db_error(struct tq_sqlite *q, int rc, struct tq_err *err, const char *what);
 
 /* Run a cached statement that returns no rows (or ignore them); resets it. */
-int tq_db_exec_st(struct tq_queue *q, sqlite3_stmt *st, struct tq_err *err,
+int tq_db_exec_st(struct tq_sqlite *q, sqlite3_stmt *st, struct tq_err *err,
 		  const char *what);
 
-int tq_db_begin(struct tq_queue *q, struct tq_err *err);  /* BEGIN IMMEDIATE */
-int tq_db_commit(struct tq_queue *q, struct tq_err *err);
-void tq_db_rollback(struct tq_queue *q);                  /* keeps errno/err */
+int tq_db_begin(struct tq_sqlite *q, struct tq_err *err);  /* BEGIN IMMEDIATE */
+int tq_db_commit(struct tq_sqlite *q, struct tq_err *err);
+void tq_db_rollback(struct tq_sqlite *q);                  /* keeps errno/err */
 
 /* Bind helpers: NULL or 0-length text binds SQL NULL where noted. */
 int tq_bind_text(sqlite3_stmt *st, int i, const char *s);     /* NULL -> NULL */
@@ -67,12 +208,12 @@ int tq_strv_encode(char *const *v, size_t n, size_t max, char **blob, size_t *le
 void tq_strv_free(char **v);
 
 /* Read the task fully (get flags) inside the current transaction. */
-int tq_task_load(struct tq_queue *q, int64_t id, unsigned flags, struct tq_task *t,
+int tq_task_load(struct tq_sqlite *q, int64_t id, unsigned flags, struct tq_task *t,
 		 struct tq_err *err);
 
 /* A task reached a final state: unblock or cancel its dependents, in the
  * current transaction. */
-int tq_deps_resolve(struct tq_queue *q, int64_t id, enum tq_state state,
+int tq_deps_resolve(struct tq_sqlite *q, int64_t id, enum tq_state state,
 		    int64_t now, struct tq_err *err);
 
 #endif

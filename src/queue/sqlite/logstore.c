@@ -218,7 +218,7 @@ struct paths {
 	char name[NAME_MAX_LEN], iname[NAME_MAX_LEN]; /* for messages */
 };
 
-static int paths_init(struct tq_queue *q, int64_t id, struct paths *p, struct tq_err *err)
+static int paths_init(struct tq_sqlite *q, int64_t id, struct paths *p, struct tq_err *err)
 {
 	size_t n;
 
@@ -666,16 +666,18 @@ static int64_t range_lines(const struct tq_log_range *r, int64_t all, int64_t *f
 	return count;
 }
 
-int tq_log_read(struct tq_queue *q, int64_t id, const struct tq_log_range *r,
+int tq_sqlite_log_read(struct tq_queue *base, int64_t id, const struct tq_log_range *r,
 		tq_log_line_cb cb, void *arg, int64_t *total, struct tq_err *err)
 {
-	return tq_log_read_file(q, id, r, cb, arg, total, NULL, err);
+	struct tq_sqlite *q = tq_sqlite_of(base);
+	return tq_sqlite_log_read_file(&q->base, id, r, cb, arg, total, NULL, err);
 }
 
-int tq_log_read_file(struct tq_queue *q, int64_t id, const struct tq_log_range *r,
+int tq_sqlite_log_read_file(struct tq_queue *base, int64_t id, const struct tq_log_range *r,
 		     tq_log_line_cb cb, void *arg, int64_t *total, struct tq_log_file *file,
 		     struct tq_err *err)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	struct view v = { .fd = -1, .ifd = -1 };
 	struct paths p;
 	struct lstate s;
@@ -725,8 +727,9 @@ out:
 	return rc;
 }
 
-int tq_log_exists(struct tq_queue *q, int64_t id)
+int tq_sqlite_log_exists(struct tq_queue *base, int64_t id)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	struct tq_err err = TQ_ERR_INIT;
 	struct paths p;
 	struct stat sb;
@@ -739,9 +742,10 @@ int tq_log_exists(struct tq_queue *q, int64_t id)
 	return errno == ENOENT ? 0 : tq_err_from_errno(errno);
 }
 
-int tq_log_stat(struct tq_queue *q, int64_t id, enum tq_stream stream,
+int tq_sqlite_log_stat(struct tq_queue *base, int64_t id, enum tq_stream stream,
 		int64_t *lines, int64_t *output_bytes, struct tq_err *err)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	struct view v = { .fd = -1, .ifd = -1 };
 	struct paths p;
 	int rc;
@@ -768,8 +772,9 @@ out:
 	return rc;
 }
 
-int tq_log_remove(struct tq_queue *q, int64_t id, struct tq_err *err)
+int tq_sqlite_log_remove(struct tq_queue *base, int64_t id, struct tq_err *err)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	struct paths p;
 	int rc;
 
@@ -793,7 +798,8 @@ struct part {
 	int64_t since;   /* when its first byte arrived */
 };
 
-struct tq_log {
+struct tq_sqlite_log {
+	struct tq_log base;        /* first: tq_sqlite_log_of */
 	char name[NAME_MAX_LEN];
 	struct paths paths;        /* to start the log again if it is deleted */
 	int fd, ifd;
@@ -815,12 +821,23 @@ struct tq_log {
 	int64_t held_since;        /* when the first record kept back was taken */
 };
 
-static int broken_error(const struct tq_log *l, struct tq_err *err)
+/* The writer behind a handle this backend made (base is its first member). */
+static struct tq_sqlite_log *tq_sqlite_log_of(struct tq_log *base)
+{
+	return (struct tq_sqlite_log *)base;
+}
+
+static const struct tq_sqlite_log *tq_sqlite_log_of_c(const struct tq_log *base)
+{
+	return (const struct tq_sqlite_log *)base;
+}
+
+static int broken_error(const struct tq_sqlite_log *l, struct tq_err *err)
 {
 	return tq_err_set(err, TQ_EIO, "log %s: unusable after a failed write", l->name);
 }
 
-static int cap_error(const struct tq_log *l, struct tq_err *err)
+static int cap_error(const struct tq_sqlite_log *l, struct tq_err *err)
 {
 	char size[32];
 
@@ -830,7 +847,7 @@ static int cap_error(const struct tq_log *l, struct tq_err *err)
 
 /* Append the batch's index entries; on any error stop keeping the index
  * (trimmed to whole entries) rather than fail a write that succeeded. */
-static void write_index(struct tq_log *l)
+static void write_index(struct tq_sqlite_log *l)
 {
 	unsigned char b[PENDING_MAX * INDEX_ENTRY];
 
@@ -849,7 +866,7 @@ static void write_index(struct tq_log *l)
 /* A batch write failed after put bytes reached the file. Keep the whole
  * records among them (a reader may have seen them already), cut the torn
  * one so the next record does not glue onto it, drop the rest. */
-static int write_failed(struct tq_log *l, size_t put, struct tq_err *err)
+static int write_failed(struct tq_sqlite_log *l, size_t put, struct tq_err *err)
 {
 	int saved = errno; /* the caller reports it (ENOSPC, EFBIG, EIO) */
 	int rc = tq_err_sys(err, "log write %s", l->name);
@@ -880,7 +897,7 @@ static int write_failed(struct tq_log *l, size_t put, struct tq_err *err)
 	return rc;
 }
 
-static int flush_batch(struct tq_log *l, struct tq_err *err)
+static int flush_batch(struct tq_sqlite_log *l, struct tq_err *err)
 {
 	size_t put = 0;
 
@@ -902,7 +919,7 @@ static int flush_batch(struct tq_log *l, struct tq_err *err)
 }
 
 /* Add one record (tag, a, b, '\n') to the batch. */
-static int add_record(struct tq_log *l, int tag, const char *a, size_t na,
+static int add_record(struct tq_sqlite_log *l, int tag, const char *a, size_t na,
 		      const char *b, size_t nb, struct tq_err *err)
 {
 	size_t size = na + nb + 2;
@@ -930,7 +947,7 @@ static int add_record(struct tq_log *l, int tag, const char *a, size_t na,
 	return 0;
 }
 
-static int flush_part(struct tq_log *l, enum tq_stream s, struct tq_err *err)
+static int flush_part(struct tq_sqlite_log *l, enum tq_stream s, struct tq_err *err)
 {
 	struct part *pt = &l->part[s - 1];
 	int rc;
@@ -945,7 +962,7 @@ static int flush_part(struct tq_log *l, enum tq_stream s, struct tq_err *err)
 }
 
 /* Cut n bytes of stream s into records; keep an unfinished line. */
-static int feed(struct tq_log *l, enum tq_stream s, const char *p, size_t n,
+static int feed(struct tq_sqlite_log *l, enum tq_stream s, const char *p, size_t n,
 		int64_t now_ms, struct tq_err *err)
 {
 	struct part *pt = &l->part[s - 1];
@@ -982,9 +999,9 @@ static int feed(struct tq_log *l, enum tq_stream s, const char *p, size_t n,
 	return 0;
 }
 
-static int open_locked(struct tq_log *l, const struct paths *p, int64_t *size,
+static int open_locked(struct tq_sqlite_log *l, const struct paths *p, int64_t *size,
 		       struct tq_err *err);
-static int load_state(struct tq_log *l, const struct paths *p, int64_t size,
+static int load_state(struct tq_sqlite_log *l, const struct paths *p, int64_t size,
 		      struct tq_err *err);
 
 /*
@@ -994,7 +1011,7 @@ static int load_state(struct tq_log *l, const struct paths *p, int64_t size,
  * no new log can be made, or someone else's file is at the path already, go
  * on as before; the next write tries again.
  */
-static void relink_if_deleted(struct tq_log *l)
+static void relink_if_deleted(struct tq_sqlite_log *l)
 {
 	struct tq_err e = TQ_ERR_INIT;
 	struct stat sb;
@@ -1028,9 +1045,10 @@ static void relink_if_deleted(struct tq_log *l)
 		(void)flush_batch(l, &e);
 }
 
-int tq_log_write(struct tq_log *l, enum tq_stream stream, const void *buf, size_t n,
+int tq_sqlite_log_write(struct tq_log *base, enum tq_stream stream, const void *buf, size_t n,
 		 int64_t now_ms, struct tq_err *err)
 {
+	struct tq_sqlite_log *l = tq_sqlite_log_of(base);
 	size_t take = n;
 	int over = 0, rc, was_held;
 
@@ -1065,26 +1083,30 @@ int tq_log_write(struct tq_log *l, enum tq_stream stream, const void *buf, size_
 	return rc;
 }
 
-void tq_log_hold(struct tq_log *l, size_t bytes, int64_t ms)
+void tq_sqlite_log_hold(struct tq_log *base, size_t bytes, int64_t ms)
 {
+	struct tq_sqlite_log *l = tq_sqlite_log_of(base);
 	l->hold = bytes;
 	l->hold_ms = ms;
 }
 
-size_t tq_log_held(const struct tq_log *l)
+size_t tq_sqlite_log_held(const struct tq_log *base)
 {
+	const struct tq_sqlite_log *l = tq_sqlite_log_of_c(base);
 	return l->blen;
 }
 
-int tq_log_flush(struct tq_log *l, struct tq_err *err)
+int tq_sqlite_log_flush(struct tq_log *base, struct tq_err *err)
 {
+	struct tq_sqlite_log *l = tq_sqlite_log_of(base);
 	if (l->broken)
 		return broken_error(l, err);
 	return flush_batch(l, err);
 }
 
-int tq_log_tick(struct tq_log *l, int64_t now_ms, int64_t *next_ms, struct tq_err *err)
+int tq_sqlite_log_tick(struct tq_log *base, int64_t now_ms, int64_t *next_ms, struct tq_err *err)
 {
+	struct tq_sqlite_log *l = tq_sqlite_log_of(base);
 	int64_t next = -1, due;
 	int rc = 0, pieces = 0;
 
@@ -1115,8 +1137,9 @@ int tq_log_tick(struct tq_log *l, int64_t now_ms, int64_t *next_ms, struct tq_er
 	return rc;
 }
 
-int tq_log_end_stream(struct tq_log *l, enum tq_stream stream, struct tq_err *err)
+int tq_sqlite_log_end_stream(struct tq_log *base, enum tq_stream stream, struct tq_err *err)
 {
+	struct tq_sqlite_log *l = tq_sqlite_log_of(base);
 	int rc;
 
 	if (stream != TQ_STREAM_STDOUT && stream != TQ_STREAM_STDERR)
@@ -1130,25 +1153,28 @@ int tq_log_end_stream(struct tq_log *l, enum tq_stream stream, struct tq_err *er
 	return flush_batch(l, err);
 }
 
-void tq_log_position(const struct tq_log *l, int64_t *offset, int64_t *line)
+void tq_sqlite_log_position(const struct tq_log *base, int64_t *offset, int64_t *line)
 {
+	const struct tq_sqlite_log *l = tq_sqlite_log_of_c(base);
 	if (offset)
 		*offset = l->done.off;
 	if (line)
 		*line = l->done.rec + 1;
 }
 
-int64_t tq_log_output_bytes(const struct tq_log *l)
+int64_t tq_sqlite_log_output_bytes(const struct tq_log *base)
 {
+	const struct tq_sqlite_log *l = tq_sqlite_log_of_c(base);
 	return l->done.obytes + l->done.ebytes;
 }
 
-int tq_log_relinked(const struct tq_log *l)
+int tq_sqlite_log_relinked(const struct tq_log *base)
 {
+	const struct tq_sqlite_log *l = tq_sqlite_log_of_c(base);
 	return l->relinked;
 }
 
-static void log_free(struct tq_log *l)
+static void log_free(struct tq_sqlite_log *l)
 {
 	tq_close(l->ifd);
 	tq_close(l->fd); /* releases the flock */
@@ -1158,8 +1184,9 @@ static void log_free(struct tq_log *l)
 	free(l);
 }
 
-int tq_log_close(struct tq_log *l, struct tq_err *err)
+int tq_sqlite_log_close(struct tq_log *base, struct tq_err *err)
 {
+	struct tq_sqlite_log *l = tq_sqlite_log_of(base);
 	int rc = 0;
 
 	if (l == NULL)
@@ -1179,7 +1206,7 @@ int tq_log_close(struct tq_log *l, struct tq_err *err)
 
 /* Bring the index file up to the log: keep its trusted entries, append the
  * ones the scan made. Failure only means the index is not kept. */
-static void heal_index(struct tq_log *l, const struct view *v)
+static void heal_index(struct tq_sqlite_log *l, const struct view *v)
 {
 	unsigned char *b = NULL;
 	size_t n = v->nmem;
@@ -1206,7 +1233,7 @@ static void heal_index(struct tq_log *l, const struct view *v)
 /* After a crash: a torn last record in [end, size). Keep its bytes as a
  * piece if it looks like a record (see the top of the file), else drop it.
  * Its bytes go to *torn (n: how many, 0: none). */
-static int read_torn(struct tq_log *l, int64_t end, int64_t size, char *torn,
+static int read_torn(struct tq_sqlite_log *l, int64_t end, int64_t size, char *torn,
 		     size_t *n, struct tq_err *err)
 {
 	int64_t len = size - end;
@@ -1223,9 +1250,9 @@ static int read_torn(struct tq_log *l, int64_t end, int64_t size, char *torn,
 	return 0;
 }
 
-static struct tq_log *log_alloc(const struct paths *p, int64_t cap)
+static struct tq_sqlite_log *log_alloc(const struct paths *p, int64_t cap)
 {
-	struct tq_log *l = calloc(1, sizeof(*l));
+	struct tq_sqlite_log *l = calloc(1, sizeof(*l));
 
 	if (l == NULL)
 		return NULL;
@@ -1243,7 +1270,7 @@ static struct tq_log *log_alloc(const struct paths *p, int64_t cap)
 }
 
 /* Open (or create) the log and become its one writer; *size: its size. */
-static int open_locked(struct tq_log *l, const struct paths *p, int64_t *size,
+static int open_locked(struct tq_sqlite_log *l, const struct paths *p, int64_t *size,
 		       struct tq_err *err)
 {
 	struct stat sb;
@@ -1280,7 +1307,7 @@ static int open_locked(struct tq_log *l, const struct paths *p, int64_t *size,
 
 /* Find where the last attempt stopped: end, counts, output size; repair a
  * torn last record and bring the index file up to date. */
-static int load_state(struct tq_log *l, const struct paths *p, int64_t size,
+static int load_state(struct tq_sqlite_log *l, const struct paths *p, int64_t size,
 		      struct tq_err *err)
 {
 	/* The view borrows the writer's descriptors. */
@@ -1316,10 +1343,11 @@ static int load_state(struct tq_log *l, const struct paths *p, int64_t size,
 	return 0;
 }
 
-int tq_log_open(struct tq_queue *q, int64_t id, int64_t max_output,
-		struct tq_log **lp, struct tq_err *err)
+int tq_sqlite_log_open(struct tq_queue *base, int64_t id, int64_t max_output,
+		       struct tq_log **lp, struct tq_err *err)
 {
-	struct tq_log *l;
+	struct tq_sqlite *q = tq_sqlite_of(base);
+	struct tq_sqlite_log *l;
 	struct paths p;
 	int64_t size = 0;
 	int rc;
@@ -1336,30 +1364,44 @@ int tq_log_open(struct tq_queue *q, int64_t id, int64_t max_output,
 		log_free(l);
 		return rc;
 	}
-	*lp = l;
+	l->base.ops = &tq_sqlite_ops;
+	*lp = &l->base;
 	return 0;
 }
 
 /* ------------------------------------------------------------------ */
 /* Handing the output to another program; waiting for more of it     */
 
-int tq_log_export(struct tq_queue *q, int64_t id, char *buf, size_t n, struct tq_err *err)
+int tq_sqlite_log_export(struct tq_queue *base, int64_t id, char *buf, size_t n, struct tq_err *err)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	if (tq_db_log_path(q, id, buf, n) < 0)
 		return tq_err_set(err, TQ_EINVAL, "log of task %lld: path too long",
 				  (long long)id);
 	return 0;
 }
 
-struct tq_log_watch {
+struct tq_sqlite_log_watch {
+	struct tq_log_watch base;  /* first: tq_sqlite_watch_of */
 	int fd;                    /* inotify, watching logs/ */
 	char name[NAME_MAX_LEN];   /* "ID.log" */
 };
 
-int tq_log_watch_open(struct tq_queue *q, int64_t id, struct tq_log_watch **wp,
-		      struct tq_err *err)
+static struct tq_sqlite_log_watch *tq_sqlite_watch_of(struct tq_log_watch *base)
 {
-	struct tq_log_watch *w;
+	return (struct tq_sqlite_log_watch *)base;
+}
+
+static const struct tq_sqlite_log_watch *tq_sqlite_watch_of_c(const struct tq_log_watch *base)
+{
+	return (const struct tq_sqlite_log_watch *)base;
+}
+
+int tq_sqlite_log_watch_open(struct tq_queue *base, int64_t id, struct tq_log_watch **wp,
+			     struct tq_err *err)
+{
+	struct tq_sqlite *q = tq_sqlite_of(base);
+	struct tq_sqlite_log_watch *w;
 	char dir[PATH_MAX];
 	int r;
 
@@ -1375,20 +1417,23 @@ int tq_log_watch_open(struct tq_queue *q, int64_t id, struct tq_log_watch **wp,
 	if ((w->fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK)) < 0 ||
 	    inotify_add_watch(w->fd, dir, IN_MODIFY | IN_CREATE | IN_CLOSE_WRITE) < 0) {
 		r = tq_err_sys(err, "watch %s", dir);
-		tq_log_watch_close(w);
+		tq_sqlite_log_watch_close(&w->base);
 		return r;
 	}
-	*wp = w;
+	w->base.ops = &tq_sqlite_ops;
+	*wp = &w->base;
 	return 0;
 }
 
-int tq_log_watch_fd(const struct tq_log_watch *w)
+int tq_sqlite_log_watch_fd(const struct tq_log_watch *base)
 {
+	const struct tq_sqlite_log_watch *w = tq_sqlite_watch_of_c(base);
 	return w->fd;
 }
 
-int tq_log_watch_hit(struct tq_log_watch *w)
+int tq_sqlite_log_watch_hit(struct tq_log_watch *base)
 {
+	struct tq_sqlite_log_watch *w = tq_sqlite_watch_of(base);
 	_Alignas(struct inotify_event) char buf[4096];
 	ssize_t n;
 	int hit = 0;
@@ -1405,8 +1450,9 @@ int tq_log_watch_hit(struct tq_log_watch *w)
 	return hit;
 }
 
-void tq_log_watch_close(struct tq_log_watch *w)
+void tq_sqlite_log_watch_close(struct tq_log_watch *base)
 {
+	struct tq_sqlite_log_watch *w = tq_sqlite_watch_of(base);
 	if (w == NULL)
 		return;
 	tq_close(w->fd);

@@ -124,7 +124,7 @@ void tq_task_release(struct tq_task *t)
 	memset(t, 0, sizeof(*t));
 }
 
-static int load_env(struct tq_queue *q, int64_t env_id, struct tq_task *t,
+static int load_env(struct tq_sqlite *q, int64_t env_id, struct tq_task *t,
 		    struct tq_err *err)
 {
 	sqlite3_stmt *st = tq_db_stmt(q, ST_GET_ENV, err);
@@ -150,7 +150,7 @@ static int load_env(struct tq_queue *q, int64_t env_id, struct tq_task *t,
 	return 0;
 }
 
-static int load_labels(struct tq_queue *q, struct tq_task *t, struct tq_err *err)
+static int load_labels(struct tq_sqlite *q, struct tq_task *t, struct tq_err *err)
 {
 	sqlite3_stmt *st = tq_db_stmt(q, ST_GET_LABELS, err);
 	size_t cap = 0;
@@ -185,7 +185,7 @@ nomem:
 	return tq_err_set(err, TQ_ENOMEM, "out of memory");
 }
 
-static int load_deps(struct tq_queue *q, struct tq_task *t, struct tq_err *err)
+static int load_deps(struct tq_sqlite *q, struct tq_task *t, struct tq_err *err)
 {
 	sqlite3_stmt *st = tq_db_stmt(q, ST_GET_DEPS, err);
 	size_t cap = 0;
@@ -218,7 +218,7 @@ nomem:
 	return tq_err_set(err, TQ_ENOMEM, "out of memory");
 }
 
-int tq_task_load(struct tq_queue *q, int64_t id, unsigned flags, struct tq_task *t,
+int tq_task_load(struct tq_sqlite *q, int64_t id, unsigned flags, struct tq_task *t,
 		 struct tq_err *err)
 {
 	sqlite3_stmt *st;
@@ -251,9 +251,10 @@ int tq_task_load(struct tq_queue *q, int64_t id, unsigned flags, struct tq_task 
 	return 0;
 }
 
-int tq_queue_get(struct tq_queue *q, int64_t id, unsigned flags, struct tq_task *t,
+int tq_sqlite_get(struct tq_queue *base, int64_t id, unsigned flags, struct tq_task *t,
 		 struct tq_err *err)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	return tq_task_load(q, id, flags, t, err);
 }
 
@@ -268,7 +269,7 @@ static unsigned filter_shape(const struct tq_filter *f)
 	       (f->category != TQ_CAT_NONE ? TQ_LIST_F_CATEGORY : 0);
 }
 
-static sqlite3_stmt *list_stmt(struct tq_queue *q, unsigned shape, struct tq_err *err)
+static sqlite3_stmt *list_stmt(struct tq_sqlite *q, unsigned shape, struct tq_err *err)
 {
 	char sql[TQ_LIST_SQL_MAX];
 	int rc;
@@ -308,7 +309,7 @@ static void bind_states(sqlite3_stmt *st, unsigned states, char *buf, size_t n)
  * columns would run for every matching row whenever the plan sorts).
  */
 
-static int list_costs(struct tq_queue *q, struct tq_task *t, size_t n,
+static int list_costs(struct tq_sqlite *q, struct tq_task *t, size_t n,
 		      struct tq_err *err)
 {
 	sqlite3_stmt *st;
@@ -338,9 +339,10 @@ static int list_costs(struct tq_queue *q, struct tq_task *t, size_t n,
 	return 0;
 }
 
-int tq_queue_list(struct tq_queue *q, const struct tq_filter *f,
+int tq_sqlite_list(struct tq_queue *base, const struct tq_filter *f,
 		  struct tq_task **tasks, size_t *n, struct tq_err *err)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	sqlite3_stmt *st = list_stmt(q, filter_shape(f), err);
 	struct tq_task *out = NULL;
 	size_t cap = 0, count = 0;
@@ -400,8 +402,9 @@ void tq_task_list_free(struct tq_task *tasks, size_t n)
 	free(tasks);
 }
 
-int tq_queue_counts(struct tq_queue *q, int64_t *counts, struct tq_err *err)
+int tq_sqlite_counts(struct tq_queue *base, int64_t *counts, struct tq_err *err)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	sqlite3_stmt *st = tq_db_stmt(q, ST_COUNTS, err);
 	int rc;
 
@@ -469,9 +472,10 @@ static void attempt_release(struct tq_attempt *a)
 	free(a->model);
 }
 
-int tq_queue_attempts(struct tq_queue *q, int64_t id, struct tq_attempt **list,
+int tq_sqlite_attempts(struct tq_queue *base, int64_t id, struct tq_attempt **list,
 		      size_t *n, struct tq_err *err)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	sqlite3_stmt *st = tq_db_stmt(q, ST_ATTEMPTS, err);
 	struct tq_attempt *out = NULL;
 	size_t cap = 0, count = 0;
@@ -517,9 +521,10 @@ void tq_attempt_list_free(struct tq_attempt *list, size_t n)
 	free(list);
 }
 
-int tq_queue_stdin_file(struct tq_queue *q, int64_t id, void **data, size_t *len,
+int tq_sqlite_stdin_file(struct tq_queue *base, int64_t id, void **data, size_t *len,
 			struct tq_err *err)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	sqlite3_stmt *st = tq_db_stmt(q, ST_STDIN_GET, err);
 	int rc;
 
@@ -550,9 +555,10 @@ int tq_queue_stdin_file(struct tq_queue *q, int64_t id, void **data, size_t *len
 /* ------------------------------------------------------------------ */
 /* groups                                                             */
 
-int tq_queue_groups(struct tq_queue *q, struct tq_group **list, size_t *n,
+int tq_sqlite_groups(struct tq_queue *base, struct tq_group **list, size_t *n,
 		    struct tq_err *err)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	sqlite3_stmt *st = tq_db_stmt(q, ST_GROUPS, err);
 	struct tq_group *out = NULL;
 	size_t cap = 0, count = 0;

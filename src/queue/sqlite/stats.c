@@ -12,9 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-int tq_queue_session_get(struct tq_queue *q, const char *key, char **agent_session,
+int tq_sqlite_session_get(struct tq_queue *base, const char *key, char **agent_session,
 			 struct tq_err *err)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	sqlite3_stmt *st = tq_db_stmt(q, ST_SESSION_GET, err);
 	int rc;
 
@@ -41,7 +42,7 @@ static int64_t col_i64(sqlite3_stmt *st, int c, int64_t none)
 }
 
 /* The sessions row of key, if any. *found 1 when there is one. */
-static int session_row(struct tq_queue *q, const char *key, struct tq_session_info *s,
+static int session_row(struct tq_sqlite *q, const char *key, struct tq_session_info *s,
 		       int *found, struct tq_err *err)
 {
 	sqlite3_stmt *st = tq_db_stmt(q, ST_SESSION_ROW, err);
@@ -82,7 +83,7 @@ static int session_task_row(sqlite3_stmt *st, struct tq_session_task *t)
 
 /* The tasks of key in submit order, through the tasks_session index; each
  * one's agent session is one probe of the attempts primary key. */
-static int session_tasks(struct tq_queue *q, const char *key, struct tq_session_info *s,
+static int session_tasks(struct tq_sqlite *q, const char *key, struct tq_session_info *s,
 			 struct tq_err *err)
 {
 	sqlite3_stmt *st = tq_db_stmt(q, ST_SESSION_TASKS, err);
@@ -113,9 +114,10 @@ nomem:
 	return tq_err_set(err, TQ_ENOMEM, "read session tasks: out of memory");
 }
 
-int tq_queue_session_show(struct tq_queue *q, const char *key,
+int tq_sqlite_session_show(struct tq_queue *base, const char *key,
 			  struct tq_session_info *s, struct tq_err *err)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	int found = 0, rc;
 
 	memset(s, 0, sizeof(*s));
@@ -234,7 +236,7 @@ static int cmp_cost(const void *a, const void *b)
 	return x->results > y->results ? -1 : x->results < y->results;
 }
 
-static int stats_sums(struct tq_queue *q, const struct tq_stats_filter *f,
+static int stats_sums(struct tq_sqlite *q, const struct tq_stats_filter *f,
 		      struct tq_stats *s, struct tq_err *err)
 {
 	sqlite3_stmt *st = f->batch != NULL
@@ -260,7 +262,7 @@ static int stats_sums(struct tq_queue *q, const struct tq_stats_filter *f,
 	return 0;
 }
 
-static int stats_tasks(struct tq_queue *q, const struct tq_stats_filter *f,
+static int stats_tasks(struct tq_sqlite *q, const struct tq_stats_filter *f,
 		       struct tq_stats *s, struct tq_err *err)
 {
 	sqlite3_stmt *st = f->batch != NULL
@@ -278,9 +280,10 @@ static int stats_tasks(struct tq_queue *q, const struct tq_stats_filter *f,
 	return rc == SQLITE_ROW ? 0 : tq_db_error(q, rc, err, "read stats");
 }
 
-int tq_queue_stats(struct tq_queue *q, const struct tq_stats_filter *f,
+int tq_sqlite_stats(struct tq_queue *base, const struct tq_stats_filter *f,
 		   struct tq_stats *s, struct tq_err *err)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	int rc;
 
 	memset(s, 0, sizeof(*s));

@@ -25,7 +25,7 @@
  * "ID TIME_MS": no table of their own for a row that lives a day, and meta's
  * primary key makes the lookup and the pruning (a key range) cheap.
  */
-static int token_find(struct tq_queue *q, const char *token, int64_t *id, struct tq_err *err)
+static int token_find(struct tq_sqlite *q, const char *token, int64_t *id, struct tq_err *err)
 {
 	sqlite3_stmt *st = tq_db_stmt(q, ST_TOKEN_FIND, err);
 	int rc;
@@ -43,7 +43,7 @@ static int token_find(struct tq_queue *q, const char *token, int64_t *id, struct
 	return 0;
 }
 
-static int token_add(struct tq_queue *q, const char *token, int64_t id, int64_t now,
+static int token_add(struct tq_sqlite *q, const char *token, int64_t id, int64_t now,
 		     struct tq_err *err)
 {
 	sqlite3_stmt *st = tq_db_stmt(q, ST_TOKEN_ADD, err);
@@ -56,8 +56,9 @@ static int token_add(struct tq_queue *q, const char *token, int64_t id, int64_t 
 	return tq_db_exec_st(q, st, err, "store submit token");
 }
 
-int tq_queue_prune_tokens(struct tq_queue *q, int64_t before_ms, int *n, struct tq_err *err)
+int tq_sqlite_prune_tokens(struct tq_queue *base, int64_t before_ms, int *n, struct tq_err *err)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	/* 'submit;' is the key just past every 'submit:...' (';' follows ':') */
 	sqlite3_stmt *st = tq_db_stmt(q, ST_TOKEN_PRUNE, err);
 	int rc;
@@ -74,9 +75,10 @@ int tq_queue_prune_tokens(struct tq_queue *q, int64_t before_ms, int *n, struct 
 	return 0;
 }
 
-int tq_queue_token_first(struct tq_queue *q, const char *prefix, char *buf, size_t n,
+int tq_sqlite_token_first(struct tq_queue *base, const char *prefix, char *buf, size_t n,
 			 int64_t *id, struct tq_err *err)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	/* the keys that start with prefix: from it to (not including) prefix
 	 * with its last byte one higher, a range of meta's primary key */
 	sqlite3_stmt *st = tq_db_stmt(q, ST_TOKEN_FIRST, err);
@@ -126,7 +128,7 @@ static uint64_t fnv1a(const void *data, size_t n)
 }
 
 /* The id of an identical stored environment, or a new row's. */
-static int env_id(struct tq_queue *q, const struct tq_task_spec *s, int64_t *id,
+static int env_id(struct tq_sqlite *q, const struct tq_task_spec *s, int64_t *id,
 		  struct tq_err *err)
 {
 	sqlite3_stmt *st;
@@ -225,7 +227,7 @@ static int check_spec(const struct tq_task_spec *s, struct tq_err *err)
 }
 
 /* The unfinished task holding key, if any: *id > 0. */
-static int find_unique(struct tq_queue *q, const char *key, int64_t *id,
+static int find_unique(struct tq_sqlite *q, const char *key, int64_t *id,
 		       struct tq_err *err)
 {
 	sqlite3_stmt *st = tq_db_stmt(q, ST_UNIQUE_FIND, err);
@@ -256,7 +258,7 @@ struct dep_verdict {
 	enum tq_state failed_state;
 };
 
-static int dep_check(struct tq_queue *q, const struct dep *d, struct dep_verdict *v,
+static int dep_check(struct tq_sqlite *q, const struct dep *d, struct dep_verdict *v,
 		     struct tq_err *err)
 {
 	sqlite3_stmt *st = tq_db_stmt(q, ST_STATE_OF, err);
@@ -285,7 +287,7 @@ static int dep_check(struct tq_queue *q, const struct dep *d, struct dep_verdict
 }
 
 /* The latest unfinished task of a session: the new one runs after it. */
-static int session_last(struct tq_queue *q, const char *session, int64_t *id,
+static int session_last(struct tq_sqlite *q, const char *session, int64_t *id,
 			struct tq_err *err)
 {
 	sqlite3_stmt *st = tq_db_stmt(q, ST_SESSION_LAST, err);
@@ -318,7 +320,7 @@ static int session_last(struct tq_queue *q, const char *session, int64_t *id,
  * *cwd is s->cwd or the session's directory (owned by the statement's
  * row, so copied into buf, of n bytes).
  */
-static int session_dir(struct tq_queue *q, const struct tq_task_spec *s, char *buf,
+static int session_dir(struct tq_sqlite *q, const struct tq_task_spec *s, char *buf,
 		       size_t n, const char **cwd, struct tq_err *err)
 {
 	sqlite3_stmt *st = tq_db_stmt(q, ST_SESSION_DIR, err);
@@ -368,7 +370,7 @@ struct insert_ctx {
 	size_t argv_len;
 };
 
-static int insert_task(struct tq_queue *q, const struct insert_ctx *c, int64_t *id,
+static int insert_task(struct tq_sqlite *q, const struct insert_ctx *c, int64_t *id,
 		       struct tq_err *err)
 {
 	const struct tq_task_spec *s = c->s;
@@ -417,7 +419,7 @@ static int insert_task(struct tq_queue *q, const struct insert_ctx *c, int64_t *
 	return 0;
 }
 
-static int insert_extras(struct tq_queue *q, const struct tq_task_spec *s, int64_t id,
+static int insert_extras(struct tq_sqlite *q, const struct tq_task_spec *s, int64_t id,
 			 const struct dep *deps, size_t ndeps, struct tq_err *err)
 {
 	sqlite3_stmt *st;
@@ -455,7 +457,7 @@ static int insert_extras(struct tq_queue *q, const struct tq_task_spec *s, int64
 	return 0;
 }
 
-static int add_group(struct tq_queue *q, const char *group, struct tq_err *err)
+static int add_group(struct tq_sqlite *q, const char *group, struct tq_err *err)
 {
 	sqlite3_stmt *st = tq_db_stmt(q, ST_GROUP_ADD, err);
 
@@ -466,7 +468,7 @@ static int add_group(struct tq_queue *q, const char *group, struct tq_err *err)
 }
 
 /* Gather --after and the session's previous task into one dependency list. */
-static int collect_deps(struct tq_queue *q, const struct tq_task_spec *s,
+static int collect_deps(struct tq_sqlite *q, const struct tq_task_spec *s,
 			struct dep **out, size_t *n, struct tq_err *err)
 {
 	int64_t prev = 0;
@@ -510,7 +512,7 @@ struct batch_cache {
 	char group[TQ_NAME_MAX]; /* "" : nothing cached */
 };
 
-static int cached_env_id(struct tq_queue *q, const struct tq_task_spec *s,
+static int cached_env_id(struct tq_sqlite *q, const struct tq_task_spec *s,
 			 struct batch_cache *bc, int64_t *id, struct tq_err *err)
 {
 	int rc;
@@ -527,7 +529,7 @@ static int cached_env_id(struct tq_queue *q, const struct tq_task_spec *s,
 	return 0;
 }
 
-static int cached_add_group(struct tq_queue *q, const char *group, struct batch_cache *bc,
+static int cached_add_group(struct tq_sqlite *q, const char *group, struct batch_cache *bc,
 			    struct tq_err *err)
 {
 	int rc;
@@ -543,7 +545,7 @@ static int cached_add_group(struct tq_queue *q, const char *group, struct batch_
 }
 
 /* Add one task inside the caller's transaction. */
-static int submit_one(struct tq_queue *q, const struct tq_task_spec *s, int64_t now,
+static int submit_one(struct tq_sqlite *q, const struct tq_task_spec *s, int64_t now,
 		      struct batch_cache *bc, int64_t *id, int *existed, struct tq_err *err)
 {
 	char name[TQ_NAME_MAX], group[TQ_NAME_MAX], reason[128];
@@ -621,9 +623,10 @@ out:
 	return rc;
 }
 
-int tq_queue_submit_many(struct tq_queue *q, const struct tq_task_spec *specs,
+int tq_sqlite_submit_many(struct tq_queue *base, const struct tq_task_spec *specs,
 			 size_t n, int64_t *ids, int *existed, struct tq_err *err)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	struct batch_cache bc = { .env_id = 0 };
 	int64_t now = tq_now_ms();
 	int rc;
@@ -647,9 +650,10 @@ int tq_queue_submit_many(struct tq_queue *q, const struct tq_task_spec *specs,
 	return 0;
 }
 
-int tq_queue_submit(struct tq_queue *q, const struct tq_task_spec *spec,
+int tq_sqlite_submit(struct tq_queue *base, const struct tq_task_spec *spec,
 		    int64_t *id, int *existed, struct tq_err *err)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	int rc;
 
 	/*
@@ -669,11 +673,12 @@ int tq_queue_submit(struct tq_queue *q, const struct tq_task_spec *spec,
 			return 0;
 		}
 	}
-	return tq_queue_submit_many(q, spec, 1, id, existed, err);
+	return tq_sqlite_submit_many(&q->base, spec, 1, id, existed, err);
 }
 
-int tq_queue_wants_worker(struct tq_queue *q, int64_t id)
+int tq_sqlite_wants_worker(struct tq_queue *base, int64_t id)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	sqlite3_stmt *st = tq_db_stmt(q, ST_WANTS_WORKER, NULL);
 	int rc;
 

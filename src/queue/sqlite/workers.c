@@ -11,9 +11,10 @@
 
 #include "common/sys.h"
 
-int tq_queue_worker_add(struct tq_queue *q, int pid, int64_t proc_start, int slot,
+int tq_sqlite_worker_add(struct tq_queue *base, int pid, int64_t proc_start, int slot,
 			int supervisor_pid, int64_t *id, struct tq_err *err)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	sqlite3_stmt *st = tq_db_stmt(q, ST_WORKER_ADD, err);
 	char host[256] = "";
 	int rc;
@@ -34,9 +35,10 @@ int tq_queue_worker_add(struct tq_queue *q, int pid, int64_t proc_start, int slo
 	return 0;
 }
 
-int tq_queue_worker_beat(struct tq_queue *q, int64_t id, int64_t task_id,
+int tq_sqlite_worker_beat(struct tq_queue *base, int64_t id, int64_t task_id,
 			 struct tq_err *err)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	sqlite3_stmt *st = tq_db_stmt(q, ST_WORKER_BEAT, err);
 
 	if (st == NULL)
@@ -47,8 +49,9 @@ int tq_queue_worker_beat(struct tq_queue *q, int64_t id, int64_t task_id,
 	return tq_db_exec_st(q, st, err, "worker heartbeat");
 }
 
-int tq_queue_worker_stop(struct tq_queue *q, int64_t id, struct tq_err *err)
+int tq_sqlite_worker_stop(struct tq_queue *base, int64_t id, struct tq_err *err)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	sqlite3_stmt *st = tq_db_stmt(q, ST_WORKER_STOP, err);
 
 	if (st == NULL)
@@ -58,9 +61,10 @@ int tq_queue_worker_stop(struct tq_queue *q, int64_t id, struct tq_err *err)
 	return tq_db_exec_st(q, st, err, "stop worker");
 }
 
-int tq_queue_workers(struct tq_queue *q, struct tq_worker_info **list, size_t *n,
+int tq_sqlite_workers(struct tq_queue *base, struct tq_worker_info **list, size_t *n,
 		     struct tq_err *err)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	sqlite3_stmt *st = tq_db_stmt(q, ST_WORKERS, err);
 	struct tq_worker_info *out = NULL;
 	size_t cap = 0, count = 0;
@@ -103,10 +107,11 @@ int tq_queue_workers(struct tq_queue *q, struct tq_worker_info **list, size_t *n
 	return 0;
 }
 
-int tq_queue_worker_results(struct tq_queue *q, const int64_t *ids, size_t n,
+int tq_sqlite_worker_results(struct tq_queue *base, const int64_t *ids, size_t n,
 			    int64_t *ran, int64_t *failed, int64_t *pending,
 			    struct tq_err *err)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	sqlite3_stmt *st = tq_db_stmt(q, ST_WORKER_RESULTS, err);
 	char *json = NULL;
 	size_t len = 2;
@@ -136,9 +141,10 @@ int tq_queue_worker_results(struct tq_queue *q, const int64_t *ids, size_t n,
 	return rc == SQLITE_ROW ? 0 : tq_db_error(q, rc, err, "read drain results");
 }
 
-int tq_queue_meta_set(struct tq_queue *q, const char *key, const char *value,
+int tq_sqlite_meta_set(struct tq_queue *base, const char *key, const char *value,
 		      struct tq_err *err)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	sqlite3_stmt *st = tq_db_stmt(q, ST_META_SET, err);
 
 	if (st == NULL)
@@ -148,9 +154,10 @@ int tq_queue_meta_set(struct tq_queue *q, const char *key, const char *value,
 	return tq_db_exec_st(q, st, err, "write meta");
 }
 
-int tq_queue_meta_get(struct tq_queue *q, const char *key, char **value,
+int tq_sqlite_meta_get(struct tq_queue *base, const char *key, char **value,
 		      struct tq_err *err)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	sqlite3_stmt *st = tq_db_stmt(q, ST_META_GET, err);
 	int rc;
 
@@ -169,9 +176,10 @@ int tq_queue_meta_get(struct tq_queue *q, const char *key, char **value,
 
 /* ------------------------------------------------------------------ */
 
-int tq_queue_stdin_write(struct tq_queue *q, int64_t id, const void *data, size_t len,
+int tq_sqlite_stdin_write(struct tq_queue *base, int64_t id, const void *data, size_t len,
 			 int eof, struct tq_err *err)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	struct tq_task t;
 	sqlite3_stmt *st;
 	int rc;
@@ -220,9 +228,10 @@ fail:
 	return rc;
 }
 
-int tq_queue_stdin_pending(struct tq_queue *q, int64_t id, int64_t after, size_t max,
+int tq_sqlite_stdin_pending(struct tq_queue *base, int64_t id, int64_t after, size_t max,
 			   struct tq_stdin_chunk **list, size_t *n, struct tq_err *err)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	sqlite3_stmt *st = tq_db_stmt(q, ST_STDIN_PENDING, err);
 	struct tq_stdin_chunk *out;
 	size_t count = 0;
@@ -269,9 +278,10 @@ void tq_stdin_chunks_free(struct tq_stdin_chunk *list, size_t n)
 	free(list);
 }
 
-int tq_queue_stdin_delivered(struct tq_queue *q, int64_t id, int64_t seq,
+int tq_sqlite_stdin_delivered(struct tq_queue *base, int64_t id, int64_t seq,
 			     struct tq_err *err)
 {
+	struct tq_sqlite *q = tq_sqlite_of(base);
 	sqlite3_stmt *st = tq_db_stmt(q, ST_STDIN_DELIVERED, err);
 
 	if (st == NULL)
