@@ -190,7 +190,6 @@ static int run_write(struct cli_ctx *c, int argc, char **argv)
 	const char *data = NULL, *file = NULL;
 	char *buf = NULL;
 	struct cli_args a;
-	struct tq_task t;
 	int64_t id = 0;
 	size_t len = 0;
 	int k, eof = 0, line = 0, have_id = 0, rc = CLI_OK;
@@ -241,12 +240,8 @@ static int run_write(struct cli_ctx *c, int argc, char **argv)
 		buf[len++] = '\n';
 	}
 	rc = cli_open(c, TQ_OPEN_DURABLE | TQ_OPEN_NOCREATE, &q);
-	if (rc == CLI_OK && tq_queue_stdin_write(q, id, buf, len, eof, &err) < 0)
+	if (rc == CLI_OK && tq_ops_write(q, id, buf, len, eof, &err) < 0)
 		rc = cli_fail(c, &err);
-	if (rc == CLI_OK && tq_queue_get(q, id, 0, &t, &err) == 0) {
-		tq_ops_poke_worker(q, &t); /* so it acts on the store now */
-		tq_task_release(&t);
-	}
 	free(buf);
 	tq_queue_close(q);
 	return rc;

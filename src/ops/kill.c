@@ -1,6 +1,7 @@
 /*
- * ops/kill.c - killing a task through its worker (kill.h): the request
- * stored, the worker poked through its identity, the wait for its end.
+ * ops/kill.c - reaching a running task through its worker (kill.h): a
+ * kill request or stdin data stored, the worker poked through its
+ * identity, the wait for the end.
  *
  * What it does not: signal a task's processes (the worker does, and
  * decides TERM then KILL by waitpid), print, or choose the words a front
@@ -70,6 +71,21 @@ int tq_ops_poke_worker(struct tq_queue *q, const struct tq_task *t)
 	/* through a pidfd opened for that identity: a pid reused since the
 	 * read is never signalled */
 	return tq_proc_signal(pid, start, SIGUSR1, NULL) == 0;
+}
+
+int tq_ops_write(struct tq_queue *q, int64_t id, const void *data, size_t len, int eof,
+		 struct tq_err *err)
+{
+	struct tq_task t;
+	int rc;
+
+	if ((rc = tq_queue_stdin_write(q, id, data, len, eof, err)) < 0)
+		return rc;
+	if (tq_queue_get(q, id, 0, &t, NULL) == 0) {
+		tq_ops_poke_worker(q, &t);
+		tq_task_release(&t);
+	}
+	return 0;
 }
 
 int tq_ops_kill_request(struct tq_queue *q, const char *home, int64_t id, int sig,

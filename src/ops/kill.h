@@ -1,7 +1,7 @@
 /*
- * ops/kill.h - stopping a task through the worker that runs it: what
- * `taskq kill`, `taskq remove` (of a running task) and `taskq write` (its
- * poke) do, for any front end.
+ * ops/kill.h - reaching a task through the worker that runs it: what
+ * `taskq kill`, `taskq remove` (of a running task) and `taskq write` do,
+ * for any front end.
  *
  * A front end never signals a task itself: the worker running it owns the
  * process and knows when it really exited. A kill is stored first
@@ -48,6 +48,17 @@ int tq_ops_task_worker(struct tq_queue *q, const struct tq_task *t, pid_t *pid,
  * renewal, or for recovery.
  */
 int tq_ops_poke_worker(struct tq_queue *q, const struct tq_task *t);
+
+/*
+ * Store len bytes of data for task id's standard input (with eof, then its
+ * end), to be delivered by its worker (nothing is lost if the task has not
+ * started yet), then poke its worker when it runs so it delivers them now:
+ * what `taskq write` does. Returns 0, or a TQ_E* code with err set
+ * (TQ_ESTATE: its stdin is not a pipe, it has finished, or its input was
+ * ended already).
+ */
+int tq_ops_write(struct tq_queue *q, int64_t id, const void *data, size_t len, int eof,
+		 struct tq_err *err);
 
 /* What tq_ops_kill_request found. */
 enum tq_ops_kill {
