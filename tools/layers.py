@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """tools/layers.py - the direction of src/'s layers, checked as build steps.
 
-    layers.py --root DIR --layers common queue ... cli
+    layers.py --root DIR --layers common queue ... cli [--order NAME...]
               [--generated NAME...] [--tree DIR] [--stamp FILE --depfile FILE]
     layers.py --layers common queue ... cli --archives LIB.a... [--nm NM]
               [--stamp FILE]
@@ -31,8 +31,9 @@ include and the rule:
              folder G of src/, nor a generated header (--generated); for
              files outside src/, only the second and third
   unknown    a folder of src/ that is not one of --layers (the build would
-             not compile it: it has no meson.build or is not in
-             layer_order), a .c or .h directly in src/
+             not compile it: it has no meson.build, is not in layer_order,
+             or is in --order but came after the build was configured:
+             reconfigure), a .c or .h directly in src/
 
 Scanned: every .c, .h and .def under ROOT/src, ROOT/tests and ROOT/bench (tests
 and benchmarks sit above every layer; "../", the private headers and the
@@ -177,16 +178,21 @@ def check_file(path, root, rank, generated, order_text):
     return bad
 
 
-def unlayered(root, rank):
+def unlayered(root, rank, order):
     """One line per folder of src/ the build does not know (it would not
-    be built at all) and per source file outside every folder."""
+    be built at all) and per source file outside every folder. ORDER: all
+    the names the build's layer_order holds, folders or not yet."""
     bad = []
     src = os.path.join(root, "src")
     for name in sorted(os.listdir(src)):
         p = os.path.join(src, name)
         if name.startswith(".") or name in rank:
             continue
-        if os.path.isdir(p):
+        if os.path.isdir(p) and name in order:
+            bad.append("src/%s/: error: a layer this build was configured "
+                       "without (its meson.build came later): run meson "
+                       "setup --reconfigure on the build directory" % name)
+        elif os.path.isdir(p):
             bad.append("src/%s/: error: not one of the layers the build knows "
                        "(%s): name it in layer_order (the top meson.build), "
                        "in its place, and give it a meson.build"
@@ -280,6 +286,8 @@ def main():
     ap.add_argument("--root")
     ap.add_argument("--layers", nargs="+", required=True)
     ap.add_argument("--generated", nargs="*", default=[])
+    ap.add_argument("--order", nargs="+",
+                    help="every name of layer_order, a folder yet or not")
     ap.add_argument("--tree")
     ap.add_argument("--stamp")
     ap.add_argument("--depfile")
@@ -299,7 +307,7 @@ def main():
             ap.error("--layers: no folder src/%s" % name)
     order_text = " < ".join(a.layers)
     files, dirs = walk(root)
-    bad = unlayered(root, rank)
+    bad = unlayered(root, rank, a.order or a.layers)
     for path in files:
         bad.extend(check_file(path, root, rank, set(a.generated), order_text))
     links = make_tree(os.path.abspath(a.tree), root, a.layers) if a.tree else []

@@ -105,6 +105,14 @@ assert_eq "src/planted/: error: not one of the layers the build knows ($order): 
 tools/layers.py: 1 error against the layers of src/ ($order)" "$(cat "$TQ_OUT")"
 sed -n 1p "$TQ_OUT"
 
+check "a folder of layer_order the build was configured without says to reconfigure"
+TQ_RC=0
+"$TQ_PYTHON" "$TASKQ_SRCDIR/tools/layers.py" --root "$tree" --generated "${generated[@]}" \
+	--order "${layers[@]}" planted --layers "${layers[@]}" >"$TQ_OUT" 2>&1 || TQ_RC=$?
+assert_eq 1 "$TQ_RC" "the check's status: $(cat "$TQ_OUT")"
+assert_contains "$(cat "$TQ_OUT")" "src/planted/: error: a layer this build was configured without (its meson.build came later): run meson setup --reconfigure on the build directory"
+sed -n 1p "$TQ_OUT"
+
 check "src/queue/'s private headers pass inside it and in its unit tests"
 fresh_tree
 printf '#include "queue/sqlite/stmt.h"\n' >"$tree/tests/unit/test_queue_planted.c"
