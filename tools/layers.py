@@ -162,11 +162,11 @@ def check_file(path, root, rank, generated, order_text):
             continue
         owner = private_owner(inc)
         if owner is not None and folder != owner and not unit_test_of(rel, owner):
-            if is_private_name(parts[-1]):
-                why = "internal.h and *_int.h are their folder's own"
-            else:
+            if len(parts) >= 3 and parts[0] == BACKEND_PARENT:
                 why = ("the store's backend under src/%s/%s/ sits behind "
                        "queue.h" % (owner, parts[1]))
+            else:
+                why = "internal.h and *_int.h are their folder's own"
             bad.append(where + "private to src/%s/ (%s): included from "
                        "inside src/%s/ only, and from its unit tests "
                        "(tests/unit/test_%s*.c)" % (owner, why, owner, owner))

@@ -84,7 +84,8 @@ refused tests/unit/test_planted.c '"../../src/common/sys.h"' 'a "../" or absolut
 check "the store backend's private headers are refused outside src/queue/"
 refused src/worker/planted.c '"queue/sqlite/stmt.h"' \
 	"private to src/queue/ (the store's backend under src/queue/sqlite/ sits behind queue.h): included from inside src/queue/ only"
-refused src/cli/planted.c '"queue/sqlite/internal.h"' "private to src/queue/"
+refused src/cli/planted.c '"queue/sqlite/internal.h"' \
+	"private to src/queue/ (the store's backend under src/queue/sqlite/ sits behind queue.h)"
 refused tests/unit/test_planted.c '"queue/sqlite/stmt.h"' "private to src/queue/"
 refused src/cli/planted.c '"worker/worker_int.h"' \
 	"private to src/worker/ (internal.h and *_int.h are their folder's own): included from inside src/worker/ only"
