@@ -18,8 +18,9 @@
  * classification rules limited to the agent ("program"/"agent" in
  * rules.json).
  *
- * Adding an agent CLI "foo" (no other source file changes, unless its
- * reader needs state of its own):
+ * Adding an agent CLI "foo" (no other code changes, unless its reader
+ * needs state of its own; tried with a fifth agent, the code was its file
+ * and the two lines of step 2):
  *  1. src/agent/foo.c, holding everything that is foo's, and defining
  *     `const struct tq_agent_def tq_agent_foo` (below): its name; the reader
  *     of one JSON object of its stdout, which fills struct
@@ -42,12 +43,17 @@
  *  4. Tests: its outputs under tests/fixtures/agent-outputs (test_result
  *     reads every file there; tests/fuzz/seed.py seeds fuzz_result), the
  *     entries counted and named in tests/unit/test_registry.c (its count,
- *     the names for messages, the parser message, the session forms), a
- *     profile test (test_profile), a fake CLI run through the worker
- *     (tests/integration/test_agent_harness.sh; test_ask_real_clis.sh when
- *     it can be installed pinned), and foo added to NAMES in
+ *     the names for messages, the parser message, the session forms), the
+ *     built-in profile names and a test of its profile (test_profile), a
+ *     fake CLI run through the worker (tests/integration/
+ *     test_agent_harness.sh; test_ask_real_clis.sh when it can be
+ *     installed pinned), and foo added to NAMES in
  *     tests/integration/test_agents_named_only_in_registry.sh.
- * That guard fails when an agent's name is an identifier or a string of
+ *  5. Docs that list the agents by name for the user: `taskq help ask`'s
+ *     summary (src/cli/cmd_ask.c) and `help log` (cmd_log.c), the man page
+ *     (contrib/taskq.1.scd: ask --agent, the result's nulls, the pipes),
+ *     the completions (contrib/completions), README's agent section.
+ * The guard of step 4 fails when an agent's name is an identifier or a string of
  * its own in any C file of src/ but its own file and registry.c's list
  * (profile.c's default agent excepted), or is written at all, comments
  * included, in another .c file of src/agent.
