@@ -155,6 +155,8 @@ CREATE TABLE attempts (
     cache_read_tokens     INTEGER,
     cache_creation_tokens INTEGER,
     model         TEXT,
+    node          TEXT,                      -- the node its worker ran on (TASKQ_NODE
+                                             -- or the host name); NULL: stored before 7
     PRIMARY KEY (task_id, attempt)
 );
 
@@ -324,4 +326,4 @@ SELECT id, state, name, grp, batch, priority, attempt,
 FROM tasks;
 
 PRAGMA application_id = 1953721201;  -- 'tskq'
-PRAGMA user_version = 6;
+PRAGMA user_version = 7;

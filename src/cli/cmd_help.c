@@ -42,6 +42,8 @@ static const char overview_tail[] =
 	"Environment:\n"
 	"  TASKQ_HOME        the state directory, unless --home is given\n"
 	"  TASKQ_AUTOSTART   0: submit does not start a supervisor\n"
+	"  TASKQ_NODE        this node's name for serve and drain (default: the host\n"
+	"                    name); recovery signals only its own node's processes\n"
 	"  TASKQ_SCRUB_ENV   comma-separated variable names that submit leaves out of\n"
 	"                    a task's environment, on top of the built-in list\n"
 	"                    (agent-env.json: CLAUDECODE, GEMINI_CLI, CODEX_THREAD_ID,\n"

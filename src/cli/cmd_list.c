@@ -481,6 +481,7 @@ static void attempt_json(cJSON *arr, const struct tq_attempt *a, int *oom)
 	cli_json_bytes(o, "subtype", a->subtype, oom);
 	cli_json_bytes(o, "agent_session", a->agent_session, oom);
 	cli_json_bytes(o, "model", a->model, oom);
+	cli_json_bytes(o, "node", a->node, oom);
 	cli_json_int(o, "duration_ms", a->duration_ms, a->duration_ms >= 0, oom);
 	cli_json_int(o, "num_turns", a->num_turns, 1, oom);
 	cli_json_int(o, "input_tokens", a->input_tokens, 1, oom);

@@ -441,6 +441,7 @@ static cJSON *status_json(const struct status *s, const char *home)
 		cJSON_AddNumberToObject(x, "id", (double)s->ws[i].id);
 		cJSON_AddNumberToObject(x, "slot", s->ws[i].slot);
 		cJSON_AddNumberToObject(x, "pid", s->ws[i].pid);
+		cJSON_AddStringToObject(x, "node", s->ws[i].node);
 		if (s->ws[i].task_id)
 			cJSON_AddNumberToObject(x, "task", (double)s->ws[i].task_id);
 		else

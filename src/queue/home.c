@@ -23,6 +23,7 @@
 #include <bsd/string.h>
 
 #include "common/sys.h"
+#include "queue/queue.h"
 
 /*
  * The longest state directory path. SQLite's unix VFS opens no database
@@ -447,4 +448,44 @@ void tq_home_unmake(const char *home, int made)
 	}
 	if (made & TQ_HOME_MADE_DIR)
 		rmdir(home);
+}
+
+/* ------------------------------------------------------------------ */
+/* The node                                                           */
+
+static int node_name_ok(const char *s)
+{
+	size_t len = strlen(s);
+
+	if (len == 0 || len > TQ_NODE_MAX)
+		return 0;
+	return strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+		      "0123456789.-_") == len;
+}
+
+int tq_node_self(char *buf, size_t n, struct tq_err *err)
+{
+	const char *v = getenv(TQ_NODE_VAR);
+	char host[TQ_NODE_MAX + 2];
+
+	if (v != NULL && v[0] != '\0') {
+		if (!node_name_ok(v))
+			return tq_err_set(err, TQ_EINVAL, "$" TQ_NODE_VAR " \"%.*s\": expected a "
+					  "node name of 1 to %d letters, digits, '.', '-' or '_'",
+					  TQ_NODE_MAX, v, TQ_NODE_MAX);
+	} else {
+		/* a longer name does not fit: ENAMETOOLONG */
+		if (gethostname(host, sizeof(host)) < 0)
+			return tq_err_sys(err, "gethostname");
+		host[sizeof(host) - 1] = '\0';
+		if (!node_name_ok(host))
+			return tq_err_set(err, TQ_EINVAL, "host name \"%.*s\" is no node name "
+					  "(1 to %d letters, digits, '.', '-' or '_'): set $"
+					  TQ_NODE_VAR, TQ_NODE_MAX, host, TQ_NODE_MAX);
+		v = host;
+	}
+	if (strlcpy(buf, v, n) >= n)
+		return tq_err_set(err, TQ_EINVAL, "node name \"%s\": longer than %zu bytes",
+				  v, n - 1);
+	return 0;
 }

@@ -68,6 +68,21 @@ int tq_home_prepare(const char *home, unsigned flags, int *made, char **note,
  * what another process has put there since). */
 void tq_home_unmake(const char *home, int made);
 
+/*
+ * This node's name, for what it registers in the store (its workers, their
+ * attempts) and what its recovery may act on: $TASKQ_NODE when set (a test
+ * runs two "nodes" on one machine and one state directory with it; issue
+ * 20's --node), else the host name: a node is a machine, whichever state
+ * directory or database it uses, and the host name is what a user reading
+ * `status` knows it by (a node id kept in the state directory would make
+ * two state directories of one machine two nodes, and would be lost with
+ * the directory). 1 to TQ_NODE_MAX bytes of letters, digits, '.', '-' and
+ * '_'. Returns 0, or TQ_EINVAL naming TASKQ_NODE when it is not such a
+ * name, or the error of gethostname.
+ */
+#define TQ_NODE_VAR "TASKQ_NODE"
+int tq_node_self(char *buf, size_t n, struct tq_err *err);
+
 /* Take group and others' bits off path (lstat'ed as sb, yours), through an
  * fd opened O_NOFOLLOW. 1 when it changed the mode, else 0. */
 int tq_home_tighten(const char *path, const struct stat *sb);

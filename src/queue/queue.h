@@ -455,6 +455,8 @@ struct tq_attempt {
 	int64_t cache_read_tokens;
 	int64_t cache_creation_tokens;
 	char *model;
+	char *node;             /* the node its worker ran on; NULL: not recorded
+				 * (stored before schema 7) */
 };
 
 /* Every attempt of a task, oldest first. */
@@ -631,6 +633,10 @@ int tq_queue_on_exit_due(struct tq_queue *q, int *any, struct tq_err *err);
 int tq_queue_on_exit_take(struct tq_queue *q, int64_t task_id, struct tq_task *t,
 			  struct tq_err *err);
 
+/* A node's name: $TASKQ_NODE or the host name (queue/home.h tq_node_self);
+ * what recovery compares to act only on its own node's processes. */
+#define TQ_NODE_MAX 64
+
 /* A running task whose lease has expired, for recovery. */
 struct tq_expired {
 	int64_t task_id;
@@ -643,6 +649,10 @@ struct tq_expired {
 	int64_t max_retries;
 	int worker_pid;         /* the worker's process (0: its row is gone) */
 	int64_t worker_start;   /* with worker_pid: its identity */
+	char node[TQ_NODE_MAX + 1]; /* the node the attempt ran on, whose pids
+				     * these are ("": not recorded, an attempt
+				     * stored before schema 7, taken as this
+				     * node's): only that node signals them */
 };
 
 /* Running tasks whose lease ended before now_ms (at most max). *list is
@@ -666,6 +676,7 @@ int tq_queue_runnable(struct tq_queue *q, int64_t now, int *any, struct tq_err *
 
 struct tq_worker_info {
 	int64_t id;
+	char node[TQ_NODE_MAX + 1]; /* the node it runs on */
 	int pid;
 	int64_t proc_start;     /* with pid: the process's identity */
 	int slot;
@@ -675,9 +686,11 @@ struct tq_worker_info {
 	int64_t task_id;        /* 0: idle */
 };
 
-/* Add a worker row; *id is the worker id used in leases and attempts. */
-int tq_queue_worker_add(struct tq_queue *q, int pid, int64_t proc_start, int slot,
-			int supervisor_pid, int64_t *id, struct tq_err *err);
+/* Add a worker row of node (its pid is that node's); *id is the worker id
+ * used in leases and attempts, and the attempts it claims record node.
+ * TQ_EINVAL: node empty or over TQ_NODE_MAX. */
+int tq_queue_worker_add(struct tq_queue *q, const char *node, int pid, int64_t proc_start,
+			int slot, int supervisor_pid, int64_t *id, struct tq_err *err);
 
 /* Heartbeat: the worker is alive and runs task_id (0: idle). */
 int tq_queue_worker_beat(struct tq_queue *q, int64_t id, int64_t task_id,

@@ -362,10 +362,11 @@ int tq_queue_runnable(struct tq_queue *q, int64_t now, int *any, struct tq_err *
 	return q->ops->runnable(q, now, any, err);
 }
 
-int tq_queue_worker_add(struct tq_queue *q, int pid, int64_t proc_start, int slot,
-	int supervisor_pid, int64_t *id, struct tq_err *err)
+int tq_queue_worker_add(struct tq_queue *q, const char *node, int pid,
+			 int64_t proc_start, int slot, int supervisor_pid, int64_t *id,
+			 struct tq_err *err)
 {
-	return q->ops->worker_add(q, pid, proc_start, slot, supervisor_pid, id, err);
+	return q->ops->worker_add(q, node, pid, proc_start, slot, supervisor_pid, id, err);
 }
 
 int tq_queue_worker_beat(struct tq_queue *q, int64_t id, int64_t task_id,

@@ -89,8 +89,9 @@ struct tq_store_ops {
 	int (*running_by)(struct tq_queue *q, int64_t worker_id, size_t max,
 		struct tq_expired **list, size_t *n, struct tq_err *err);
 	int (*runnable)(struct tq_queue *q, int64_t now, int *any, struct tq_err *err);
-	int (*worker_add)(struct tq_queue *q, int pid, int64_t proc_start, int slot,
-		int supervisor_pid, int64_t *id, struct tq_err *err);
+	int (*worker_add)(struct tq_queue *q, const char *node, int pid,
+			 int64_t proc_start, int slot, int supervisor_pid, int64_t *id,
+			 struct tq_err *err);
 	int (*worker_beat)(struct tq_queue *q, int64_t id, int64_t task_id,
 		struct tq_err *err);
 	int (*worker_stop)(struct tq_queue *q, int64_t id, struct tq_err *err);

@@ -61,6 +61,7 @@
 #include "proc/contain.h"
 #include "proc/loop.h"
 #include "proc/proc.h"
+#include "queue/home.h"
 #include "proc/spawn.h"
 #include "statedir.h"
 #include "worker.h"
@@ -92,6 +93,8 @@ struct sup {
 	struct tq_queue *q;
 	struct tq_submitd *sd;       /* the submit socket; NULL: none */
 	char home_mark[PATH_MAX + 32]; /* what tasks of this home carry (proc.h) */
+	char node[TQ_NODE_MAX + 1];  /* this node (tq_node_self): recovery signals
+				      * only the processes of its attempts */
 	struct pidfh *pfh;
 	int sigfd;
 	struct slot slots[TQ_MAX_WORKERS];
@@ -261,6 +264,14 @@ static void note_ran_by(struct sup *s, int64_t id)
 	s->ran_by[s->nran_by++] = id;
 }
 
+/* Whether node (a worker's, an attempt's) is ours: its pids are processes
+ * of this machine. "" is an attempt stored before nodes were recorded, when
+ * taskq ran on one host: ours. */
+static int own_node(const struct sup *s, const char *node)
+{
+	return node[0] == '\0' || strcmp(node, s->node) == 0;
+}
+
 /* Match worker rows to our slots (workers register themselves). */
 static void learn_worker_ids(struct sup *s)
 {
@@ -271,7 +282,8 @@ static void learn_worker_ids(struct sup *s)
 		return;
 	for (size_t j = 0; j < n; j++)
 		for (int i = 0; i < s->o->workers; i++)
-			if (s->slots[i].pid == ws[j].pid && s->slots[i].worker_id == 0) {
+			if (s->slots[i].pid == ws[j].pid && s->slots[i].worker_id == 0 &&
+			    own_node(s, ws[j].node)) {
 				s->slots[i].worker_id = ws[j].id;
 				note_ran_by(s, ws[j].id);
 			}
@@ -460,6 +472,27 @@ static void sweep_end_records(struct sup *s)
 	free(ids);
 }
 
+/* Record another node's expired attempt lost (retried by the task's
+ * policy), acting on no process. */
+static void recover_foreign(struct sup *s, const struct tq_expired *e, const char *why)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	char reason[256];
+	struct tq_finish f = { .task_id = e->task_id, .attempt = e->attempt,
+			       .worker_id = e->worker_id, .outcome = TQ_OUT_LOST,
+			       .exit_code = -1, .reason = reason };
+
+	snprintf(reason, sizeof(reason), "%s (node %s)", why, e->node);
+	lost_policy(s, e, &f);
+	if (tq_queue_finish(s->q, &f, NULL, &err) < 0) {
+		slog("task %lld: %s", (long long)e->task_id, err.msg);
+		return;
+	}
+	slog("task %lld attempt %d: lost (%s on node %s; its processes are that "
+	     "node's, not signalled here)", (long long)e->task_id, e->attempt, why, e->node);
+	tq_doorbell_ring(s->o->home);
+}
+
 /* Kill what remains of tasks that ran under a worker that is gone, and
  * record their attempts as lost -- unless their process had ended and its
  * worker kept the end in a record: then the true end is written.
@@ -479,6 +512,13 @@ static void recover(struct sup *s, int64_t worker_id, const char *why)
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
+		/* Another node's attempt: its lease has passed, so it is lost,
+		 * but its pids are that node's processes, never signalled here
+		 * (that node kills its leftovers when it starts again). */
+		if (!own_node(s, ex[i].node)) {
+			recover_foreign(s, &ex[i], why);
+			continue;
+		}
 		/* A live worker whose lease ran out is late, not dead; if its
 		 * task has ended it is retrying the end itself. */
 		if (worker_id == 0 && worker_alive(s, ex[i].worker_id))
@@ -641,12 +681,17 @@ static void adopt(struct sup *s)
 		return;
 	for (size_t j = 0; j < n; j++) {
 		int i = ws[j].slot - 1;
-		if (i >= 0 && i < s->o->workers && s->slots[i].pid == 0 && ws[j].pid > 0 &&
+		if (own_node(s, ws[j].node) && i >= 0 && i < s->o->workers &&
+		    s->slots[i].pid == 0 && ws[j].pid > 0 &&
 		    tq_proc_alive(ws[j].pid, ws[j].proc_start))
 			adopt_one(s, i, &ws[j]);
 	}
 	for (size_t j = 0; j < n; j++) {
 		int free_i = -1, taken = 0;
+		/* another node's worker: its pid is not a process here, and its
+		 * node adopts or recovers it (its tasks' leases expire else) */
+		if (!own_node(s, ws[j].node))
+			continue;
 		for (int i = 0; i < s->o->workers; i++) {
 			taken |= s->slots[i].pid > 0 && s->slots[i].worker_id == ws[j].id;
 			if (s->slots[i].pid == 0 && free_i < 0)
@@ -905,6 +950,25 @@ static void retention_sweep(struct sup *s)
 	}
 }
 
+/* Whether the attempt ran on this node, so that the processes its records
+ * name are ours to kill (records of another node's attempts in a state
+ * directory two nodes share are that node's). A store that cannot answer
+ * says no: nothing is killed on a guess. */
+static int attempt_ours(struct sup *s, int64_t task, int attempt)
+{
+	struct tq_attempt *as = NULL;
+	size_t n = 0;
+	int ours = 0;
+
+	if (tq_queue_attempts(s->q, task, &as, &n, NULL) < 0)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (as[i].attempt == attempt)
+			ours = as[i].node == NULL || own_node(s, as[i].node);
+	tq_attempt_list_free(as, n);
+	return ours;
+}
+
 /* For the sweep of records and cgroups: does this attempt still run? A
  * store that cannot answer says yes: nothing is killed on a guess. */
 static int attempt_live(int64_t task, int attempt, void *arg)
@@ -919,7 +983,7 @@ static int attempt_live(int64_t task, int attempt, void *arg)
 		return 1;
 	live = t.state == TQ_RUNNING && t.attempt == attempt;
 	tq_task_release(&t);
-	return live;
+	return live || !attempt_ours(s, task, attempt);
 }
 
 /* Records and cgroups of attempts that ended without removing them (their
@@ -1196,7 +1260,8 @@ int tq_supervisor_main(const struct tq_serve_opts *o)
 		s.slots[i].pidfd = -1;
 	/* Open once in this process to report problems on the terminal; the
 	 * daemon opens its own connection after the fork. */
-	if (tq_queue_open(&s.q, o->home, TQ_OPEN_CHECK, &err) < 0) {
+	if (tq_node_self(s.node, sizeof(s.node), &err) < 0 ||
+	    tq_queue_open(&s.q, o->home, TQ_OPEN_CHECK, &err) < 0) {
 		fprintf(stderr, "taskq: serve: %s\n", err.msg);
 		return 1;
 	}

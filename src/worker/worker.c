@@ -34,6 +34,7 @@
 #include "proc/contain.h"
 #include "proc/loop.h"
 #include "proc/proc.h"
+#include "queue/home.h"
 
 #define IDLE_BEAT_MS 10000     /* heartbeat while idle */
 #define BUSY_RETRY_MS 200      /* the store was locked: try again soon */
@@ -282,6 +283,7 @@ static int step(struct worker *w)
 
 static int start(struct worker *w, struct tq_err *err)
 {
+	char node[TQ_NODE_MAX + 1];
 	int64_t ticks = 0;
 	int rc;
 
@@ -308,7 +310,9 @@ static int start(struct worker *w, struct tq_err *err)
 			return rc;
 	}
 	tq_proc_start_time(getpid(), &ticks, NULL);
-	return tq_queue_worker_add(w->q, (int)getpid(), ticks, w->o->slot,
+	if ((rc = tq_node_self(node, sizeof(node), err)) < 0)
+		return rc;
+	return tq_queue_worker_add(w->q, node, (int)getpid(), ticks, w->o->slot,
 				   w->o->supervisor_pid, &w->id, err);
 }
 

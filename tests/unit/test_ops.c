@@ -251,7 +251,7 @@ static int64_t claim_as(struct tq_queue *q, pid_t pid, int64_t start)
 	struct tq_task t;
 	int64_t wid = 0, id;
 
-	if (tq_queue_worker_add(q, (int)pid, start, 0, 0, &wid, &err) != 0)
+	if (tq_queue_worker_add(q, "h1", (int)pid, start, 0, 0, &wid, &err) != 0)
 		fail_msg("worker_add: %s", err.msg);
 	if (tq_queue_claim(q, wid, 60000, &t, NULL, &err) != 0)
 		fail_msg("claim: %s", err.msg);

@@ -17,6 +17,7 @@
 
 #include "harness.h"
 #include "common/sys.h"
+#include "queue/home.h"
 #include "queue/queue.h"
 #include "queue/store.h"
 
@@ -171,7 +172,7 @@ static void test_open_creates(void **state)
 	snprintf(path, sizeof(path), "%s/logs", home);
 	assert_int_equal(stat(path, &sb), 0);
 	assert_true(S_ISDIR(sb.st_mode));
-	assert_int_equal(sql_int(home, "PRAGMA user_version"), 6);
+	assert_int_equal(sql_int(home, "PRAGMA user_version"), 7);
 	assert_int_equal(sql_int(home, "SELECT count(*) FROM pragma_journal_mode "
 				 "WHERE journal_mode = 'wal'"), 1);
 	assert_int_equal(sql_int(home, "PRAGMA application_id"), 1953721201);
@@ -211,8 +212,8 @@ static void test_claim_marks_worker(void **state)
 	int64_t wid = 0, a, b;
 	int more = -1;
 
-	assert_int_equal(tq_queue_worker_add(f->q, (int)getpid(), 1, 1, (int)getppid(), &wid,
-					     &err), 0);
+	assert_int_equal(tq_queue_worker_add(f->q, "h1", (int)getpid(), 1, 1, (int)getppid(),
+					     &wid, &err), 0);
 	assert_int_equal(wid, 1); /* the id finish() and claim_id() use */
 	a = submit_simple(f->q, 0, NULL);
 	b = submit_simple(f->q, 0, NULL);
@@ -297,7 +298,7 @@ static void test_migrate_2_to_3(void **state)
 	assert_int_equal(sql_int(home, "SELECT count(*) FROM envs"), 2);
 	/* 2 -> 3, then 3 -> 4 over columns the database already has */
 	assert_int_equal(tq_queue_open(&q2, home, 0, &err), 0);
-	assert_int_equal(sql_int(home, "PRAGMA user_version"), 6);
+	assert_int_equal(sql_int(home, "PRAGMA user_version"), 7);
 	assert_int_equal(sql_int(home, "SELECT count(*) FROM envs"), 1);
 	assert_int_equal(sql_int(home, "SELECT count(*) FROM sqlite_schema"
 				 " WHERE type = 'trigger' AND name = 'envs_collect'"), 1);
@@ -376,7 +377,7 @@ static void check_v4(struct tq_queue *q, const char *home)
 	struct tq_task t;
 	int attempt = 0;
 
-	assert_int_equal(sql_int(home, "PRAGMA user_version"), 6);
+	assert_int_equal(sql_int(home, "PRAGMA user_version"), 7);
 	/* 005: no hook owed by a task stored before, and the index to find one */
 	assert_int_equal(sql_int(home, "SELECT count(*) FROM tasks WHERE on_exit_due != 0"), 0);
 	assert_int_equal(sql_int(home, "SELECT count(*) FROM sqlite_schema"
@@ -1926,6 +1927,89 @@ static void test_pause_by_hand_not_probed(void **state)
 }
 
 /* ------------------------------------------------------------------ */
+/* The node in the recovery interface                                 */
+
+/* A worker registers its node; the attempts it claims record it; what
+ * recovery reads (expired leases, a worker's running tasks) and the
+ * workers and attempts read back name it. An attempt stored before schema
+ * 7 (node NULL) whose worker row is gone reads "": this node's. */
+static void test_node_recorded_and_read(void **state)
+{
+	struct fx *f = *state;
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_worker_info *ws = NULL;
+	struct tq_expired *ex = NULL;
+	struct tq_attempt *as = NULL;
+	struct tq_task t;
+	int64_t w1 = 0, w2 = 0, a, b;
+	char sql[128];
+	size_t n = 0;
+
+	assert_int_equal(tq_queue_worker_add(f->q, "", 1, 1, 1, 0, &w1, &err), TQ_EINVAL);
+	assert_int_equal(tq_queue_worker_add(f->q, "h1", (int)getpid(), 1, 1, 0, &w1, &err), 0);
+	assert_int_equal(tq_queue_worker_add(f->q, "h2", (int)getpid(), 1, 2, 0, &w2, &err), 0);
+	a = submit_simple(f->q, 0, NULL);
+	b = submit_simple(f->q, 0, NULL);
+	assert_int_equal(tq_queue_claim(f->q, w2, 1000, &t, NULL, &err), 0);
+	assert_int_equal(t.id, a);
+	tq_task_release(&t);
+	assert_int_equal(tq_queue_claim(f->q, w1, 1000, &t, NULL, &err), 0);
+	assert_int_equal(t.id, b);
+	tq_task_release(&t);
+	assert_int_equal(tq_queue_workers(f->q, &ws, &n, &err), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(ws[0].node, "h1");
+	assert_string_equal(ws[1].node, "h2");
+	free(ws);
+	assert_int_equal(tq_queue_attempts(f->q, a, &as, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(as[0].node, "h2");
+	tq_attempt_list_free(as, n);
+	assert_int_equal(tq_queue_expired(f->q, tq_now_ms() + 60000, 10, &ex, &n, &err), 0);
+	assert_int_equal(n, 2);
+	for (size_t i = 0; i < n; i++)
+		assert_string_equal(ex[i].node, ex[i].task_id == a ? "h2" : "h1");
+	free(ex);
+	assert_int_equal(tq_queue_running_by(f->q, w2, 10, &ex, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(ex[0].node, "h2");
+	free(ex);
+	/* as stored before schema 7, by a worker whose row is gone */
+	snprintf(sql, sizeof(sql), "UPDATE attempts SET node = NULL WHERE task_id = %lld",
+		 (long long)a);
+	sql_int(state_home, sql);
+	snprintf(sql, sizeof(sql), "DELETE FROM workers WHERE id = %lld", (long long)w2);
+	sql_int(state_home, sql);
+	assert_int_equal(tq_queue_running_by(f->q, w2, 10, &ex, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(ex[0].node, "");
+	free(ex);
+	assert_int_equal(tq_queue_attempts(f->q, a, &as, &n, &err), 0);
+	assert_null(as[0].node);
+	tq_attempt_list_free(as, n);
+}
+
+/* This node's name: $TASKQ_NODE, checked, else the host name. */
+static void test_node_self(void **state)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	char buf[TQ_NODE_MAX + 1], host[256];
+
+	(void)state;
+	setenv(TQ_NODE_VAR, "h2.example-1_a", 1);
+	assert_int_equal(tq_node_self(buf, sizeof(buf), &err), 0);
+	assert_string_equal(buf, "h2.example-1_a");
+	setenv(TQ_NODE_VAR, "two words", 1);
+	assert_int_equal(tq_node_self(buf, sizeof(buf), &err), TQ_EINVAL);
+	assert_non_null(strstr(err.msg, "$TASKQ_NODE \"two words\""));
+	unsetenv(TQ_NODE_VAR);
+	assert_int_equal(gethostname(host, sizeof(host)), 0);
+	assert_int_equal(tq_node_self(buf, sizeof(buf), &err), 0);
+	assert_string_equal(buf, host);
+	assert_int_equal(tq_node_self(buf, 2, &err), strlen(host) > 1 ? TQ_EINVAL : 0);
+}
+
+/* ------------------------------------------------------------------ */
 /* The backend table (queue/store.h)                                  */
 
 /* A locator no backend takes is refused with one line naming its form, and
@@ -1989,6 +2073,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_open_creates, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unknown_locator_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_backend_table_whole, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_node_recorded_and_read, setup, teardown),
+		cmocka_unit_test(test_node_self),
 		cmocka_unit_test_setup_teardown(test_reopen_and_newer, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_claim_marks_worker, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_envs_collected, setup, teardown),

@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <bsd/string.h>
+
 #include "common/sys.h"
 
 static int promote_due(struct tq_sqlite *q, int64_t now, struct tq_err *err)
@@ -519,6 +521,9 @@ static int read_running(struct tq_sqlite *q, sqlite3_stmt *st, size_t max,
 		e->max_retries = sqlite3_column_int64(st, 7);
 		e->worker_pid = sqlite3_column_int(st, 8);
 		e->worker_start = sqlite3_column_int64(st, 9);
+		if (sqlite3_column_type(st, 10) == SQLITE_TEXT)
+			strlcpy(e->node, (const char *)sqlite3_column_text(st, 10),
+				sizeof(e->node));
 	}
 	tq_db_done(st);
 	if (rc != SQLITE_DONE && rc != SQLITE_ROW) {

@@ -89,8 +89,9 @@ int tq_sqlite_expired(struct tq_queue *base, int64_t now_ms, size_t max,
 int tq_sqlite_running_by(struct tq_queue *base, int64_t worker_id, size_t max,
 	struct tq_expired **list, size_t *n, struct tq_err *err);
 int tq_sqlite_runnable(struct tq_queue *base, int64_t now, int *any, struct tq_err *err);
-int tq_sqlite_worker_add(struct tq_queue *base, int pid, int64_t proc_start, int slot,
-	int supervisor_pid, int64_t *id, struct tq_err *err);
+int tq_sqlite_worker_add(struct tq_queue *base, const char *node, int pid,
+			 int64_t proc_start, int slot, int supervisor_pid, int64_t *id,
+			 struct tq_err *err);
 int tq_sqlite_worker_beat(struct tq_queue *base, int64_t id, int64_t task_id,
 	struct tq_err *err);
 int tq_sqlite_worker_stop(struct tq_queue *base, int64_t id, struct tq_err *err);

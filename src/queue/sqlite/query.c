@@ -458,7 +458,7 @@ static int attempt_from_row(sqlite3_stmt *st, struct tq_attempt *a)
 	if (tq_col_strdup(st, 12, &a->reason) < 0 || tq_col_strdup(st, 17, &a->result) < 0 ||
 	    tq_col_strdup(st, 19, &a->subtype) < 0 ||
 	    tq_col_strdup(st, 20, &a->agent_session) < 0 ||
-	    tq_col_strdup(st, 28, &a->model) < 0)
+	    tq_col_strdup(st, 28, &a->model) < 0 || tq_col_strdup(st, 29, &a->node) < 0)
 		return TQ_ENOMEM;
 	return 0;
 }
@@ -470,6 +470,7 @@ static void attempt_release(struct tq_attempt *a)
 	free(a->subtype);
 	free(a->agent_session);
 	free(a->model);
+	free(a->node);
 }
 
 int tq_sqlite_attempts(struct tq_queue *base, int64_t id, struct tq_attempt **list,

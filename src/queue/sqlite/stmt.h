@@ -71,7 +71,8 @@
 
 #define RUNNING_COLS \
 	"SELECT t.id, t.attempt, t.worker_id, a.pid, a.pgid, a.proc_start," \
-	" t.retry_lost, t.max_retries, w.pid, w.proc_start FROM tasks t" \
+	" t.retry_lost, t.max_retries, w.pid, w.proc_start, coalesce(a.node, w.host)" \
+	" FROM tasks t" \
 	" LEFT JOIN attempts a ON a.task_id = t.id AND a.attempt = t.attempt" \
 	" LEFT JOIN workers w ON w.id = t.worker_id"
 

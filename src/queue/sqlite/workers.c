@@ -9,23 +9,25 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <bsd/string.h>
+
 #include "common/sys.h"
 
-int tq_sqlite_worker_add(struct tq_queue *base, int pid, int64_t proc_start, int slot,
-			int supervisor_pid, int64_t *id, struct tq_err *err)
+int tq_sqlite_worker_add(struct tq_queue *base, const char *node, int pid, int64_t proc_start,
+			 int slot, int supervisor_pid, int64_t *id, struct tq_err *err)
 {
 	struct tq_sqlite *q = tq_sqlite_of(base);
-	sqlite3_stmt *st = tq_db_stmt(q, ST_WORKER_ADD, err);
-	char host[256] = "";
+	sqlite3_stmt *st;
 	int rc;
 
-	if (st == NULL)
+	if (node == NULL || node[0] == '\0' || strlen(node) > TQ_NODE_MAX)
+		return tq_err_set(err, TQ_EINVAL, "register worker: node name of 1 to %d bytes",
+				  TQ_NODE_MAX);
+	if ((st = tq_db_stmt(q, ST_WORKER_ADD, err)) == NULL)
 		return err ? err->code : TQ_EIO;
-	if (gethostname(host, sizeof(host) - 1) < 0)
-		snprintf(host, sizeof(host), "?");
 	sqlite3_bind_int(st, 1, pid);
 	sqlite3_bind_int64(st, 2, proc_start);
-	sqlite3_bind_text(st, 3, host, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 3, node, -1, SQLITE_STATIC);
 	sqlite3_bind_int(st, 4, slot);
 	sqlite3_bind_int(st, 5, supervisor_pid);
 	sqlite3_bind_int64(st, 6, tq_now_ms());
@@ -96,6 +98,10 @@ int tq_sqlite_workers(struct tq_queue *base, struct tq_worker_info **list, size_
 		w->started_at = sqlite3_column_int64(st, 5);
 		w->heartbeat_at = sqlite3_column_int64(st, 6);
 		w->task_id = sqlite3_column_int64(st, 7);
+		w->node[0] = '\0';
+		if (sqlite3_column_type(st, 8) == SQLITE_TEXT)
+			strlcpy(w->node, (const char *)sqlite3_column_text(st, 8),
+				sizeof(w->node));
 	}
 	tq_db_done(st);
 	if (rc != SQLITE_DONE) {
