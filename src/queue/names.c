@@ -1,9 +1,9 @@
 /*
  * names.c - the names of states, outcomes and categories as stored; deriving
- * a task's default name and group from its argv; the NUL-separated string
- * vector encoding used for argv and env blobs.
+ * a task's default name and group from its argv. No SQL (the string vector
+ * encoding of argv and env blobs is the SQLite backend's: sqlite/strv.c).
  */
-#include "queue/sqlite/internal.h"
+#include "queue/queue.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -168,69 +168,4 @@ void tq_derive_name(char *const *argv, size_t argc, int shell, char *buf, size_t
 		snprintf(buf, n, "%s %s", w0, base_name(arg1));
 	else
 		snprintf(buf, n, "%s", w0);
-}
-
-/* ------------------------------------------------------------------ */
-
-int tq_strv_encode(char *const *v, size_t n, size_t max, char **blob, size_t *len)
-{
-	size_t total = 0;
-	char *p;
-
-	*blob = NULL;
-	*len = 0;
-	for (size_t i = 0; i < n; i++) {
-		total += strlen(v[i]) + 1;
-		if (total > max)
-			return TQ_EINVAL;
-	}
-	if ((p = malloc(total ? total : 1)) == NULL)
-		return TQ_ENOMEM;
-	*blob = p;
-	*len = total;
-	for (size_t i = 0; i < n; i++) {
-		size_t l = strlen(v[i]) + 1;
-		memcpy(p, v[i], l);
-		p += l;
-	}
-	return 0;
-}
-
-int tq_strv_decode(const void *blob, size_t len, char ***v, size_t *n)
-{
-	const char *b = blob, *end = b + len;
-	size_t count = 0, i = 0;
-	char **out;
-
-	*v = NULL;
-	*n = 0;
-	for (const char *p = b; p < end; p++)
-		count += (*p == '\0');
-	if (len > 0 && b[len - 1] != '\0')
-		count++; /* tolerate a missing final NUL */
-	if ((out = calloc(count + 1, sizeof(*out))) == NULL)
-		return TQ_ENOMEM;
-	for (const char *p = b; p < end && i < count; i++) {
-		const char *z = memchr(p, '\0', (size_t)(end - p));
-		size_t l = z ? (size_t)(z - p) : (size_t)(end - p);
-		if ((out[i] = malloc(l + 1)) == NULL) {
-			tq_strv_free(out);
-			return TQ_ENOMEM;
-		}
-		memcpy(out[i], p, l);
-		out[i][l] = '\0';
-		p += l + 1;
-	}
-	*v = out;
-	*n = count;
-	return 0;
-}
-
-void tq_strv_free(char **v)
-{
-	if (v == NULL)
-		return;
-	for (char **p = v; *p; p++)
-		free(*p);
-	free(v);
 }

@@ -19,13 +19,13 @@ static const struct tq_store_ops *const backends[] = {
  * "-" / "." ) before "://". */
 static size_t scheme_len(const char *where)
 {
-	size_t n = 0;
+	static const char alpha[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+	size_t n;
 
-	if (!((where[0] >= 'a' && where[0] <= 'z') || (where[0] >= 'A' && where[0] <= 'Z')))
+	if (where[0] == '\0' || strchr(alpha, where[0]) == NULL)
 		return 0;
-	while (where[n] != '\0' && strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-					 "0123456789+-.", where[n]) != NULL)
-		n++;
+	n = strspn(where, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+		   "0123456789+-.");
 	return strncmp(where + n, "://", 3) == 0 ? n : 0;
 }
 
