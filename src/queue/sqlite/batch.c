@@ -22,27 +22,6 @@
 enum { C_NAME = 0, C_COUNTS = 1, C_TOTAL = 1 + TQ_STATE_COUNT, C_FIRST_CREATED,
        C_LAST_CREATED, C_FIRST_STARTED, C_LAST_FINISHED, C_LAST_ID, C_COST, C_NCOST };
 
-int tq_batch_done(const struct tq_batch *b)
-{
-	return b->counts[TQ_QUEUED] + b->counts[TQ_SCHEDULED] + b->counts[TQ_BLOCKED] +
-	       b->counts[TQ_RUNNING] == 0;
-}
-
-void tq_batch_release(struct tq_batch *b)
-{
-	if (b == NULL)
-		return;
-	free(b->name);
-	memset(b, 0, sizeof(*b));
-}
-
-void tq_batch_list_free(struct tq_batch *list, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		tq_batch_release(&list[i]);
-	free(list);
-}
-
 static int batch_from_row(sqlite3_stmt *st, struct tq_batch *b)
 {
 	memset(b, 0, sizeof(*b));

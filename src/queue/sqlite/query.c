@@ -96,34 +96,6 @@ int tq_task_from_row(sqlite3_stmt *st, struct tq_task *t)
 	return 0;
 }
 
-void tq_task_release(struct tq_task *t)
-{
-	if (t == NULL)
-		return;
-	tq_strv_free(t->argv);
-	tq_strv_free(t->env);
-	free(t->name);
-	free(t->cwd);
-	free(t->batch);
-	free(t->group);
-	free(t->session);
-	free(t->unique_key);
-	free(t->on_exit);
-	free(t->agent);
-	free(t->model);
-	free(t->prompt);
-	free(t->sources_json);
-	free(t->reason);
-	for (size_t i = 0; i < t->nlabels; i++) {
-		free((char *)t->labels[i].key);
-		free((char *)t->labels[i].value);
-	}
-	free(t->labels);
-	free(t->after);
-	free(t->after_any);
-	memset(t, 0, sizeof(*t));
-}
-
 static int load_env(struct tq_sqlite *q, int64_t env_id, struct tq_task *t,
 		    struct tq_err *err)
 {
@@ -395,13 +367,6 @@ nomem:
 	return tq_err_set(err, TQ_ENOMEM, "list tasks: out of memory");
 }
 
-void tq_task_list_free(struct tq_task *tasks, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		tq_task_release(&tasks[i]);
-	free(tasks);
-}
-
 int tq_sqlite_counts(struct tq_queue *base, int64_t *counts, struct tq_err *err)
 {
 	struct tq_sqlite *q = tq_sqlite_of(base);
@@ -463,16 +428,6 @@ static int attempt_from_row(sqlite3_stmt *st, struct tq_attempt *a)
 	return 0;
 }
 
-static void attempt_release(struct tq_attempt *a)
-{
-	free(a->reason);
-	free(a->result);
-	free(a->subtype);
-	free(a->agent_session);
-	free(a->model);
-	free(a->node);
-}
-
 int tq_sqlite_attempts(struct tq_queue *base, int64_t id, struct tq_attempt **list,
 		      size_t *n, struct tq_err *err)
 {
@@ -513,13 +468,6 @@ nomem:
 	tq_db_done(st);
 	tq_attempt_list_free(out, count);
 	return tq_err_set(err, TQ_ENOMEM, "read attempts: out of memory");
-}
-
-void tq_attempt_list_free(struct tq_attempt *list, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		attempt_release(&list[i]);
-	free(list);
 }
 
 int tq_sqlite_stdin_file(struct tq_queue *base, int64_t id, void **data, size_t *len,
@@ -608,11 +556,3 @@ nomem:
 	return tq_err_set(err, TQ_ENOMEM, "read groups: out of memory");
 }
 
-void tq_group_list_free(struct tq_group *list, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		free(list[i].name);
-		free(list[i].pause_reason);
-	}
-	free(list);
-}

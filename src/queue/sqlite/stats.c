@@ -135,21 +135,6 @@ int tq_sqlite_session_show(struct tq_queue *base, const char *key,
 	return 0;
 }
 
-void tq_session_info_release(struct tq_session_info *s)
-{
-	if (s == NULL)
-		return;
-	for (size_t i = 0; i < s->ntasks; i++) {
-		free(s->tasks[i].name);
-		free(s->tasks[i].agent_session);
-	}
-	free(s->tasks);
-	free(s->key);
-	free(s->agent_session);
-	free(s->cwd);
-	memset(s, 0, sizeof(*s));
-}
-
 /* ------------------------------------------------------------------ */
 /* stats                                                              */
 
@@ -297,12 +282,3 @@ int tq_sqlite_stats(struct tq_queue *base, const struct tq_stats_filter *f,
 	return 0;
 }
 
-void tq_stats_release(struct tq_stats *s)
-{
-	if (s == NULL)
-		return;
-	for (size_t i = 0; i < s->nmodels; i++)
-		free(s->models[i].model);
-	free(s->models);
-	memset(s, 0, sizeof(*s));
-}

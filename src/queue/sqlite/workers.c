@@ -277,13 +277,6 @@ int tq_sqlite_stdin_pending(struct tq_queue *base, int64_t id, int64_t after, si
 	return 0;
 }
 
-void tq_stdin_chunks_free(struct tq_stdin_chunk *list, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free(list[i].data);
-	free(list);
-}
-
 int tq_sqlite_stdin_delivered(struct tq_queue *base, int64_t id, int64_t seq,
 			     struct tq_err *err)
 {
