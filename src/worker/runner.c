@@ -652,6 +652,9 @@ static int64_t loop_deadline(struct run *r, int64_t now)
 		at = min64(at, r->stall.deadline);
 	if (!r->exited && r->w->stopping && !r->shutdown_stop)
 		at = min64(at, r->w->stop_at);
+	/* no supervisor watches our home: we do (tq_worker_check_home) */
+	if (!r->exited && !r->w->stopping && !tq_worker_supervised(r->w))
+		at = min64(at, r->w->home_check_at);
 	if (r->exited)
 		at = min64(at, r->drain_until);
 	else
@@ -673,6 +676,8 @@ static void on_timers(struct run *r, int64_t now)
 		recording_timers(r, now);
 		return;
 	}
+	if (!r->exited)
+		tq_worker_check_home(r->w);
 	if (!r->exited && r->w->stopping && !r->shutdown_stop && now >= r->w->stop_at) {
 		r->shutdown_stop = 1;
 		stop_task(r, SIGTERM);

@@ -41,6 +41,7 @@
 #define ERROR_RETRY_MS 2000    /* any other store error */
 #define HOOK_CHECK_MS 1000     /* a busy worker looks for owed hooks this often */
 #define RESERVE_RETRY_MS 10000 /* no room held for an end record: try again */
+#define HOME_CHECK_MS 1000     /* no supervisor: how often we look at the home */
 
 static void diag_line(const char *who, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -92,6 +93,43 @@ void tq_worker_on_signal(struct worker *w, const struct signalfd_siginfo *si)
 	}
 }
 
+int tq_worker_supervised(const struct worker *w)
+{
+	/* Reparented (to init or a subreaper) once it died: our parent's pid
+	 * is then another process's, never our supervisor's. */
+	return w->o->supervisor_pid > 0 && getppid() == w->o->supervisor_pid;
+}
+
+/*
+ * A supervisor watches its state directory and stops its workers when it
+ * was removed or replaced (supervisor.c, check_home). A worker whose
+ * supervisor is gone (killed: a drain killed by CI's timeout, a serve
+ * SIGKILLed) or that none started is watched by nobody: it keeps its tasks
+ * for a new supervisor to adopt, but once its directory went no supervisor
+ * can ever adopt it there, and it idled for ever, an orphan holding a
+ * deleted database. So it looks for itself, and stops as that check would
+ * stop it: its running task too, without its grace (what it writes goes
+ * where nobody can read it). With our supervisor alive, this is the
+ * supervisor's to do (it stops us and does not start another).
+ */
+int tq_worker_check_home(struct worker *w)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	int64_t now = tq_mono_ms();
+
+	if (w->stopping || now < w->home_check_at || tq_worker_supervised(w))
+		return w->stopping;
+	w->home_check_at = now + HOME_CHECK_MS;
+	if (tq_statedir_check(&w->home, &err) == 0)
+		return 0;
+	tq_worker_log(w, "%s and no supervisor runs: stopping, and any task of ours with it",
+		      err.msg);
+	w->stopping = 1;
+	w->home_lost = 1;
+	w->stop_at = now;
+	return 1;
+}
+
 /* The signals, blocked from here on and read from the worker's one
  * signalfd by each of its loops (idle, a task, a hook); SIGPIPE ignored: a
  * task that stops reading its stdin is an EPIPE to record (spawn.h). */
@@ -137,10 +175,16 @@ static void idle_events(struct worker *w, int timeout)
 
 	for (;;) {
 		struct pollfd bell = { w->bellfd, POLLIN, 0 };
+		int64_t at = until;
 
-		if (tq_loop_wait(&l, &bell, NULL, 1, until, NULL) < 0)
+		/* no supervisor watches our home: we do (tq_worker_check_home) */
+		if (!tq_worker_supervised(w) && w->home_check_at < at)
+			at = w->home_check_at;
+		if (tq_loop_wait(&l, &bell, NULL, 1, at, NULL) < 0)
 			return;
-		if (i.signals || !bell.revents || tq_doorbell_drain(w->bellfd) > 0)
+		if (tq_worker_check_home(w))
+			return;
+		if (i.signals || (bell.revents && tq_doorbell_drain(w->bellfd) > 0))
 			return;
 		if (tq_mono_ms() >= until)
 			return;
@@ -242,6 +286,8 @@ static int step(struct worker *w)
 	struct tq_task t;
 	int more = 0, rc;
 
+	if (tq_worker_check_home(w))
+		return 0;
 	hold_reserve(w);
 	if (tq_mono_ms() >= w->hook_check_at && tq_worker_owed_hook(w, 0))
 		return 0;
@@ -293,6 +339,10 @@ static int start(struct worker *w, struct tq_err *err)
 		return rc;
 	if ((rc = tq_queue_open(&w->q, w->o->home, 0, err)) < 0)
 		return rc;
+	/* The directory the store is in, held: without it we only cannot
+	 * tell that it went (tq_worker_check_home) */
+	if (tq_statedir_open(&w->home, w->o->home, err) < 0)
+		tq_worker_log(w, "%s", err->msg);
 	snprintf(w->home_mark, sizeof(w->home_mark), TQ_TASK_HOME_VAR "=%s",
 		 w->o->home);
 	/* How each attempt's processes are known (contain.h); without the
@@ -320,7 +370,7 @@ int tq_worker_main(const struct tq_worker_opts *o)
 {
 	struct worker w = { .o = o, .sigfd = -1, .bellfd = -1, .beat_task = -1,
 			    .reserve_fd = -1, .procs = TQ_CONTAIN_FILE_INIT,
-			    .cgroup = { .fd = -1 } };
+			    .cgroup = { .fd = -1 }, .home = TQ_STATEDIR_INIT };
 	struct tq_err err = TQ_ERR_INIT;
 	int status = 0;
 
@@ -354,6 +404,8 @@ int tq_worker_main(const struct tq_worker_opts *o)
 	tq_queue_worker_stop(w.q, w.id, NULL);
 	if (w.stop_signal)
 		status = 128 + w.stop_signal;
+	else if (w.home_lost)
+		status = 1;
 	tq_worker_log(&w, "stopped");
 out:
 	tq_queue_close(w.q);
@@ -363,5 +415,6 @@ out:
 	tq_close(w.reserve_fd);
 	tq_contain_file_close(&w.procs);
 	tq_cgroup_base_release(&w.cgroup);
+	tq_statedir_close(&w.home);
 	return status;
 }

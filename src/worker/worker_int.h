@@ -13,6 +13,7 @@
 #include "classify/classify.h"
 #include "proc/cgroup.h"
 #include "proc/contain.h"
+#include "statedir.h"
 #include "worker.h"
 
 struct worker {
@@ -37,6 +38,9 @@ struct worker {
 	const struct tq_secrets *secrets;
 	struct tq_cgroup_base cgroup; /* where attempts get a cgroup (contain.h) */
 	struct tq_contain_file procs; /* its record of each attempt's processes */
+	struct tq_statedir home;      /* held open: gone or replaced? */
+	int64_t home_check_at;        /* mono ms: look at it then (no supervisor) */
+	int home_lost;                /* stopped because it went */
 };
 
 /* Write our heartbeat and the task we run (0: none). An idle worker's
@@ -61,6 +65,15 @@ void tq_worker_log(struct worker *w, const char *fmt, ...)
 
 /* Handle one signalfd record (not SIGCHLD). */
 void tq_worker_on_signal(struct worker *w, const struct signalfd_siginfo *si);
+
+/* Does the supervisor that started us still run (we are its child)? */
+int tq_worker_supervised(const struct worker *w);
+
+/* Without a supervisor, look at the state directory (at most once a
+ * second, worker.c): removed or replaced, the worker stops as a
+ * supervisor's check would stop it, its running task's grace none. 1 when
+ * the worker is stopping. */
+int tq_worker_check_home(struct worker *w);
 
 /* Run one claimed task until its end is written: by us, with retries while
  * the store refuses it, or by recovery from its end record (endrec.h). At
