@@ -70,14 +70,15 @@ static int setup(void **state)
 static pid_t kids[KIDS_MAX];
 static size_t nkids;
 
-/* SIGKILL every process whose environment holds mark (as its own entry):
- * what a drain this test started left (its workers, their tasks), found
- * as lib.sh's cleanup finds them. Passes repeat while one finds some. */
-static void kill_marked(const char *mark)
+/* The processes whose environment holds mark (as its own entry): what a
+ * drain this test started left (its workers, their tasks), found as
+ * lib.sh's cleanup finds them. With sig, each is sent it, and passes repeat
+ * while one finds some. Returns how many the last pass found. */
+static size_t marked(const char *mark, int sig)
 {
 	size_t found = 1, mlen = strlen(mark);
 
-	for (int pass = 0; found > 0 && pass < 10; pass++) {
+	for (int pass = 0; found > 0 && pass < (sig ? 10 : 1); pass++) {
 		DIR *d = opendir("/proc");
 		struct dirent *e;
 
@@ -98,7 +99,8 @@ static void kill_marked(const char *mark)
 			for (ssize_t i = 0; n > 0 && i < n; i += (ssize_t)strlen(env + i) + 1) {
 				env[n] = '\0';
 				if (strncmp(env + i, mark, mlen) == 0 && env[i + mlen] == '\0') {
-					kill(pid, SIGKILL);
+					if (sig)
+						kill(pid, sig);
 					found++;
 					break;
 				}
@@ -107,6 +109,20 @@ static void kill_marked(const char *mark)
 		if (d != NULL)
 			closedir(d);
 	}
+	return found;
+}
+
+/* A drain that has exited has stopped and reaped every worker it started:
+ * none is left running (reparented, on a state directory the test removes
+ * next). */
+static void drain_exited(struct fx *f, struct tq_child *drain)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	int status;
+
+	assert_int_equal(tq_spawn_wait(drain, &status, &err), 0);
+	tq_spawn_release(drain);
+	assert_int_equal(marked(f->mark, 0), 0);
 }
 
 static void reap_kids(void)
@@ -126,7 +142,7 @@ static int teardown(void **state)
 	struct fx *f = *state;
 
 	reap_kids();
-	kill_marked(f->mark);
+	marked(f->mark, SIGKILL);
 	unsetenv(MARK_VAR);
 
 	tq_queue_close(f->q);
@@ -217,7 +233,7 @@ static void test_kill_through_real_worker(void **state)
 	struct tq_ops_killed k;
 	struct running r = { f->q, submit_sleep(f->q) };
 	const char *bin = getenv("TASKQ_BIN");
-	int status, rc;
+	int rc;
 	int64_t t0;
 
 	assert_non_null(bin);
@@ -234,8 +250,7 @@ static void test_kill_through_real_worker(void **state)
 	assert_int_equal(k.state, TQ_KILLED);
 	assert_true(tq_mono_ms() - t0 < WAIT_MS);
 	/* the drain has nothing left: it exits */
-	assert_int_equal(tq_spawn_wait(&drain, &status, &err), 0);
-	tq_spawn_release(&drain);
+	drain_exited(f, &drain);
 	/* a task that has ended is not killed again */
 	assert_int_equal(tq_ops_kill_request(f->q, f->home, r.id, SIGTERM, "x", &k, &err),
 			 TQ_OPS_KILL_NOT_RUNNING);
@@ -344,8 +359,7 @@ static void test_remove_running(void **state)
 	assert_int_equal(tq_ops_remove(f->q, f->home, r.id, how, &err), TQ_OPS_REMOVED);
 	assert_int_equal(tq_queue_get(f->q, r.id, 0, &t, &err), TQ_ENOTFOUND);
 	assert_int_equal(tq_log_exists(f->q, r.id), 0);
-	assert_int_equal(tq_spawn_wait(&drain, &status, &err), 0);
-	tq_spawn_release(&drain);
+	drain_exited(f, &drain);
 	assert_int_equal(tq_ops_remove(f->q, f->home, r.id, how, &err), TQ_ENOTFOUND);
 
 	spawn(&c, argv_sleep);
@@ -384,7 +398,6 @@ static void test_write_delivers(void **state)
 	struct running r = { f->q, 0 };
 	struct ended e = { f->q, 0 };
 	const char *bin = getenv("TASKQ_BIN");
-	int status;
 
 	s.argv = argv_cat;
 	s.argc = 1;
@@ -397,8 +410,7 @@ static void test_write_delivers(void **state)
 	assert_true(th_wait_for(is_running, &r, WAIT_MS));
 	assert_int_equal(tq_ops_write(f->q, r.id, "hello\n", 6, 1, &err), 0);
 	assert_true(th_wait_for(has_ended, &e, WAIT_MS));
-	assert_int_equal(tq_spawn_wait(&drain, &status, &err), 0);
-	tq_spawn_release(&drain);
+	drain_exited(f, &drain);
 	assert_int_equal(state_of(f->q, r.id), TQ_SUCCEEDED);
 	memset(&p, 0, sizeof(p));
 	assert_int_equal(tq_ops_poll(f->q, r.id, "t", &p, &err), 0);
@@ -789,7 +801,6 @@ static void test_poll_pages_per_reader(void **state)
 	struct tq_log_line l;
 	struct ended e = { f->q, 0 };
 	const char *bin = getenv("TASKQ_BIN");
-	int status;
 
 	s.argv = argv_seq;
 	s.argc = 3;
@@ -797,8 +808,7 @@ static void test_poll_pages_per_reader(void **state)
 	assert_non_null(bin);
 	spawn(&drain, (char *[]){ (char *)bin, "--home", f->home, "drain", "--workers", "1",
 				  NULL });
-	assert_int_equal(tq_spawn_wait(&drain, &status, &err), 0);
-	tq_spawn_release(&drain);
+	drain_exited(f, &drain);
 	assert_true(has_ended(&e));
 
 	memset(&p, 0, sizeof(p));
