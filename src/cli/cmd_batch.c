@@ -21,7 +21,7 @@
 
 #include "common/parse.h"
 #include "common/sys.h"
-#include "ipc/doorbell.h"
+#include "ops/change.h"
 #include "queue/logstore.h"
 
 #define CLEAR_CHUNK 1000 /* tasks removed per transaction */
@@ -425,12 +425,10 @@ static int group_set(const struct cli_ctx *c, int argc, char **argv)
 		return cli_usage(c, "nothing to set: give --parallel N (0: unlimited)");
 	if ((rc = cli_open(c, TQ_OPEN_DURABLE, &q)) != CLI_OK)
 		return rc;
-	if (tq_queue_group_set_parallel(q, name, parallel, &err) < 0) {
+	if (tq_ops_group_set_parallel(q, c->home, name, parallel, &err) < 0) {
 		rc = cli_fail(c, &err);
 	} else {
 		char *esc = cli_esc(name, 0, NULL);
-		/* a higher limit may let queued tasks start now */
-		tq_doorbell_ring(c->home);
 		if (parallel > 0)
 			printf("group %s: parallel %lld\n", esc ? esc : name, (long long)parallel);
 		else

@@ -5,7 +5,7 @@
  * rate limit set).
  */
 #include "cli.h"
-#include "ipc/doorbell.h"
+#include "ops/change.h"
 
 #include <string.h>
 
@@ -19,7 +19,7 @@ static int retry_ids(struct cli_ctx *c, struct tq_queue *q, char **ids, int n)
 	for (int i = 0; i < n; i++) {
 		int64_t id;
 		int rc = cli_parse_id(c, ids[i], &id);
-		if (rc == CLI_OK && tq_queue_retry(q, id, &err) < 0)
+		if (rc == CLI_OK && tq_ops_retry(q, c->home, id, &err) < 0)
 			rc = cli_fail(c, &err);
 		if (rc == CLI_OK)
 			printf("%lld queued again\n", (long long)id);
@@ -61,7 +61,7 @@ static int run_retry(struct cli_ctx *c, int argc, char **argv)
 	if ((rc = cli_open(c, TQ_OPEN_DURABLE | TQ_OPEN_NOCREATE, &q)) != CLI_OK)
 		return rc;
 	if (failed) {
-		if (tq_queue_retry_failed(q, batch, &count, &err) < 0)
+		if (tq_ops_retry_failed(q, c->home, batch, &count, &err) < 0)
 			rc = cli_fail(c, &err);
 		else
 			printf("%lld task%s queued again\n", (long long)count,
@@ -69,13 +69,13 @@ static int run_retry(struct cli_ctx *c, int argc, char **argv)
 	} else {
 		rc = retry_ids(c, q, ids, n);
 	}
-	tq_doorbell_ring(c->home); /* an idle worker starts them now */
 	tq_queue_close(q);
 	return rc;
 }
 
 static int run_group_change(struct cli_ctx *c, int argc, char **argv,
-			    int (*change)(struct tq_queue *, const char *, struct tq_err *),
+			    int (*change)(struct tq_queue *, const char *, const char *,
+					  struct tq_err *),
 			    const char *done)
 {
 	static const struct cli_opt opts[] = { { NULL, 0, 0, 0 } };
@@ -97,24 +97,22 @@ static int run_group_change(struct cli_ctx *c, int argc, char **argv,
 		return cli_usage(c, "no group given; usage: %s", c->cmd->synopsis);
 	if ((rc = cli_open(c, TQ_OPEN_DURABLE | TQ_OPEN_NOCREATE, &q)) != CLI_OK)
 		return rc;
-	if (change(q, name, &err) < 0) {
+	if (change(q, c->home, name, &err) < 0)
 		rc = cli_fail(c, &err);
-	} else {
+	else
 		printf("group %s %s\n", name, done);
-		tq_doorbell_ring(c->home); /* resumed tasks start now */
-	}
 	tq_queue_close(q);
 	return rc;
 }
 
 static int run_pause(struct cli_ctx *c, int argc, char **argv)
 {
-	return run_group_change(c, argc, argv, tq_queue_group_pause, "paused");
+	return run_group_change(c, argc, argv, tq_ops_group_pause, "paused");
 }
 
 static int run_resume(struct cli_ctx *c, int argc, char **argv)
 {
-	return run_group_change(c, argc, argv, tq_queue_group_resume, "resumed");
+	return run_group_change(c, argc, argv, tq_ops_group_resume, "resumed");
 }
 
 const struct cli_cmd cli_cmd_retry = {

@@ -12,7 +12,10 @@
 #     ops/shutdown.h);
 #   - opens the submit socket itself: tq_wire_* calls, TQ_WIRE_SOCKET,
 #     socket(), connect(), an include of ipc/wire.h (ops/submit.h holds the
-#     transport and its fallback).
+#     transport and its fallback);
+#   - rings the doorbell or includes anything of src/ipc: tq_doorbell_*
+#     (ops/change.h rings after a retry, a resume, a group's new limit;
+#     ops/submit.h after a submit).
 . "$(dirname "$0")/lib.sh"
 
 cd "$TASKQ_SRCDIR" || exit 1
@@ -43,12 +46,19 @@ found=$(code_in "$socket" src/cli)
 [ -z "$found" ] || fail "src/cli speaks to the submit socket (ops/submit.h, tq_ops_submit):
 $found"
 
+doorbell='\btq_doorbell_[a-z_]+[[:space:]]*\(|#include[[:space:]]*"ipc/'
+check "src/cli rings no doorbell and includes nothing of src/ipc"
+found=$(code_in "$doorbell" src/cli)
+[ -z "$found" ] || fail "src/cli rings the doorbell or includes src/ipc (ops/change.h, ops/submit.h):
+$found"
+
 check "the checks find what they look for"
 # each pattern on a line of the ops/ file that does it now
 [ -n "$(code_in "$sleeps" src/ops/wait.c)" ] || fail "the sleep pattern finds nothing in src/ops/wait.c"
 [ -n "$(code_in "$signals" src/ops/kill.c)" ] || fail "the signal pattern finds nothing in src/ops/kill.c"
 [ -n "$(code_in "$signals" src/ops/shutdown.c)" ] || fail "the signal pattern finds nothing in src/ops/shutdown.c"
 [ -n "$(code_in "$socket" src/ops/submit.c)" ] || fail "the socket pattern finds nothing in src/ops/submit.c"
+[ -n "$(code_in "$doorbell" src/ops/change.c)" ] || fail "the doorbell pattern finds nothing in src/ops/change.c"
 # and on a planted line of a copy of src/cli, one per kind
 plant="$TQ_TMP/cli"
 mkdir -p "$plant"
@@ -56,6 +66,8 @@ printf 'static void f(void)\n{\n\ttq_sleep_ms(20);\n}\n' >"$plant/a.c"
 printf 'static void g(int p)\n{\n\tkill(p, SIGTERM);\n}\n' >"$plant/b.c"
 printf '#include "ipc/wire.h"\n' >"$plant/c.c"
 printf '/* tq_sleep_ms(20) in a comment is fine */\n' >"$plant/d.c"
+printf 'static void h(const char *home)\n{\n\ttq_doorbell_ring(home);\n}\n' >"$plant/e.c"
 assert_eq 1 "$(code_in "$sleeps" "$plant" | wc -l)" "planted sleeps found"
 assert_eq 1 "$(code_in "$signals" "$plant" | wc -l)" "planted signals found"
 assert_eq 1 "$(code_in "$socket" "$plant" | wc -l)" "planted socket includes found"
+assert_eq 2 "$(code_in "$doorbell" "$plant" | wc -l)" "planted doorbell ring and ipc/ include found"

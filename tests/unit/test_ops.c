@@ -19,6 +19,8 @@
 #include <unistd.h>
 
 #include "common/sys.h"
+#include "ipc/doorbell.h"
+#include "ops/change.h"
 #include "ops/import.h"
 #include "ops/kill.h"
 #include "ops/poll.h"
@@ -836,6 +838,44 @@ static void test_poll_pages_per_reader(void **state)
 	tq_ops_poll_release(&p);
 }
 
+/* What makes tasks runnable rings the doorbell after the store's change,
+ * once; what does not (a pause, a retry refused, nothing to retry) does
+ * not: the byte an idle worker would read is counted on the doorbell's
+ * read end (a FIFO of the state directory, as the worker opens it). */
+static void test_changes_ring_the_doorbell(void **state)
+{
+	struct fx *f = *state;
+	struct tq_task_spec s = true_spec();
+	struct tq_err err = TQ_ERR_INIT;
+	int64_t id = 0, n = -1;
+	int fd = tq_doorbell_open(f->home, &err);
+
+	assert_true(fd >= 0);
+	s.group = "g";
+	assert_int_equal(tq_queue_submit(f->q, &s, &id, NULL, &err), 0);
+
+	assert_int_equal(tq_ops_group_pause(f->q, f->home, "g", &err), 0);
+	assert_int_equal(tq_doorbell_drain(fd), 0);
+	assert_int_equal(tq_ops_group_resume(f->q, f->home, "g", &err), 0);
+	assert_int_equal(tq_doorbell_drain(fd), 1);
+	assert_int_equal(tq_ops_group_set_parallel(f->q, f->home, "g", 2, &err), 0);
+	assert_int_equal(tq_doorbell_drain(fd), 1);
+
+	/* queued, not finished: refused, no ring */
+	assert_int_equal(tq_ops_retry(f->q, f->home, id, &err), TQ_ESTATE);
+	assert_int_equal(tq_doorbell_drain(fd), 0);
+	assert_int_equal(tq_ops_retry_failed(f->q, f->home, NULL, &n, &err), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(tq_doorbell_drain(fd), 0);
+
+	/* canceled is finished: queued again, one ring */
+	assert_int_equal(tq_queue_cancel(f->q, id, "test", NULL, &err), 0);
+	assert_int_equal(tq_ops_retry(f->q, f->home, id, &err), 0);
+	assert_int_equal(state_of(f->q, id), TQ_QUEUED);
+	assert_int_equal(tq_doorbell_drain(fd), 1);
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -852,6 +892,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_submit_unread_and_none, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_import_chunks_stop_resume, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_poll_pages_per_reader, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_changes_ring_the_doorbell, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
