@@ -93,11 +93,19 @@ void tq_worker_on_signal(struct worker *w, const struct signalfd_siginfo *si)
 	}
 }
 
-int tq_worker_supervised(const struct worker *w)
+int tq_worker_supervised(struct worker *w)
 {
+	int64_t now = tq_mono_ms();
+
 	/* Reparented (to init or a subreaper) once it died: our parent's pid
-	 * is then another process's, never our supervisor's. */
-	return w->o->supervisor_pid > 0 && getppid() == w->o->supervisor_pid;
+	 * is then another process's, never our supervisor's, for good. A
+	 * getppid() a loop turn was 3.4 syscalls a task in a drain; once a
+	 * second (the home check's pace) is enough to notice. */
+	if (now >= w->parent_check_at) {
+		w->supervised = w->o->supervisor_pid > 0 && getppid() == w->o->supervisor_pid;
+		w->parent_check_at = w->supervised ? now + HOME_CHECK_MS : INT64_MAX;
+	}
+	return w->supervised;
 }
 
 /*

@@ -40,6 +40,8 @@ struct worker {
 	struct tq_contain_file procs; /* its record of each attempt's processes */
 	struct tq_statedir home;      /* held open: gone or replaced? */
 	int64_t home_check_at;        /* mono ms: look at it then (no supervisor) */
+	int64_t parent_check_at;      /* mono ms: ask getppid() again then */
+	int supervised;               /* its last answer (tq_worker_supervised) */
 	int home_lost;                /* stopped because it went */
 };
 
@@ -66,8 +68,10 @@ void tq_worker_log(struct worker *w, const char *fmt, ...)
 /* Handle one signalfd record (not SIGCHLD). */
 void tq_worker_on_signal(struct worker *w, const struct signalfd_siginfo *si);
 
-/* Does the supervisor that started us still run (we are its child)? */
-int tq_worker_supervised(const struct worker *w);
+/* Does the supervisor that started us still run (we are its child)?
+ * Asked of the kernel at most once a second (the loops ask it at every
+ * turn); once no, always no. */
+int tq_worker_supervised(struct worker *w);
 
 /* Without a supervisor, look at the state directory (at most once a
  * second, worker.c): removed or replaced, the worker stops as a
