@@ -315,7 +315,7 @@ static pid_t dirent_pid(const struct dirent *de)
  * Whether the process's environment (read into buf) marks it as m's. The
  * file reads the memory the process had when we opened it: one that execs
  * meanwhile is judged by its old environment (a worker's, when it was the
- * child of a worker's posix_spawn), or shows none at all if that memory is
+ * child of a worker's spawn), or shows none at all if that memory is
  * already freed; the caller's next pass sees its new one.
  */
 static int marked(pid_t pid, const struct tq_marks *m, char *buf)
@@ -383,7 +383,7 @@ int tq_proc_kill_marked(const struct tq_marks *m, size_t *killed, struct tq_err 
 	/* Again while a pass kills something: a process we killed may have
 	 * forked just before, and its child, given a pid below where the
 	 * pass had got to (pids wrap), was not seen. With a worker's mark,
-	 * at least twice: a child of its posix_spawn that execs during the
+	 * at least twice: a child of its spawn that execs during the
 	 * first pass may show neither environment then (see marked()). */
 	for (int round = 0; round < KILL_MARKED_ROUNDS; round++) {
 		if (kill_marked_pass(m, buf, &done, &found) < 0) {

@@ -137,7 +137,7 @@ int tq_proc_sweep(const pid_t *keep, size_t nkeep, size_t *killed,
  *     directories, hence both);
  *   worker: "TASKQ_WORKER_PROC=PID.START", which the supervisor gives each
  *     worker it starts (tq_proc_worker_mark). A child of the worker's
- *     posix_spawn shares the worker's memory until its exec, and shows the
+ *     spawn shares the worker's memory until its exec, and shows the
  *     worker's environment, not the task's: a worker killed in that window
  *     leaves a child that no task mark finds and that becomes the task.
  */

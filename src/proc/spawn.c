@@ -2,41 +2,47 @@
  * spawn.c - start a process (see spawn.h for the contract): every fork and
  * exec of taskq is here.
  *
- * Three paths, one entry point. Pipes and /dev/null: posix_spawn with
- * POSIX_SPAWN_SETSID | SETSIGMASK | SETSIGDEF and file actions (dup2 onto
- * 0-2, chdir, closefrom(3)), or fewer of them as the caller's flags say (a
- * worker, the daemon, an agent in the terminal keep the caller's session
- * and streams). The same in a cgroup, or for a child that carries its own
- * pid and start time in its environment (a worker's mark): posix_spawn
- * (glibc 2.36) can do neither, so a clone that shares our memory as
- * posix_spawn's does, into the group, and a child function that does what
- * those attributes and actions ask (spawn_clone). A pty: posix_spawn cannot
- * give the child a controlling terminal, so one fork path does what it does
- * by hand, with only async-signal-safe calls in the child and the child's
- * errno sent back over a CLOEXEC pipe. Beside them, tq_spawn_detach: the
- * daemon's fork of itself, which execs nothing.
+ * Two paths, one entry point. Pipes, /dev/null or the caller's streams: a
+ * clone that shares our memory until the child execs (CLONE_VM |
+ * CLONE_VFORK, as glibc's posix_spawn clones), into the task's cgroup when
+ * it has one (clone3), with a child function of our own that does the
+ * steps the caller asks for (spawn_clone, clone_child): the session, the
+ * streams, the cwd, the signals, the mark, close_range(2), the exec. A pty:
+ * a controlling terminal cannot be had without a fork of our own, so one
+ * fork path does what it does by hand, with only async-signal-safe calls in
+ * the child and the child's errno sent back over a CLOEXEC pipe. Beside
+ * them, tq_spawn_detach: the daemon's fork of itself, which execs nothing.
  *
- * Why posix_spawn: glibc clones with CLONE_VM | CLONE_VFORK, so no page
- * tables are copied and the cost does not grow with the parent. Measured on
- * the 2-vCPU Debian 12 VM (glibc 2.36), start + waitpid of /bin/true, 1000
- * in a row, 6 rounds on a shared, noisy machine; best round / median:
+ * Why a clone with CLONE_VM | CLONE_VFORK: no page tables are copied and
+ * the cost does not grow with the parent. Measured on the 2-vCPU Debian 12
+ * VM (glibc 2.36), start + waitpid of /bin/true, 1000 in a row, 6 rounds
+ * on a shared, noisy machine; best round / median:
  *                                     small parent      512 MB parent
  *   tq_spawn_start, pipes             582/s / 440/s     523/s / 212/s
  *   bare posix_spawn + SETSID         572/s / 530/s     534/s / 487/s
  *   fork + setsid + execve            451/s / 212/s      76/s /  60/s
  *   tq_spawn_start, pty (fork path)   372/s / 203/s     107/s /  61/s
- * (A posix_spawn with our pipes and file actions costs what a bare one
- * does; the medians differ by the noise.) So the fork path is for --pty only.
+ * (tq_spawn_start's pipes row was glibc's posix_spawn with our file
+ * actions, which costs what a bare one does.) So the fork path is for
+ * --pty only.
  *
- * Exec failure comes back as an error, never as exit status 127. glibc's
- * posix_spawn reports the errno of whichever child step failed, so a failed
- * chdir and a failed exec are both plain ENOENT; we tell them apart by
- * checking the cwd first (a clear message in the common case) and, if the
- * spawn still fails, checking it again to name the step that failed (the
- * errno itself is always the spawn's). The program (argv[0], or exe) is
- * resolved here, by taskq's one PATH search (search_path), against the
- * child's PATH rather than with posix_spawnp, which would search the
- * caller's.
+ * Why not glibc's posix_spawn, which the clone path once was for a child
+ * outside a cgroup: its child makes a system call for every signal, 64
+ * rt_sigaction (SETSIGDEF with every signal; with a smaller set it asks
+ * each one's disposition first: 122), whatever the parent's dispositions,
+ * and each file action calls sysconf(_SC_OPEN_MAX), a getrlimit (7 a
+ * task). Our child resets only the signals the parent ignores or catches,
+ * which the kernel lists in /proc/self/status (SigIgn, SigCgt; read at
+ * every spawn, so a disposition changed since is never missed): a worker's
+ * two (SIGPIPE, SIGXFSZ). strace -f -c of a drain of 300 `true`, 2
+ * workers, per task: rt_sigaction 62.4 -> 2.4, prlimit64 7.0 -> 0.
+ *
+ * Exec failure comes back as an error, never as exit status 127: the child
+ * reports the step that failed and its errno in memory it shares with us
+ * (struct clone_plan), or over a pipe on the fork path. The cwd is checked
+ * first all the same, for a clear message in the common case. The program
+ * (argv[0], or exe) is resolved here, by taskq's one PATH search
+ * (search_path), against the child's PATH rather than the caller's.
  *
  * Invariant: on every return path, either the child runs and the caller owns
  * exactly the fds in struct tq_child, or nothing runs and no fd is left open.
@@ -52,7 +58,6 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -213,20 +218,6 @@ static int resolve_exe(const struct tq_child *c, char *const *envp, char *out,
 	return e ? fail_on(err, e, "exec", file) : 0;
 }
 
-/*
- * posix_spawn failed with e: name the step. EAGAIN and ENOMEM come from
- * clone (no process or memory to spare); anything else from the child's
- * chdir if the cwd is (now) unusable, else from its execve.
- */
-static int spawn_failed(const struct tq_child *c, int e, struct tq_err *err)
-{
-	if (e == EAGAIN || e == ENOMEM)
-		return fail_on(err, e, "posix_spawn", prog(c));
-	if (c->cwd != NULL && check_cwd(c->cwd) != 0)
-		return fail_on(err, e, "chdir", c->cwd);
-	return fail_on(err, e, "exec", prog(c));
-}
-
 /* Hand an fd over: return it and forget it here (cleanup skips -1). */
 static int take_fd(int *fd)
 {
@@ -282,66 +273,91 @@ static void size_pipe(int fd, int size)
 	(void)fcntl(fd, F_SETPIPE_SZ, size > 0 ? size : TQ_SPAWN_PIPE_SIZE);
 }
 
-/*
- * Attributes: a new session, an empty mask, every signal at its default
- * (a task's); or what c's flags and sigdefault keep of the caller's. glibc's
- * child resets a caught signal to its default whatever the set says (it
- * shares our memory until its exec), so an empty set leaves the child what
- * a fork + exec would.
- */
-static int build_attr(posix_spawnattr_t *at, const struct tq_child *c)
-{
-	short flags = POSIX_SPAWN_SETSIGDEF;
-	sigset_t none, all;
-	int e;
-
-	sigemptyset(&none);
-	sigfillset(&all);
-	if (!(c->flags & TQ_SPAWN_KEEP_SESSION))
-		flags |= POSIX_SPAWN_SETSID;
-	if (!(c->flags & TQ_SPAWN_KEEP_SIGMASK))
-		flags |= POSIX_SPAWN_SETSIGMASK;
-	if ((e = posix_spawnattr_setflags(at, flags)))
-		return e;
-	if ((e = posix_spawnattr_setsigmask(at, &none)))
-		return e;
-	return posix_spawnattr_setsigdefault(at, c->sigdefault ? c->sigdefault : &all);
-}
-
 /* Whether c's stdout and stderr are pipes to the caller (a task's). */
 static int has_pipes(const struct tq_child *c)
 {
 	return c->in == TQ_SPAWN_STDIN_NULL || c->in == TQ_SPAWN_STDIN_PIPE;
 }
 
-/* File actions: the standard streams (stdin, the two pipes onto 1 and 2;
- * or /dev/null; or nothing, inherited), chdir, close the rest. */
-static int build_actions(posix_spawn_file_actions_t *fa,
-	const struct tq_child *c, int in_r, int out_w, int err_w)
-{
-	int e = 0;
+/* The bit of signal sig (1..64) in a mask as /proc's SigIgn and SigCgt
+ * write it, and as struct clone_plan keeps it. */
+#define SIG_BIT(sig) (UINT64_C(1) << ((sig) - 1))
 
-	if (c->in == TQ_SPAWN_STDIO_NULL) {
-		if ((e = posix_spawn_file_actions_addopen(fa, 0, "/dev/null", O_RDONLY, 0)) ||
-		    (e = posix_spawn_file_actions_addopen(fa, 1, "/dev/null", O_WRONLY, 0)) ||
-		    (e = posix_spawn_file_actions_adddup2(fa, 1, 2)))
-			return e;
-	} else if (has_pipes(c)) {
-		if (in_r >= 0)
-			e = posix_spawn_file_actions_adddup2(fa, in_r, 0);
-		else
-			e = posix_spawn_file_actions_addopen(fa, 0, "/dev/null",
-				O_RDONLY, 0);
-		if (e || (e = posix_spawn_file_actions_adddup2(fa, out_w, 1)) ||
-		    (e = posix_spawn_file_actions_adddup2(fa, err_w, 2)))
-			return e;
-	}
-	if (c->cwd != NULL &&
-	    (e = posix_spawn_file_actions_addchdir_np(fa, c->cwd)))
-		return e;
-	if (c->flags & TQ_SPAWN_KEEP_FDS)
+/* "SigIgn:\t0000000000001000\n": the hex after name, or 0 when name is not
+ * at line starts of buf or has no hex digits (*ok cleared). */
+static uint64_t status_mask(const char *buf, const char *name, int *ok)
+{
+	const char *p = strstr(buf, name);
+	uint64_t v = 0;
+	int digits = 0;
+
+	if (p == NULL || (p != buf && p[-1] != '\n')) {
+		*ok = 0;
 		return 0;
-	return posix_spawn_file_actions_addclosefrom_np(fa, 3);
+	}
+	for (p += strlen(name); *p == '\t' || *p == ' '; p++)
+		;
+	for (; digits < 16; p++, digits++) {
+		int d = *p >= '0' && *p <= '9' ? *p - '0'
+			: *p >= 'a' && *p <= 'f' ? *p - 'a' + 10 : -1;
+
+		if (d < 0)
+			break;
+		v = v << 4 | (uint64_t)d;
+	}
+	if (digits == 0)
+		*ok = 0;
+	return v;
+}
+
+/*
+ * The signals whose disposition in this process is not the default, as
+ * the kernel says in /proc/self/status: *ign those ignored, *cgt those
+ * caught. Read at every spawn (three system calls), so a disposition set
+ * since the last one, or inherited, is never missed. Where /proc cannot be
+ * read, every signal (*cgt all ones): the child then resets all of them,
+ * as it always did.
+ */
+static void nondefault_signals(uint64_t *ign, uint64_t *cgt)
+{
+	char buf[TQ_SPAWN_STATUS_MAX];
+	ssize_t n = -1;
+	int fd, ok = 1;
+
+	if ((fd = tq_open("/proc/self/status", O_RDONLY, 0)) >= 0) {
+		/* one read: /proc makes the file whole for it (its first
+		 * lines are all we need: a shorter read is the fallback) */
+		n = tq_read(fd, buf, sizeof(buf) - 1);
+		tq_close(fd);
+	}
+	if (n > 0) {
+		buf[n] = '\0';
+		*ign = status_mask(buf, "SigIgn:", &ok);
+		*cgt = status_mask(buf, "SigCgt:", &ok);
+		if (ok)
+			return;
+	}
+	*ign = 0;
+	*cgt = ~UINT64_C(0);
+}
+
+/*
+ * The signals the child must set to their default: those of sigdefault
+ * (NULL: every one) that are not already at it here, and every caught one
+ * (our handlers must never run in a child that shares our memory, and exec
+ * would reset them anyway).
+ */
+static uint64_t signals_to_reset(const sigset_t *sigdefault)
+{
+	uint64_t ign, cgt, want = 0;
+
+	nondefault_signals(&ign, &cgt);
+	if (sigdefault == NULL)
+		return ign | cgt;
+	for (int sig = 1; sig <= 64 && sig < NSIG; sig++)
+		if (sigismember(sigdefault, sig) == 1)
+			want |= SIG_BIT(sig);
+	return (want & ign) | cgt;
 }
 
 /*
@@ -409,6 +425,7 @@ struct clone_plan {
 	char *mark;                /* TQ_SPAWN_MARK_SELF: made here; else NULL */
 	size_t mark_size;
 	sigset_t mask;             /* the child's mask at its exec */
+	uint64_t reset;            /* signals to set to their default (SIG_BIT) */
 	struct child_report rep;   /* rep.err != 0: the child failed */
 };
 
@@ -421,7 +438,8 @@ static int child_dup(int fd, int to)
 	return dup2(fd, to);
 }
 
-/* In a child: the standard streams as build_actions wires them. */
+/* In a child: the standard streams as c->in asks (stdin, the two pipes
+ * onto 1 and 2; or /dev/null; or nothing, inherited). */
 static int child_stdio(const struct tq_child *c, int in_r, int out_w, int err_w)
 {
 	int fd;
@@ -439,21 +457,19 @@ static int child_stdio(const struct tq_child *c, int in_r, int out_w, int err_w)
 }
 
 /*
- * In a child, every signal blocked: the dispositions build_attr asks for.
- * The signals of sigdefault (NULL: all) to their default, and any caught
- * one too: our handlers must never run in a child that shares our memory,
- * and exec would reset them anyway. SIGKILL, SIGSTOP and glibc's internal
- * signals refuse: harmless.
+ * In a child, every signal blocked: the signals of reset (signals_to_reset)
+ * to their default; every other one is at it already. SIGKILL, SIGSTOP and
+ * glibc's internal signals (32, 33) refuse: harmless.
  */
-static void child_signals(const sigset_t *sigdefault)
+static void child_signals(uint64_t reset)
 {
-	struct sigaction dfl = { .sa_handler = SIG_DFL }, old;
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
 
-	for (int sig = 1; sig < NSIG; sig++)
-		if (sigdefault == NULL || sigismember(sigdefault, sig) == 1 ||
-		    (sigaction(sig, NULL, &old) == 0 && old.sa_handler != SIG_IGN &&
-		     old.sa_handler != SIG_DFL))
+	for (int sig = 1; reset != 0 && sig <= 64 && sig < NSIG; sig++)
+		if (reset & SIG_BIT(sig)) {
 			sigaction(sig, &dfl, NULL);
+			reset &= ~SIG_BIT(sig);
+		}
 }
 
 /*
@@ -461,8 +477,8 @@ static void child_signals(const sigset_t *sigdefault)
  * its exec, like posix_spawn's child, so only async-signal-safe calls and
  * no writes to memory but plan->rep and plan->mark. Every signal is
  * blocked on entry (the parent blocked them around the clone);
- * dispositions are reset before the mask is set. Does what build_attr and
- * build_actions ask of posix_spawn, and makes the mark. Never returns.
+ * dispositions are reset before the mask is set. Does what c's fields and
+ * flags ask, and makes the mark. Never returns.
  */
 static int clone_child(void *arg)
 {
@@ -483,7 +499,10 @@ static int clone_child(void *arg)
 	p->rep.step = STEP_CHDIR;
 	if (p->c->cwd != NULL && chdir(p->c->cwd) < 0)
 		goto fail;
-	child_signals(p->c->sigdefault);
+	/* Ours: the clone has no CLONE_FS, so our umask stays the parent's. */
+	if (p->c->umask >= 0)
+		umask((mode_t)(p->c->umask & 0777));
+	child_signals(p->reset);
 	if (p->mark != NULL)
 		tq_proc_self_mark(p->mark, p->mark_size);
 	/* Our memory is shared, our descriptor table is not: close, at once. */
@@ -541,9 +560,10 @@ static pid_t clone_into(struct clone_plan *p, char *stack, size_t size)
  * glibc's posix_spawn does, a clone that shares our memory until the child
  * execs (CLONE_VM | CLONE_VFORK), with our own child function
  * (clone_child). We resume once the child has exec'd or exited; a step
- * that failed is in plan.rep. The child's stack is mapped here with a
- * guard page below it, so an overflow faults instead of writing into our
- * memory.
+ * that failed is in plan.rep. The child's stack is mapped with a guard
+ * page below it, so an overflow faults instead of writing into our memory;
+ * once, and kept for every later child (it is ours again when clone
+ * returns): three system calls a spawn fewer (mmap, mprotect, munmap).
  */
 static int spawn_clone(struct tq_child *c, const char *path, char *const *envp,
 	char *mark, int in_r, int out_w, int err_w, pid_t *pid, struct tq_err *err)
@@ -551,20 +571,27 @@ static int spawn_clone(struct tq_child *c, const char *path, char *const *envp,
 	struct clone_plan p = { .c = c, .path = path, .envp = envp, .in_r = in_r,
 				.out_w = out_w, .err_w = err_w, .mark = mark,
 				.mark_size = TQ_SPAWN_MARK_MAX };
-	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	static char *stack;        /* the guard page, then the stack */
+	static size_t page;
 	sigset_t all, old;
-	char *stack;
 	int e, st;
 
-	stack = mmap(NULL, page + TQ_SPAWN_CLONE_STACK, PROT_READ | PROT_WRITE,
-		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-	if (stack == MAP_FAILED)
-		return tq_err_sys(err, "mmap a stack to start \"%s\"", prog(c));
-	if (mprotect(stack, page, PROT_NONE) < 0) {
-		e = tq_err_sys(err, "mprotect a stack guard to start \"%s\"", prog(c));
-		munmap(stack, page + TQ_SPAWN_CLONE_STACK);
-		return e;
+	if (stack == NULL) {
+		char *s;
+
+		page = (size_t)sysconf(_SC_PAGESIZE);
+		s = mmap(NULL, page + TQ_SPAWN_CLONE_STACK, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+		if (s == MAP_FAILED)
+			return tq_err_sys(err, "mmap a stack to start \"%s\"", prog(c));
+		if (mprotect(s, page, PROT_NONE) < 0) {
+			e = tq_err_sys(err, "mprotect a stack guard to start \"%s\"", prog(c));
+			munmap(s, page + TQ_SPAWN_CLONE_STACK);
+			return e;
+		}
+		stack = s;
 	}
+	p.reset = signals_to_reset(c->sigdefault);
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	if (c->flags & TQ_SPAWN_KEEP_SIGMASK)
@@ -574,7 +601,6 @@ static int spawn_clone(struct tq_child *c, const char *path, char *const *envp,
 	*pid = clone_into(&p, stack + page, TQ_SPAWN_CLONE_STACK);
 	e = errno;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	munmap(stack, page + TQ_SPAWN_CLONE_STACK);
 	if (*pid == -2) {
 		*pid = -1;
 		c->join_failed = 1;
@@ -595,19 +621,14 @@ static int spawn_clone(struct tq_child *c, const char *path, char *const *envp,
 
 /*
  * Every child but a pty's: stdin /dev/null or a pipe and stdout/stderr
- * pipes, or the three inherited or on /dev/null. posix_spawn; the clone
- * path for a child in a cgroup or one that makes its own mark (mark, not
- * NULL), which posix_spawn cannot do.
+ * pipes, or the three inherited or on /dev/null; by the clone path.
  */
 static int spawn_std(struct tq_child *c, const char *path,
 	char *const *envp, char *mark, struct tq_err *err)
 {
 	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, er[2] = { -1, -1 };
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t at;
-	int have_fa = 0, have_at = 0;
-	pid_t pid;
-	int rc, e;
+	pid_t pid = -1;
+	int rc;
 
 	if (c->in == TQ_SPAWN_STDIN_PIPE &&
 	    (rc = open_pipe(in, 1, "stdin", err)))
@@ -619,35 +640,14 @@ static int spawn_std(struct tq_child *c, const char *path,
 		size_pipe(out[0], c->pipe_size);
 		size_pipe(er[0], c->pipe_size);
 	}
-	if ((e = posix_spawnattr_init(&at)) == 0)
-		have_at = 1;
-	if (e == 0 && (e = posix_spawn_file_actions_init(&fa)) == 0)
-		have_fa = 1;
-	if (e == 0 && (e = build_attr(&at, c)) == 0)
-		e = build_actions(&fa, c, in[0], out[1], er[1]);
-	if (e) {
-		errno = e;
-		rc = tq_err_sys(err, "posix_spawn setup for \"%s\"", prog(c));
+	if ((rc = spawn_clone(c, path, envp, mark, in[0], out[1], er[1], &pid, err)) < 0)
 		goto out;
-	}
-	if (c->cgroup_fd > 2 || mark != NULL) {
-		if ((rc = spawn_clone(c, path, envp, mark, in[0], out[1], er[1], &pid,
-				      err)) < 0)
-			goto out;
-	} else if ((e = posix_spawn(&pid, path, &fa, &at, c->argv, envp))) {
-		rc = spawn_failed(c, e, err);
-		goto out;
-	}
 	c->pid = pid;
 	c->in_fd = take_fd(&in[1]);
 	c->out_fd = take_fd(&out[0]);
 	c->err_fd = take_fd(&er[0]);
 	rc = 0;
 out:
-	if (have_fa)
-		posix_spawn_file_actions_destroy(&fa);
-	if (have_at)
-		posix_spawnattr_destroy(&at);
 	close_pair(in);
 	close_pair(out);
 	close_pair(er);
@@ -703,7 +703,8 @@ fail:
  * mask is emptied. Never returns.
  */
 static void pty_child(const struct tq_child *c, const char *path,
-	char *const *envp, char *mark, int slave, int report, const sigset_t *mask)
+	char *const *envp, char *mark, int slave, int report, const sigset_t *mask,
+	uint64_t reset)
 {
 	struct child_report rep;
 	int fd;
@@ -725,7 +726,9 @@ static void pty_child(const struct tq_child *c, const char *path,
 	rep.step = STEP_CHDIR;
 	if (c->cwd != NULL && chdir(c->cwd) < 0)
 		goto fail;
-	child_signals(c->sigdefault);
+	if (c->umask >= 0)
+		umask((mode_t)(c->umask & 0777));
+	child_signals(reset);
 	if (mark != NULL) /* our own copy of the buffer, which envp points to */
 		tq_proc_self_mark(mark, TQ_SPAWN_MARK_MAX);
 	/* Mark, not close, fds >= 3: the report pipe must live until exec. */
@@ -775,6 +778,7 @@ static int spawn_pty(struct tq_child *c, const char *path, char *const *envp,
 	int master = -1, slave = -1, report[2] = { -1, -1 };
 	struct child_report rep;
 	sigset_t all, none, old;
+	uint64_t reset;
 	ssize_t n;
 	pid_t pid;
 	int rc, st;
@@ -785,13 +789,14 @@ static int spawn_pty(struct tq_child *c, const char *path, char *const *envp,
 		rc = tq_err_sys(err, "pipe2 for the exec report");
 		goto out;
 	}
+	reset = signals_to_reset(c->sigdefault);
 	sigfillset(&all);
 	sigemptyset(&none);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pid = fork();
 	if (pid == 0)
 		pty_child(c, path, envp, mark, slave, report[1],
-			  c->flags & TQ_SPAWN_KEEP_SIGMASK ? &old : &none);
+			  c->flags & TQ_SPAWN_KEEP_SIGMASK ? &old : &none, reset);
 	if (pid < 0)
 		rc = tq_err_sys(err, "fork for \"%s\"", prog(c));
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -851,7 +856,6 @@ int tq_spawn_start(struct tq_child *c, struct tq_err *err)
 	char path[PATH_MAX], mark[TQ_SPAWN_MARK_MAX], **marked = NULL;
 	char *const *envp = c->envp ? c->envp : empty_env;
 	char *want_mark = NULL;
-	mode_t old;
 	int rc, e;
 
 	c->pid = -1;
@@ -873,21 +877,10 @@ int tq_spawn_start(struct tq_child *c, struct tq_err *err)
 		envp = marked;
 		want_mark = mark;
 	}
-	/*
-	 * The umask: posix_spawn has no attribute for it, and a file action
-	 * cannot set it. The child copies ours when it is cloned (posix_spawn
-	 * clones without CLONE_FS, so it shares no fs struct with us; the pty
-	 * path forks), so ours is set to it for the spawn and put back: two
-	 * system calls, against the fork path (slower the larger the worker)
-	 * or an exec shim. Safe because the caller has one thread (spawn.h).
-	 */
-	old = c->umask >= 0 ? umask((mode_t)(c->umask & 0777)) : 0;
 	if (c->in == TQ_SPAWN_STDIN_PTY)
 		rc = spawn_pty(c, path, envp, want_mark, err);
 	else
 		rc = spawn_std(c, path, envp, want_mark, err);
-	if (c->umask >= 0)
-		umask(old);
 	e = errno;
 	free(marked);
 	errno = e;

@@ -17,9 +17,9 @@
  *   - exactly fds 0, 1 and 2 (every other descriptor is closed, CLOEXEC or
  *     not);
  *   - an empty signal mask and every signal at its default disposition, so a
- *     worker's blocked or ignored signals (SIGPIPE, SIGCHLD, ...) never leak;
- *     except that glibc 2.36's posix_spawn leaves its two internal signals
- *     (32 and 33, below SIGRTMIN) ignored, which no glibc program can use;
+ *     worker's blocked or ignored signals (SIGPIPE, SIGCHLD, ...) never leak
+ *     (the child resets those the kernel lists as ignored or caught here,
+ *     in /proc/self/status, at the spawn: not all 64, one system call each);
  *   - exactly the environment in envp, nothing of the caller's;
  *   - cwd as its working directory (when set);
  *   - umask as its file mode creation mask (when >= 0; else the caller's).
@@ -29,11 +29,11 @@
  * the scheduling are the caller's, and nothing runs in the child before its
  * exec but the steps it asks for.
  *
- * With cgroup_fd the child is started by clone3(CLONE_VM | CLONE_VFORK |
- * CLONE_INTO_CGROUP), since glibc 2.36's posix_spawn has no cgroup
- * attribute (2.39 has): the same sharing of memory as posix_spawn, so the
- * same cost (measured in spawn.c). Where that cannot be had (not x86-64, a
- * kernel before 5.7) the child is cloned likewise and joins the group by
+ * The child is cloned sharing our memory until its exec (CLONE_VM |
+ * CLONE_VFORK, as glibc's posix_spawn does, at its cost; spawn.c says why
+ * not posix_spawn itself). With cgroup_fd, by clone3(CLONE_INTO_CGROUP),
+ * since glibc 2.36 has no wrapper for it. Where that cannot be had (not
+ * x86-64, a kernel before 5.7) the child is cloned likewise and joins by
  * writing to its cgroup.procs before anything else, at the price of a
  * migration; a pty child (the fork path) joins the same way.
  *
@@ -81,6 +81,9 @@
  * exec: it makes a few system calls and reads its /proc/self/stat
  * (TQ_PROC_STAT_MAX; measured need: a few KiB; an ASan build needs more). */
 #define TQ_SPAWN_CLONE_STACK (64 * 1024)
+/* What is read of /proc/self/status for its SigIgn and SigCgt lines, which
+ * come within its first 1.5 KiB on Linux 6.1. */
+#define TQ_SPAWN_STATUS_MAX 4096
 /* "TASKQ_WORKER_PROC=PID.START" (TQ_SPAWN_MARK_SELF): 18 + 7 + 1 + 20
  * bytes at most, and its NUL. */
 #define TQ_SPAWN_MARK_MAX 64
@@ -211,11 +214,8 @@ struct tq_child {
  *                 start it again without one
  *   TQ_EIO        anything else (exec "x": Exec format error, pipe2: ...)
  *
- * Thread-safe (posix_spawn, or for a pty a fork whose child makes only
- * async-signal-safe calls), except with c->umask >= 0: posix_spawn has no
- * umask attribute, so the caller's umask is set to it around the spawn
- * (the child copies it) and put back, and a file another thread creates
- * meanwhile would get it. The worker, its one caller that sets it, has one
+ * Not thread-safe: the cloned child runs on one stack kept for every
+ * spawn of the process (spawn.c); taskq's processes that spawn have one
  * thread. Not async-signal-safe.
  */
 int tq_spawn_start(struct tq_child *c, struct tq_err *err);
