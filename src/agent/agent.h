@@ -47,6 +47,8 @@
 /* Bytes of a CLI's config file read to cap its retries. */
 #define TQ_AGENT_CONFIG_MAX (1024 * 1024)
 
+struct tq_agent_stream;
+
 struct tq_agent_run {
 	char **argv;               /* the expanded command (owned), or NULL:
 				    * not an agent task, run t->argv */
@@ -94,6 +96,20 @@ int tq_agent_prepare(struct tq_queue *q, const char *home, const struct tq_task 
  * profile's), else the value of "-m M", "--model M" or "--model=M" in the
  * command run (ar->argv, else t->argv). NULL: none. Points into t or ar. */
 const char *tq_agent_model(const struct tq_task *t, const struct tq_agent_run *ar);
+
+/* The stream-input mode (registry.h) of the agent ar runs, after
+ * tq_agent_prepare; NULL when it has none (or ar runs no agent). */
+const struct tq_agent_stream *tq_agent_stream_of(const struct tq_agent_run *ar);
+
+/*
+ * The command that starts ar's agent in its stream-input mode (stream.c):
+ * ar->argv, as tq_agent_prepare expanded it, with the entry's stream args
+ * after the program and without the prompt (what follows "--", and an
+ * argument equal to prompt). *out is NULL-terminated, *outc elements, freed
+ * with tq_profile_argv_free. TQ_EINVAL when the agent has no such mode.
+ */
+int tq_agent_stream_argv(const struct tq_agent_run *ar, const char *prompt, char ***out,
+			 size_t *outc, struct tq_err *err);
 
 /* After the task ended, whatever the outcome: remove the workspace, free. */
 void tq_agent_cleanup(struct tq_agent_run *ar);

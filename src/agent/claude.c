@@ -12,7 +12,19 @@
  * tokens are the normalised meaning as they are); the model from the
  * {"type":"system","subtype":"init"} line, else the modelUsage entry that
  * cost the most.
+ *
+ * Its stream-input mode (registry.h, struct tq_agent_stream; research
+ * agent-clis.md 3.8, claude 2.1.197): `claude -p --input-format stream-json
+ * --output-format stream-json --verbose` takes one JSON line per message,
+ * {"type":"user","message":{"role":"user","content":[{"type":"text",
+ * "text":...}]}}, and answers each with a turn that ends in its result line
+ * (same session_id for the process's life); the system/init line comes
+ * after the first message. A turn is interrupted, the process kept, by
+ * {"type":"control_request","request_id":ID,"request":{"subtype":
+ * "interrupt"}}: a control_response, then a result error_during_execution.
+ * EOF on stdin ends it with exit 0 after the turn.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -129,6 +141,63 @@ static int cap_retries(struct tq_queue *q, const struct tq_task *t, struct tq_en
 }
 
 /* ------------------------------------------------------------------ */
+/* Stream input (issue 19)                                            */
+
+static char *line_of(cJSON *o)
+{
+	char *s = o != NULL ? cJSON_PrintUnformatted(o) : NULL, *l = NULL;
+
+	if (s != NULL && asprintf(&l, "%s\n", s) < 0)
+		l = NULL;
+	cJSON_free(s);
+	cJSON_Delete(o);
+	return l;
+}
+
+static char *stream_message(const char *prompt)
+{
+	cJSON *o = cJSON_CreateObject(), *m, *content, *block;
+
+	if (o == NULL || cJSON_AddStringToObject(o, "type", "user") == NULL ||
+	    (m = cJSON_AddObjectToObject(o, "message")) == NULL ||
+	    cJSON_AddStringToObject(m, "role", "user") == NULL ||
+	    (content = cJSON_AddArrayToObject(m, "content")) == NULL ||
+	    (block = cJSON_CreateObject()) == NULL) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	cJSON_AddItemToArray(content, block);
+	if (cJSON_AddStringToObject(block, "type", "text") == NULL ||
+	    cJSON_AddStringToObject(block, "text", prompt) == NULL) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return line_of(o);
+}
+
+static char *stream_interrupt(const char *id)
+{
+	cJSON *o = cJSON_CreateObject(), *r;
+
+	if (o == NULL || cJSON_AddStringToObject(o, "type", "control_request") == NULL ||
+	    cJSON_AddStringToObject(o, "request_id", id) == NULL ||
+	    (r = cJSON_AddObjectToObject(o, "request")) == NULL ||
+	    cJSON_AddStringToObject(r, "subtype", "interrupt") == NULL) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return line_of(o);
+}
+
+static const char *const stream_args[] = { "--input-format", "stream-json", NULL };
+
+static const struct tq_agent_stream stream = {
+	.args = stream_args,
+	.message = stream_message,
+	.interrupt = stream_interrupt,
+};
+
+/* ------------------------------------------------------------------ */
 /* The entry                                                          */
 
 /* The result line and the init line (registry.h's needles): the multi-MB
@@ -141,4 +210,5 @@ const struct tq_agent_def tq_agent_claude = {
 	.read_obj = read_obj,
 	.session_bad = tq_result_session_uuid,
 	.cap_retries = cap_retries,
+	.stream = &stream,
 };

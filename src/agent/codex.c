@@ -466,4 +466,8 @@ const struct tq_agent_def tq_agent_codex = {
 	.isolate = isolate,
 	.conf_model = conf_model,
 	.ws_names = ws_names,
+	/* No stream-input mode: codex exec takes one prompt a run, stdin
+	 * read as more of it (research agent-clis.md 5), so a session of it
+	 * cannot be warm. */
+	.stream = NULL,
 };

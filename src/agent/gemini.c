@@ -257,4 +257,8 @@ const struct tq_agent_def tq_agent_gemini = {
 	.session_bad = tq_result_session_uuid,
 	.cap_retries = cap_retries,
 	.ws_files = ws_files,
+	/* No stream-input mode: gemini -p takes one prompt a run (its
+	 * stream-json is output only; research agent-clis.md 4), so a session
+	 * of it cannot be warm. */
+	.stream = NULL,
 };

@@ -234,4 +234,7 @@ const struct tq_agent_def tq_agent_opencode = {
 	.session_bad = session_bad,
 	.conf_model = conf_model,
 	.ws_files = ws_files,
+	/* No stream-input mode: opencode run takes one message a run
+	 * (research agent-clis.md 6), so a session of it cannot be warm. */
+	.stream = NULL,
 };

@@ -80,6 +80,27 @@ struct tq_agent_file {
 	const char *text;          /* its whole content */
 };
 
+/*
+ * An agent CLI's stream-input mode (issue 19, warm sessions): one process
+ * of it takes one message after another on its stdin and answers each with
+ * a turn on its stdout, so a session's next message needs no new process.
+ * The process is started from the agent's expanded command (its profile's
+ * template, with the session to resume) less its prompt (tq_agent_stream_
+ * argv, stream.c): the arguments after "--" and an argument that is the
+ * prompt itself go, args are added after the program. A turn ends when the
+ * entry's reader has read its result object (tq_result_seen, result.h).
+ */
+struct tq_agent_stream {
+	const char *const *args;   /* added after argv[0], NULL-terminated */
+	/* The line (with its '\n', malloc'd; NULL: no memory) that gives the
+	 * process one message, prompt (UTF-8). */
+	char *(*message)(const char *prompt);
+	/* The line that interrupts the turn running, or NULL when the CLI has
+	 * none (the process is then ended, and the next message resumes);
+	 * id names the request (malloc'd; NULL: no memory). */
+	char *(*interrupt)(const char *id);
+};
+
 struct tq_agent_def {
 	const char *name;          /* its program's base name, and the
 				    * "parser" of its profile */
@@ -114,6 +135,9 @@ struct tq_agent_def {
 	 * home of its own), NULL-terminated; NULL: none. A source may take
 	 * neither these nor the first component of a ws_files path. */
 	const char *const *ws_names;
+	/* Its stream-input mode, or NULL: it has none, and a session of it
+	 * cannot be warm (submit refuses --warm, naming the agent). */
+	const struct tq_agent_stream *stream;
 };
 
 /* The entry named name, or NULL (also for NULL). Case-sensitive. */

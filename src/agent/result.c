@@ -257,6 +257,11 @@ void tq_result_parser_free(struct tq_result_parser *p)
 	free(p);
 }
 
+int tq_result_seen(const struct tq_result_parser *p)
+{
+	return p != NULL && p->has_result;
+}
+
 void tq_result_end(struct tq_result_parser *p, struct tq_result *r)
 {
 	*r = (struct tq_result){ 0 };

@@ -61,6 +61,11 @@ void tq_result_feed(struct tq_result_parser *p, const void *buf, size_t len);
  * tq_result_session_check) is left out of r: tq_result_note says why. */
 void tq_result_end(struct tq_result_parser *p, struct tq_result *r);
 
+/* Whether the agent's result object has been read from what was fed so
+ * far: in an agent's stream-input mode (registry.h, struct
+ * tq_agent_stream), the end of the turn. 0 for NULL. */
+int tq_result_seen(const struct tq_result_parser *p);
+
 /* After tq_result_end: NULL, or one line saying why the agent's session id
  * was not kept ("agent session id \"--x\" refused: ...; the session cannot
  * continue"), for the attempt's reason. Owned by p. */

@@ -7,7 +7,9 @@
  * the list was written in profile.c; the files a workspace gives each
  * agent and the names its run takes there, which no source may take (the
  * names a workspace kept from sources when agent.c listed them itself are
- * still refused, and no others).
+ * still refused, and no others); each agent's stream-input mode (issue
+ * 19): claude's, its message and interrupt lines as the CLI reads them,
+ * the command it runs from a task's expanded one; none for the others.
  */
 #include "harness.h"
 
@@ -19,6 +21,8 @@
 #include "agent/profile.h"
 #include "agent/registry.h"
 #include "agent/result.h"
+
+#include <cjson/cJSON.h>
 
 static void test_table(void **state)
 {
@@ -247,6 +251,89 @@ static void test_reserved_as_before(void **state)
 			fail_msg("source %s refused: %s", others[i], err.msg);
 }
 
+/* The stream-input modes (registry.h, struct tq_agent_stream): claude has
+ * one (research agent-clis.md 3.8), the others none (submit refuses
+ * --warm for them). */
+static void test_stream_modes(void **state)
+{
+	const struct tq_agent_def *c = tq_registry_find("claude");
+	const struct tq_agent_stream *st = c->stream;
+	char *line;
+	cJSON *o;
+
+	(void)state;
+	assert_non_null(st);
+	assert_null(tq_registry_find("gemini")->stream);
+	assert_null(tq_registry_find("codex")->stream);
+	assert_null(tq_registry_find("opencode")->stream);
+	assert_string_equal(st->args[0], "--input-format");
+	assert_string_equal(st->args[1], "stream-json");
+	assert_null(st->args[2]);
+	/* one line, ending in its newline, the text as it is */
+	line = st->message("say \"hi\"\nand go");
+	assert_non_null(line);
+	assert_int_equal(line[strlen(line) - 1], '\n');
+	assert_ptr_equal(strchr(line, '\n') + 1, line + strlen(line)); /* one line */
+	o = cJSON_Parse(line);
+	assert_non_null(o);
+	assert_string_equal(cJSON_GetObjectItem(o, "type")->valuestring, "user");
+	cJSON *m = cJSON_GetObjectItem(o, "message");
+	assert_string_equal(cJSON_GetObjectItem(m, "role")->valuestring, "user");
+	cJSON *b = cJSON_GetArrayItem(cJSON_GetObjectItem(m, "content"), 0);
+	assert_string_equal(cJSON_GetObjectItem(b, "type")->valuestring, "text");
+	assert_string_equal(cJSON_GetObjectItem(b, "text")->valuestring, "say \"hi\"\nand go");
+	cJSON_Delete(o);
+	free(line);
+	line = st->interrupt("taskq-7-1");
+	assert_non_null(line);
+	assert_string_equal(line, "{\"type\":\"control_request\",\"request_id\":\"taskq-7-1\","
+			    "\"request\":{\"subtype\":\"interrupt\"}}\n");
+	free(line);
+}
+
+/* The command of a warm process: the task's expanded one with the mode's
+ * args after the program, less the prompt. */
+static void test_stream_argv(void **state)
+{
+	char *cmd[] = { "claude", "-p", "--output-format", "stream-json", "--verbose",
+			"--model", "m1", "--resume", "0b6c7e1e-7c1f-4a43-9d57-1f2b3c4d5e6f",
+			"--", "the prompt", NULL };
+	char *plain[] = { "claude", "-p", "the prompt", "--verbose", NULL };
+	struct tq_agent_run ar = TQ_AGENT_RUN_INIT;
+	struct tq_err err = TQ_ERR_INIT;
+	char **v = NULL;
+	size_t n = 0;
+
+	(void)state;
+	strcpy(ar.parser, "claude");
+	ar.argv = cmd;
+	ar.argc = 11;
+	assert_ptr_equal(tq_agent_stream_of(&ar), tq_registry_find("claude")->stream);
+	assert_int_equal(tq_agent_stream_argv(&ar, "the prompt", &v, &n, &err), 0);
+	assert_int_equal(n, 11);
+	const char *want[] = { "claude", "--input-format", "stream-json", "-p",
+			       "--output-format", "stream-json", "--verbose", "--model", "m1",
+			       "--resume", "0b6c7e1e-7c1f-4a43-9d57-1f2b3c4d5e6f" };
+	for (size_t i = 0; i < n; i++)
+		assert_string_equal(v[i], want[i]);
+	assert_null(v[n]);
+	tq_profile_argv_free(v);
+	/* a template of the user's with the prompt as a plain argument */
+	ar.argv = plain;
+	ar.argc = 4;
+	assert_int_equal(tq_agent_stream_argv(&ar, "the prompt", &v, &n, &err), 0);
+	assert_int_equal(n, 5);
+	assert_string_equal(v[3], "-p");
+	assert_string_equal(v[4], "--verbose");
+	tq_profile_argv_free(v);
+	/* an agent without the mode */
+	strcpy(ar.parser, "gemini");
+	assert_null(tq_agent_stream_of(&ar));
+	assert_int_equal(tq_agent_stream_argv(&ar, "x", &v, &n, &err), TQ_EINVAL);
+	assert_null(v);
+	assert_non_null(strstr(err.msg, "gemini"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -257,6 +344,8 @@ int main(void)
 		cmocka_unit_test(test_session_forms),
 		cmocka_unit_test(test_workspace_files),
 		cmocka_unit_test(test_reserved_as_before),
+		cmocka_unit_test(test_stream_modes),
+		cmocka_unit_test(test_stream_argv),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

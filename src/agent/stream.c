@@ -1,0 +1,75 @@
+/*
+ * stream.c - an agent task run in its CLI's stream-input mode (issue 19,
+ * warm sessions; registry.h, struct tq_agent_stream): the command that
+ * starts the process, and the lines that give it a message or interrupt
+ * its turn, each from the agent's registry entry.
+ *
+ * What it does not: start, hold or talk to the process (the supervisor's
+ * worker/warm.c holds it, the worker's runner.c runs a turn on it).
+ *
+ * The command is the task's own, expanded by tq_agent_prepare (its model,
+ * the session to resume, its MCP flags), so a warm process runs what a cold
+ * run of the same message would, less the prompt: the prompt travels in
+ * the message line, once per turn.
+ */
+#include "agent.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent_int.h"
+#include "profile.h"
+#include "registry.h"
+
+const struct tq_agent_stream *tq_agent_stream_of(const struct tq_agent_run *ar)
+{
+	const struct tq_agent_def *def = tq_registry_find(ar->parser[0] ? ar->parser : NULL);
+
+	return def != NULL ? def->stream : NULL;
+}
+
+/* Copy s into v, or fail with no memory. */
+static int push(char ***v, size_t *n, const char *s, struct tq_err *err)
+{
+	char *c = strdup(s);
+
+	if (c == NULL || tq_profile_argv_push(v, n, c) < 0) {
+		free(c);
+		return tq_err_set(err, TQ_ENOMEM, "stream command: out of memory");
+	}
+	return 0;
+}
+
+int tq_agent_stream_argv(const struct tq_agent_run *ar, const char *prompt, char ***out,
+			 size_t *outc, struct tq_err *err)
+{
+	const struct tq_agent_stream *st = tq_agent_stream_of(ar);
+	char **v = NULL;
+	size_t n = 0;
+	int rc = 0;
+
+	*out = NULL;
+	*outc = 0;
+	if (st == NULL || ar->argv == NULL || ar->argc == 0)
+		return tq_err_set(err, TQ_EINVAL, "agent \"%s\" has no stream-input mode",
+				  ar->parser[0] ? ar->parser : "none");
+	if ((rc = push(&v, &n, ar->argv[0], err)) < 0)
+		goto out;
+	for (size_t i = 0; st->args[i] != NULL && rc == 0; i++)
+		rc = push(&v, &n, st->args[i], err);
+	for (size_t i = 1; i < ar->argc && rc == 0; i++) {
+		if (strcmp(ar->argv[i], "--") == 0)
+			break; /* the prompt, and whatever follows it */
+		if (prompt != NULL && strcmp(ar->argv[i], prompt) == 0)
+			continue;
+		rc = push(&v, &n, ar->argv[i], err);
+	}
+out:
+	if (rc < 0) {
+		tq_profile_argv_free(v);
+		return rc;
+	}
+	*out = v;
+	*outc = n;
+	return 0;
+}
