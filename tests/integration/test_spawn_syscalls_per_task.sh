@@ -59,3 +59,7 @@ n=$(per_task rt_sigaction)
 check "a task's spawn asks no limit of the kernel"
 n=$(per_task prlimit64)
 [ "$n" -le 1 ] || fail "$n prlimit64 a task (posix_spawn's file actions?)"
+
+check "the sweep after a task reads its worker's children without listing /proc/self/task"
+n=$(per_task getdents64)
+[ "$n" -le 1 ] || fail "$n getdents64 a task (the sweep lists a directory?)"

@@ -532,6 +532,53 @@ static void test_sweep_tree(void **state)
 	assert_true(gone((pid_t)b));
 }
 
+/*
+ * A process's children are those of all its threads: one made by a second
+ * thread is in that thread's children file, not the first's. The listing
+ * of /proc/PID/task is skipped only for a process of one thread (its link
+ * count says so); with two, the child of the second is still found.
+ */
+static int has_pid(const struct tq_proc_id *ids, size_t n, pid_t pid)
+{
+	for (size_t i = 0; i < n; i++)
+		if (ids[i].pid == pid)
+			return 1;
+	return 0;
+}
+
+static void test_descendants_of_every_thread(void **state)
+{
+	static const char script[] =
+		"import subprocess, sys, threading, time\n"
+		"def run(): print(subprocess.Popen(['sleep', '1000']).pid, flush=True); time.sleep(1000)\n"
+		"if sys.argv[1] == 'thread':\n"
+		"    threading.Thread(target=run, daemon=True).start(); time.sleep(1000)\n"
+		"else:\n"
+		"    run()\n";
+	const char *modes[] = { "thread", "main" };
+
+	(void)state;
+	for (size_t m = 0; m < 2; m++) {
+		struct tq_child c = TQ_CHILD_INIT;
+		struct tq_proc_id *ids = NULL;
+		char out[OUT_MAX];
+		size_t n = 0;
+		long kid;
+
+		start(&c, (char *[]){ "python3", "-c", (char *)script, (char *)modes[m], NULL });
+		read_until(c.out_fd, out, sizeof(out), "\n");
+		assert_int_equal(sscanf(out, "%ld", &kid), 1);
+		assert_int_equal(tq_proc_descendants(c.pid, &ids, &n, NULL), 0);
+		if (!has_pid(ids, n, (pid_t)kid))
+			fail_msg("%s: child %ld of python3 %ld not among its %zu descendants",
+				 modes[m], kid, (long)c.pid, n);
+		free(ids);
+		tq_proc_kill_group(c.pid, SIGKILL, NULL);
+		wait_status(&c);
+		tq_spawn_release(&c);
+	}
+}
+
 /* keep[] spares those pids; everything else goes. */
 static void test_sweep_keep(void **state)
 {
@@ -746,6 +793,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_term_due, teardown),
 		cmocka_unit_test_teardown(test_sweep_daemon, teardown),
 		cmocka_unit_test_teardown(test_sweep_tree, teardown),
+		cmocka_unit_test_teardown(test_descendants_of_every_thread, teardown),
 		cmocka_unit_test_teardown(test_sweep_keep, teardown),
 		cmocka_unit_test_teardown(test_sweep_keep_session, teardown),
 		cmocka_unit_test_teardown(test_kill_marked, teardown),
