@@ -50,6 +50,8 @@ static int add_attempt(struct tq_sqlite *q, int64_t id, int attempt, int64_t wor
 	sqlite3_bind_int(st, 2, attempt);
 	sqlite3_bind_int64(st, 3, worker);
 	sqlite3_bind_int64(st, 4, now);
+	if (worker != 0 && worker == q->worker_id)
+		sqlite3_bind_text(st, 5, q->node, -1, SQLITE_STATIC);
 	return tq_db_exec_st(q, st, err, "add attempt");
 }
 

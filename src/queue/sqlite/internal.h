@@ -25,6 +25,8 @@ struct tq_sqlite {
 	char home[PATH_MAX];
 	char path[PATH_MAX];    /* HOME/taskq.db */
 	char *notice;           /* tq_queue_notice, malloc'd; NULL: none */
+	int64_t worker_id;      /* the worker this connection registered (0: none) */
+	char node[TQ_NODE_MAX + 1]; /* and its node, which its claims record */
 };
 
 /* The SQLite queue behind a handle this backend made (base is its first

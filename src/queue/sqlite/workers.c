@@ -34,6 +34,9 @@ int tq_sqlite_worker_add(struct tq_queue *base, const char *node, int pid, int64
 	if ((rc = tq_db_exec_st(q, st, err, "register worker")) < 0)
 		return rc;
 	*id = sqlite3_last_insert_rowid(q->db);
+	/* its claims record the node without reading the row back */
+	q->worker_id = *id;
+	strlcpy(q->node, node, sizeof(q->node));
 	return 0;
 }
 
