@@ -516,9 +516,9 @@ int tq_queue_request_kill(struct tq_queue *q, int64_t id, int sig,
  * each group that is not paused and below its parallel limit is considered,
  * and the one with the highest priority (then lowest id) becomes running with
  * attempt + 1 and a lease until now + lease_ms; an attempts row is added.
- *
- * The workers row worker_id (if there is one) is marked as running the task,
- * with a fresh heartbeat, in the same transaction.
+ * The workers row is not written: which task a worker runs is read from the
+ * leases (tq_worker_info.task_id), and its heartbeat is the worker's own
+ * (tq_queue_worker_beat), so a claim writes only the task's pages.
  *
  * Returns 0 with t filled (TQ_GET_ENV included), or TQ_ENOTFOUND when nothing
  * is runnable. *more (may be NULL) is tq_queue_runnable's answer right after
@@ -683,7 +683,8 @@ struct tq_worker_info {
 	int supervisor_pid;
 	int64_t started_at;
 	int64_t heartbeat_at;
-	int64_t task_id;        /* 0: idle */
+	int64_t task_id;        /* the task running under its lease (the
+				 * latest, should there be two); 0: none */
 };
 
 /* Add a worker row of node (its pid is that node's); *id is the worker id
@@ -692,7 +693,9 @@ struct tq_worker_info {
 int tq_queue_worker_add(struct tq_queue *q, const char *node, int pid, int64_t proc_start,
 			int slot, int supervisor_pid, int64_t *id, struct tq_err *err);
 
-/* Heartbeat: the worker is alive and runs task_id (0: idle). */
+/* Heartbeat: the worker is alive, and says it runs task_id (0: idle; kept
+ * in its row for a reader of the database: tq_queue_workers reads a worker's
+ * task from its lease). */
 int tq_queue_worker_beat(struct tq_queue *q, int64_t id, int64_t task_id,
 			 struct tq_err *err);
 

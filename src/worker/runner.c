@@ -955,7 +955,6 @@ static void written(struct run *r, enum tq_state state)
 		snprintf(then + used, sizeof(then) - used, "; group %s paused until %s, "
 			 "then one task probes", f->pause_group, at);
 	}
-	tq_worker_beat_written(r->w, 0); /* the finish marked our row idle */
 	if (r->kept && tq_endrec_remove(r->w->o->home, r->t->id, r->t->attempt,
 					&err) < 0)
 		tq_worker_log(r->w, "task %lld: %s", (long long)r->t->id, err.msg);

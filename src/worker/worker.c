@@ -212,24 +212,14 @@ static int idle_timeout(struct worker *w)
 	return (int)wait;
 }
 
-void tq_worker_beat_written(struct worker *w, int64_t task_id)
-{
-	w->beat_task = task_id;
-	w->beat_at = tq_mono_ms();
-}
-
 void tq_worker_beat(struct worker *w, int64_t task_id, int force)
 {
 	int64_t now = tq_mono_ms();
 
-	if (!force && task_id == w->beat_task && now - w->beat_at < IDLE_BEAT_MS / 2)
+	if (!force && w->beat_at > 0 && now - w->beat_at < IDLE_BEAT_MS / 2)
 		return;
-	if (tq_queue_worker_beat(w->q, w->id, task_id, NULL) == 0) {
-		w->beat_task = task_id;
-		w->beat_at = now;
-	} else {
-		w->beat_task = -1; /* unknown: write the next one */
-	}
+	/* not written: the next one is */
+	w->beat_at = tq_queue_worker_beat(w->q, w->id, task_id, NULL) == 0 ? now : 0;
 }
 
 int tq_worker_owed_hook(struct worker *w, int64_t task_id)
@@ -310,13 +300,12 @@ static int step(struct worker *w)
 		 * claim that finds nothing. */
 		if (more)
 			tq_doorbell_ring(w->o->home);
-		/* The claim marked our row busy with this task (status, kill). */
-		tq_worker_beat_written(w, t.id);
+		/* The claim wrote the task's lease, not our row: a worker
+		 * draining short tasks beats once in half an idle beat. */
+		tq_worker_beat(w, t.id, 0);
 		rc = tq_runner_run(w, &t);
 		tq_task_release(&t);
-		/* Recording the end marked the row idle; if it could not (the
-		 * lease was lost, the store failed), say so now. */
-		tq_worker_beat(w, 0, w->beat_task != 0);
+		tq_worker_beat(w, 0, 0);
 		if (rc < 0)
 			idle_events(w, ERROR_RETRY_MS);
 		return 0;
@@ -376,7 +365,7 @@ static int start(struct worker *w, struct tq_err *err)
 
 int tq_worker_main(const struct tq_worker_opts *o)
 {
-	struct worker w = { .o = o, .sigfd = -1, .bellfd = -1, .beat_task = -1,
+	struct worker w = { .o = o, .sigfd = -1, .bellfd = -1,
 			    .reserve_fd = -1, .procs = TQ_CONTAIN_FILE_INIT,
 			    .cgroup = { .fd = -1 }, .home = TQ_STATEDIR_INIT };
 	struct tq_err err = TQ_ERR_INIT;

@@ -28,8 +28,7 @@ struct worker {
 	int poked;              /* SIGUSR1: look at the store now */
 	struct tq_rules *rules; /* classification rules (classify.h) */
 	char home_mark[PATH_MAX + 32]; /* "TASKQ_TASK_HOME=HOME", given to tasks */
-	int64_t beat_task;      /* what our row says we run (-1: unknown) */
-	int64_t beat_at;        /* mono ms of our last heartbeat written */
+	int64_t beat_at;        /* mono ms of our last heartbeat written (0: none) */
 	int64_t hook_check_at;  /* mono ms: look for owed on-exit hooks then */
 	int reserve_fd;         /* room for one end record on a full disk
 				 * (endrec.h); -1: none held */
@@ -45,14 +44,13 @@ struct worker {
 	int home_lost;                /* stopped because it went */
 };
 
-/* Write our heartbeat and the task we run (0: none). An idle worker's
- * repeated "still idle" within half its idle beat is skipped unless force:
- * every doorbell wakes every idle worker, and a write per wake would cost
- * a transaction (and the other connections' page caches) per submit. */
+/* Write our heartbeat and the task we run (0: none), at most once in half
+ * an idle beat unless force: every doorbell wakes every idle worker, and
+ * every claim starts a task, and a write per wake or per task would cost a
+ * transaction (and the other connections' page caches) each. Which task a
+ * worker runs is read from the leases (queue.h, tq_worker_info), so a
+ * heartbeat is only "alive". */
 void tq_worker_beat(struct worker *w, int64_t task_id, int force);
-/* The store's row was written with task_id by a transaction of ours (the
- * claim, the finish): note it as a beat without writing again. */
-void tq_worker_beat_written(struct worker *w, int64_t task_id);
 
 /* Run one --on-exit hook owed by a final end that no worker wrote itself
  * (queue.h, tq_queue_on_exit_take), of task_id or of any task (0), if one

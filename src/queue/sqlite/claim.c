@@ -55,26 +55,6 @@ static int add_attempt(struct tq_sqlite *q, int64_t id, int attempt, int64_t wor
 	return tq_db_exec_st(q, st, err, "add attempt");
 }
 
-/* The worker's row says which task it runs (NULL: none), so `status` and
- * recovery see it from the claim or the finish on, with no write of their
- * own: the claim marks it with tq_queue_worker_beat in its transaction; a
- * finish clears it only if it still names this task. */
-static int worker_off(struct tq_sqlite *q, int64_t worker_id, int64_t task_id, int64_t now,
-		      struct tq_err *err)
-{
-	sqlite3_stmt *st;
-
-	if (worker_id == 0)
-		return 0;
-	st = tq_db_stmt(q, ST_WORKER_OFF, err);
-	if (st == NULL)
-		return err ? err->code : TQ_EIO;
-	sqlite3_bind_int64(st, 1, worker_id);
-	sqlite3_bind_int64(st, 2, now);
-	sqlite3_bind_int64(st, 3, task_id);
-	return tq_db_exec_st(q, st, err, "mark the worker idle");
-}
-
 int tq_sqlite_claim(struct tq_queue *base, int64_t worker_id, int64_t lease_ms,
 		   struct tq_task *t, int *more, struct tq_err *err)
 {
@@ -116,7 +96,6 @@ int tq_sqlite_claim(struct tq_queue *base, int64_t worker_id, int64_t lease_ms,
 	}
 	if ((rc = add_attempt(q, id, attempt, worker_id, now, err)) < 0 ||
 	    (rc = probe_take(q, id, err)) < 0 ||
-	    (rc = tq_sqlite_worker_beat(&q->base, worker_id, id, err)) < 0 ||
 	    (more && (rc = tq_sqlite_runnable(&q->base, now, more, err)) < 0) ||
 	    (rc = tq_task_load(q, id, TQ_GET_ENV, t, err)) < 0 ||
 	    (rc = tq_db_commit(q, err)) < 0) {
@@ -480,7 +459,6 @@ int tq_sqlite_finish(struct tq_queue *base, const struct tq_finish *f,
 	    (rc = pause_group(q, f, err)) < 0 ||
 	    (rc = probe_end(q, f, now, err)) < 0 ||
 	    (tq_state_final(s) && (rc = tq_deps_resolve(q, f->task_id, s, now, err)) < 0) ||
-	    (rc = worker_off(q, f->worker_id, f->task_id, now, err)) < 0 ||
 	    (rc = tq_db_commit(q, err)) < 0) {
 		tq_db_rollback(q);
 		return rc;

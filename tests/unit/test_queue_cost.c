@@ -1,0 +1,225 @@
+/*
+ * test_queue_cost.c - what the store writes per task, through a real SQLite
+ * file: the WAL frames (pages) and commits (transactions) of a task's path
+ * through the worker's calls (claim, set_process, finish) and of a submit,
+ * read from the WAL itself. These are the counts bench/run counts shows per
+ * task of a drain (issue 21); the bounds here keep a cut from coming back
+ * unnoticed (a new index on a column every claim changes, a second
+ * statement writing a row the first already wrote, a write moved out of the
+ * claim's transaction into one of its own).
+ *
+ * Each measurement starts from an empty WAL (a TRUNCATE checkpoint on a
+ * connection of the test's own), and stays far below the autocheckpoint's
+ * 1000 frames, so that every frame in the file was written by what is
+ * measured.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "harness.h"
+#include "queue/queue.h"
+
+#define TASKS 20          /* measured tasks (and submits) */
+#define WARMUP 5          /* tasks run before the measure: first statements,
+			   * the b-trees' first splits */
+
+struct fx {
+	char *tmp;
+	char home[512];
+	char db[600];
+	struct tq_queue *q;
+	int64_t worker;
+};
+
+static char *argv_true[] = { "true", NULL };
+static char *env_one[] = { "PATH=/usr/bin:/bin", NULL };
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	struct tq_err err = TQ_ERR_INIT;
+
+	assert_non_null(f);
+	assert_non_null(f->tmp = th_tempdir());
+	snprintf(f->home, sizeof(f->home), "%s/state", f->tmp);
+	snprintf(f->db, sizeof(f->db), "%s/taskq.db", f->home);
+	if (tq_queue_open(&f->q, f->home, 0, &err) != 0)
+		fail_msg("open: %s", err.msg);
+	if (tq_queue_worker_add(f->q, "h1", (int)getpid(), 1, 1, 0, &f->worker, &err) != 0)
+		fail_msg("worker: %s", err.msg);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+
+	tq_queue_close(f->q);
+	th_rmtree(f->tmp);
+	free(f);
+	return 0;
+}
+
+static int64_t submit_one(struct fx *f)
+{
+	struct tq_task_spec s = TQ_TASK_SPEC_INIT;
+	struct tq_err err = TQ_ERR_INIT;
+	int64_t id = 0;
+
+	s.argv = argv_true;
+	s.argc = 1;
+	s.cwd = "/";
+	s.env = env_one;
+	s.envc = 1;
+	if (tq_queue_submit(f->q, &s, &id, NULL, &err) != 0)
+		fail_msg("submit: %s", err.msg);
+	return id;
+}
+
+/* One task's path as a worker takes it: claim, the process recorded, the
+ * end (succeeded, final). */
+static void run_one(struct fx *f)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_task t;
+	struct tq_finish fin = { .worker_id = f->worker, .outcome = TQ_OUT_SUCCEEDED,
+				 .exit_code = 0, .next = TQ_NEXT_FINAL };
+
+	if (tq_queue_claim(f->q, f->worker, 60000, &t, NULL, &err) != 0)
+		fail_msg("claim: %s", err.msg);
+	if (tq_queue_set_process(f->q, t.id, t.attempt, (int)getpid(), (int)getpid(), 1, 0, 1,
+				 &err) != 0)
+		fail_msg("set_process: %s", err.msg);
+	fin.task_id = t.id;
+	fin.attempt = t.attempt;
+	if (tq_queue_finish(f->q, &fin, NULL, &err) != 0)
+		fail_msg("finish: %s", err.msg);
+	tq_task_release(&t);
+}
+
+/* Empty the WAL: what it holds goes into the database, the file to 0. */
+static void wal_reset(struct fx *f)
+{
+	sqlite3 *db = NULL;
+	int log = -1, done = -1;
+
+	assert_int_equal(sqlite3_open_v2(f->db, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+	sqlite3_busy_timeout(db, 10000);
+	/* a read first: until then the connection has not seen the WAL */
+	assert_int_equal(sqlite3_exec(db, "SELECT count(*) FROM sqlite_schema", NULL, NULL,
+				      NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_TRUNCATE,
+						   &log, &done), SQLITE_OK);
+	assert_int_equal(log, 0);
+	sqlite3_close(db);
+}
+
+static uint32_t be32(const unsigned char *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* The frames in the WAL and how many of them end a transaction (a commit
+ * frame holds the database's size in pages; the others 0). */
+static void wal_count(struct fx *f, long *frames, long *commits)
+{
+	char path[640];
+	unsigned char hdr[32], fh[24];
+	uint32_t page;
+	FILE *fp;
+
+	*frames = *commits = 0;
+	snprintf(path, sizeof(path), "%s-wal", f->db);
+	assert_non_null(fp = fopen(path, "rbe"));
+	assert_int_equal(fread(hdr, 1, sizeof(hdr), fp), sizeof(hdr));
+	page = be32(hdr + 8);
+	assert_true(page >= 512);
+	while (fread(fh, 1, sizeof(fh), fp) == sizeof(fh)) {
+		/* frames of this WAL generation carry its salts */
+		if (memcmp(fh + 8, hdr + 16, 8) != 0)
+			break;
+		(*frames)++;
+		if (be32(fh + 4) != 0)
+			(*commits)++;
+		if (fseek(fp, (long)page, SEEK_CUR) != 0)
+			break;
+	}
+	fclose(fp);
+}
+
+/*
+ * A task of `true` that succeeds, from its claim to its end: three
+ * transactions (claim, the process, the end: each must be on disk before
+ * what follows it) and at most TASK_MAX_FRAMES pages written in all. The
+ * pages, by b-tree, in a database this small (one leaf each): claim: tasks,
+ * tasks_ready, tasks_running, tasks_lease, tasks_state, task_counts,
+ * attempts and its primary key; the process: attempts; the end: tasks,
+ * tasks_running, tasks_lease, tasks_state, tasks_finished, task_counts,
+ * attempts. The workers row is written by neither (its heartbeat is the
+ * worker's own, once in a while): 18 before that.
+ */
+#define TASK_COMMITS 3
+#define TASK_MAX_FRAMES 16.0
+
+static void test_frames_per_task(void **state)
+{
+	struct fx *f = *state;
+	long frames, commits;
+
+	for (int i = 0; i < WARMUP + TASKS; i++)
+		submit_one(f);
+	for (int i = 0; i < WARMUP; i++)
+		run_one(f);
+	wal_reset(f);
+	for (int i = 0; i < TASKS; i++)
+		run_one(f);
+	wal_count(f, &frames, &commits);
+	print_message("per task: %.2f WAL frames, %.2f commits\n", (double)frames / TASKS,
+		      (double)commits / TASKS);
+	assert_int_equal(commits, TASK_COMMITS * TASKS);
+	if ((double)frames / TASKS > TASK_MAX_FRAMES)
+		fail_msg("%.2f WAL frames a task, more than %.1f", (double)frames / TASKS,
+			 TASK_MAX_FRAMES);
+}
+
+/* A submit of `true` (no labels, dependencies or token): one transaction;
+ * its pages: tasks, sqlite_sequence (ids are never reused), the indexes
+ * written at insert (tasks_ready, tasks_state, tasks_name, tasks_env),
+ * task_counts. */
+#define SUBMIT_MAX_FRAMES 7.0
+
+static void test_frames_per_submit(void **state)
+{
+	struct fx *f = *state;
+	long frames, commits;
+
+	for (int i = 0; i < WARMUP; i++)
+		submit_one(f);
+	wal_reset(f);
+	for (int i = 0; i < TASKS; i++)
+		submit_one(f);
+	wal_count(f, &frames, &commits);
+	print_message("per submit: %.2f WAL frames, %.2f commits\n", (double)frames / TASKS,
+		      (double)commits / TASKS);
+	assert_int_equal(commits, TASKS);
+	if ((double)frames / TASKS > SUBMIT_MAX_FRAMES)
+		fail_msg("%.2f WAL frames a submit, more than %.1f", (double)frames / TASKS,
+			 SUBMIT_MAX_FRAMES);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_frames_per_task, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_frames_per_submit, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
