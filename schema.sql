@@ -79,6 +79,10 @@ CREATE TABLE tasks (
     prompt        TEXT,
     isolate       INTEGER NOT NULL DEFAULT 0,
     sources       TEXT,                      -- JSON object {"name": "path", ...}
+    warm          INTEGER NOT NULL DEFAULT 0, -- --warm: a turn on its session's agent
+                                             -- process, kept up between messages
+    idle_timeout_ms INTEGER NOT NULL DEFAULT 0, -- --idle-timeout: a warm process with
+                                             -- no message this long is ended; 0: not warm
 
     -- How many of this task's dependencies (its deps rows) name a task that
     -- exists and has not ended: kept by the deps_left_* triggers below in the
@@ -273,13 +277,28 @@ CREATE TABLE groups (
 -- reports one) and outlives its tasks: an agent keeps a conversation per
 -- directory (Claude under ~/.claude/projects/<cwd>), so resuming it from
 -- another directory fails.
+--
+-- A warm session (--warm) also has its agent process recorded while it is
+-- up: its pid and start time together (its identity: a bare pid may be
+-- another process by the time it is read), the node that started it (only
+-- that node's supervisor signals it) and when; idle_since while no turn
+-- runs on it. `taskq sessions close KEY` stores close_requested_at for that
+-- supervisor, which ends the process and clears warm_* and the request.
 CREATE TABLE sessions (
     key           TEXT PRIMARY KEY,
     agent_session TEXT,
     last_task_id  INTEGER,
     updated_at    INTEGER NOT NULL,          -- ms the agent session last advanced; 0: never
-    cwd           TEXT                       -- its first task's working directory
+    cwd           TEXT,                      -- its first task's working directory
+    agent         TEXT,                      -- the agent CLI of its tasks (registry name)
+    warm_pid      INTEGER,                   -- the warm process; NULL: none
+    warm_start    INTEGER,                   -- its start time (proc.h), with the pid its identity
+    warm_node     TEXT,                      -- the node it runs on
+    warm_at       INTEGER,                   -- ms it was started
+    idle_since    INTEGER,                   -- ms since no turn has run on it; NULL: one runs
+    close_requested_at INTEGER               -- ms `taskq sessions close` asked; NULL: not asked
 );
+CREATE INDEX sessions_warm ON sessions(warm_node) WHERE warm_pid IS NOT NULL;
 
 -- poll cursors: what each reader has already been shown of a task's log.
 CREATE TABLE cursors (
@@ -326,4 +345,4 @@ SELECT id, state, name, grp, batch, priority, attempt,
 FROM tasks;
 
 PRAGMA application_id = 1953721201;  -- 'tskq'
-PRAGMA user_version = 7;
+PRAGMA user_version = 8;

@@ -29,7 +29,7 @@ _taskq_options() {
 	case $1 in
 	submit) _taskq_opts="$_taskq_submit_opts --file --resume" ;;
 	ask) _taskq_opts="--agent --model --source --session --isolate --no-isolate
-		--prompt-file --interactive $_taskq_submit_opts" ;;
+		--warm --no-warm --idle-timeout --prompt-file --interactive $_taskq_submit_opts" ;;
 	wait) _taskq_opts="-b --batch -t --timeout --json" ;;
 	list | ls) _taskq_opts="--state --name --label --batch --group --category
 		--limit --offset --json" ;;
@@ -52,8 +52,9 @@ _taskq_options() {
 	write) _taskq_opts="-l --line -f --file --eof" ;;
 	retry) _taskq_opts="--failed --batch" ;;
 	status) _taskq_opts="--json" ;;
-	serve) _taskq_opts="-w --workers -f --foreground --grace --lease --retention --log-size --log-files" ;;
-	drain) _taskq_opts="-w --workers --grace --lease --retention" ;;
+	serve) _taskq_opts="-w --workers -f --foreground --grace --lease --retention --log-size --log-files
+		--max-warm" ;;
+	drain) _taskq_opts="-w --workers --grace --lease --retention --max-warm" ;;
 	shutdown) _taskq_opts="--now --grace --no-wait" ;;
 	*) _taskq_opts="" ;;
 	esac
@@ -64,7 +65,7 @@ _taskq_options() {
 _taskq_takes_value() {
 	case $2 in
 	--json | --help | -h | --clean-env | --pty | --retry-lost | --no-start | \
-		--isolate | --no-isolate | --interactive | --show-env | --explain | \
+		--isolate | --no-isolate | --warm | --no-warm | --interactive | --show-env | --explain | \
 		-f | --follow | --raw | --no-wait | -l | --line | --eof | --failed | \
 		--foreground | --now | --finished | --wait | --wait=*)
 		# write's -f is --file; serve's and log's -f take no value

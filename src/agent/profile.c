@@ -108,6 +108,8 @@ static int profile_copy(struct tq_profile *dst, const struct tq_profile *src, co
 	dst->isolate = src->isolate;
 	dst->timeout_ms = src->timeout_ms;
 	dst->stall_timeout_ms = src->stall_timeout_ms;
+	dst->warm = src->warm;
+	dst->idle_timeout_ms = src->idle_timeout_ms;
 	dst->stdin_prompt = dup_or_null(src->stdin_prompt);
 	if (dst->name == NULL || (src->argv && dst->argv == NULL) ||
 	    (src->interactive && dst->interactive == NULL) ||
@@ -396,6 +398,26 @@ static int take_stall_timeout(const struct where *w, const cJSON *j, struct tq_p
 	return 0;
 }
 
+/* "idle_timeout": a duration above 0, or null: taskq's default. */
+static int take_idle_timeout(const struct where *w, const cJSON *j, struct tq_profile *p)
+{
+	struct tq_err e = TQ_ERR_INIT;
+	int64_t ms;
+
+	if (cJSON_IsNull(j)) {
+		p->idle_timeout_ms = 0;
+		return 0;
+	}
+	if (!cJSON_IsString(j))
+		return bad(w, "\"idle_timeout\" must be a duration such as \"10m\" or null");
+	if (tq_parse_duration(j->valuestring, &ms, &e) < 0)
+		return bad(w, "\"idle_timeout\" %s", e.msg);
+	if (ms <= 0)
+		return bad(w, "\"idle_timeout\" must be more than 0");
+	p->idle_timeout_ms = ms;
+	return 0;
+}
+
 /* Apply the fields of object j to p. */
 static int apply_fields(const struct where *w, const cJSON *j, struct tq_profile *p)
 {
@@ -429,14 +451,20 @@ static int apply_fields(const struct where *w, const cJSON *j, struct tq_profile
 			rc = take_timeout(w, it, p);
 		else if (strcmp(k, "stall_timeout") == 0)
 			rc = take_stall_timeout(w, it, p);
+		else if (strcmp(k, "idle_timeout") == 0)
+			rc = take_idle_timeout(w, it, p);
 		else if (strcmp(k, "isolate") == 0) {
 			if (!cJSON_IsBool(it))
 				return bad(w, "\"isolate\" must be true or false");
 			p->isolate = cJSON_IsTrue(it);
+		} else if (strcmp(k, "warm") == 0) {
+			if (!cJSON_IsBool(it))
+				return bad(w, "\"warm\" must be true or false");
+			p->warm = cJSON_IsTrue(it);
 		} else
 			rc = bad(w, "unknown field \"%s\" (known: command, interactive, parser, "
 				 "env, unset_env, model, isolate, timeout, stall_timeout, "
-				 "stdin_prompt, extends)",
+				 "warm, idle_timeout, stdin_prompt, extends)",
 				 k);
 		if (rc < 0)
 			return rc;

@@ -52,6 +52,9 @@ struct tq_profile {
 	int isolate;       /* run in an isolated workspace by default */
 	int64_t timeout_ms; /* default task timeout for this agent; 0: taskq's */
 	int64_t stall_timeout_ms; /* default --stall-timeout; 0: off */
+	int warm;          /* "warm": ask --session tasks are --warm by default */
+	int64_t idle_timeout_ms; /* "idle_timeout": --idle-timeout's default;
+				  * 0: taskq's (TQ_DEFAULT_IDLE_TIMEOUT_MS) */
 	char *stdin_prompt; /* what replaces an element holding {prompt} when the
 			     * prompt goes on stdin ("": drop it); NULL: this
 			     * CLI cannot read its prompt from stdin */

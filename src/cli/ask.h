@@ -20,6 +20,10 @@ struct cli_ask {
 				     * replace s->spec.timeout_ms */
 	int keep_stall;             /* likewise --stall-timeout and the
 				     * profile's stall_timeout */
+	int warm;                   /* 1: --warm; -1: --no-warm; 0: the
+				     * profile's "warm" (with a session) */
+	int64_t idle_timeout_ms;    /* --idle-timeout; 0: not given (the
+				     * profile's, else TQ_DEFAULT_IDLE_TIMEOUT_MS) */
 };
 
 /* Bytes of a prompt (argument, --prompt-file, stdin). */
@@ -40,6 +44,12 @@ struct cli_ask {
  * elements replaced as the profile says; TQ_EINVAL when the profile cannot
  * take it there or the user gave a stdin of their own. Owned memory goes to
  * cli_submit_own; a->prompt is borrowed and must live until the store.
+ *
+ * A warm task (a->warm, or the profile's "warm" for a task of a session;
+ * issue 19) gets spec.warm and its idle timeout; refused with TQ_EINVAL:
+ * --warm without a session, --idle-timeout on a task that is not warm, and
+ * --warm for an agent whose registry entry has no stream-input mode (the
+ * message names the agent).
  *
  * Returns 0, or TQ_EINVAL (unknown profile: the message names the known
  * ones; a missing or unreadable source; an empty prompt) or TQ_ENOMEM with

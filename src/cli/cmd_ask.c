@@ -27,6 +27,8 @@
 
 #include "agent/agent.h"
 #include "agent/profile.h"
+#include "agent/registry.h"
+#include "common/parse.h"
 #include "common/sys.h"
 
 static const char ask_help[] =
@@ -53,6 +55,10 @@ static const char ask_help[] =
 	"  --session KEY    tasks of one KEY run one at a time, in order, in the\n"
 	"                   directory of the first (another --cwd is refused), each\n"
 	"                   resuming the agent session of the last one that succeeded\n"
+	"  --warm           with --session: a turn on the session's agent process,\n"
+	"                   kept up between messages by the supervisor; claude\n"
+	"  --idle-timeout DUR  with --warm: end it after DUR idle (default 10m)\n"
+	"  --no-warm        not warm, whatever the profile says\n"
 	"  --prompt-file F  read the prompt from F\n"
 	"  --interactive    run the agent now, in the foreground on this terminal\n"
 	"                   (its interactive command, stdin and stdout yours), in a\n"
@@ -88,11 +94,12 @@ static const char ask_help[] =
 	"  taskq ask --agent gemini --model gemini-2.5-pro --wait=10m \"summarize\"\n"
 	"  taskq ask --isolate --source repo=. --session fix --prompt-file task.md\n"
 	"  git diff | taskq ask --batch nightly --timeout 2h\n"
+	"  taskq ask --session fix --warm \"now the tests\"\n"
 	"  taskq ask --interactive --session fix\n";
 
 enum {
 	OPT_AGENT = 512, OPT_MODEL, OPT_SOURCE, OPT_ISOLATE, OPT_NO_ISOLATE,
-	OPT_PROMPT_FILE, OPT_INTERACTIVE,
+	OPT_PROMPT_FILE, OPT_INTERACTIVE, OPT_WARM, OPT_NO_WARM, OPT_IDLE_TIMEOUT,
 };
 
 static const struct cli_opt ask_own_opts[] = {
@@ -103,6 +110,9 @@ static const struct cli_opt ask_own_opts[] = {
 	{ "no-isolate", OPT_NO_ISOLATE, 0, 0 },
 	{ "prompt-file", OPT_PROMPT_FILE, 1, 0 },
 	{ "interactive", OPT_INTERACTIVE, 0, 0 },
+	{ "warm", OPT_WARM, 0, 0 },
+	{ "no-warm", OPT_NO_WARM, 0, 0 },
+	{ "idle-timeout", OPT_IDLE_TIMEOUT, 1, 0 },
 	{ NULL, 0, 0, 0 },
 };
 
@@ -301,6 +311,39 @@ static int apply_argv(struct cli_submit *s, const struct cli_ask *a, const struc
 	return 0;
 }
 
+/*
+ * --warm, --no-warm, --idle-timeout and the profile's "warm" and
+ * "idle_timeout" into s->spec (ask.h). The agent is the profile's parser:
+ * a warm process speaks its CLI's stream-input mode, so a CLI without one
+ * is refused here, before anything is stored, not when the worker finds
+ * out.
+ */
+static int apply_warm(struct cli_submit *s, const struct cli_ask *a, const struct tq_profile *p,
+		      struct tq_err *err)
+{
+	const struct tq_agent_def *d = tq_registry_find(p->parser);
+	int warm = a->warm > 0 || (a->warm == 0 && p->warm && s->spec.session != NULL);
+
+	if (a->warm > 0 && s->spec.session == NULL)
+		return tq_err_set(err, TQ_EINVAL, "--warm needs --session KEY: a warm agent "
+				  "process is a session's");
+	if (a->idle_timeout_ms > 0 && !warm)
+		return tq_err_set(err, TQ_EINVAL, "--idle-timeout is for a warm task: add --warm "
+				  "(with --session KEY)");
+	if (!warm)
+		return 0;
+	if (d == NULL || d->stream == NULL)
+		return tq_err_set(err, TQ_EINVAL, "--warm: %s has no stream-input mode (it takes "
+				  "one prompt a process); drop --warm%s",
+				  d != NULL ? d->name : p->name,
+				  a->warm > 0 ? "" : " (the profile's \"warm\": use --no-warm)");
+	s->spec.warm = 1;
+	s->spec.idle_timeout_ms = a->idle_timeout_ms > 0 ? a->idle_timeout_ms :
+				  p->idle_timeout_ms > 0 ? p->idle_timeout_ms :
+				  TQ_DEFAULT_IDLE_TIMEOUT_MS;
+	return 0;
+}
+
 /* A string copy owned by s (NULL in, NULL out). */
 static int own_copy(struct cli_submit *s, const char *src, const char **dst, struct tq_err *err)
 {
@@ -331,7 +374,8 @@ int cli_ask_apply(struct cli_submit *s, const struct cli_ask *a, struct tq_err *
 				  "go with --no-isolate");
 	if ((rc = find_profile(a->agent, &ps, &p, err)) < 0)
 		goto out;
-	if ((rc = sources_json(s, a, &s->spec.sources_json, err)) < 0 ||
+	if ((rc = apply_warm(s, a, p, err)) < 0 ||
+	    (rc = sources_json(s, a, &s->spec.sources_json, err)) < 0 ||
 	    (rc = apply_argv(s, a, p, err)) < 0 ||
 	    (rc = apply_env(s, p, err)) < 0 ||
 	    (rc = own_copy(s, p->name, &name, err)) < 0 ||
@@ -452,6 +496,8 @@ static const char *opt_name(const struct cli_opt *opts, int k)
 
 static int take_own(const struct cli_ctx *c, struct ask *st, int k, const char *val)
 {
+	struct tq_err err = TQ_ERR_INIT;
+
 	switch (k) {
 	case OPT_AGENT:
 		if (*val == '\0')
@@ -474,6 +520,20 @@ static int take_own(const struct cli_ctx *c, struct ask *st, int k, const char *
 		return CLI_OK;
 	case OPT_INTERACTIVE:
 		st->interactive = 1;
+		return CLI_OK;
+	case OPT_WARM:
+	case OPT_NO_WARM:
+		st->a.warm = k == OPT_WARM ? 1 : -1;
+		if (st->not_interactive == NULL)
+			st->not_interactive = k == OPT_WARM ? "warm" : "no-warm";
+		return CLI_OK;
+	case OPT_IDLE_TIMEOUT:
+		if (tq_parse_duration(val, &st->a.idle_timeout_ms, &err) < 0)
+			return cli_usage(c, "--idle-timeout: %s", err.msg);
+		if (st->a.idle_timeout_ms <= 0)
+			return cli_usage(c, "--idle-timeout: must be more than 0");
+		if (st->not_interactive == NULL)
+			st->not_interactive = "idle-timeout";
 		return CLI_OK;
 	default:
 		return CLI_USAGE;
@@ -675,7 +735,7 @@ out:
 
 const struct cli_cmd cli_cmd_ask = {
 	.name = "ask",
-	.synopsis = "taskq ask [--agent NAME] [--model M] [--source NAME=PATH]... [--session KEY] [--isolate] [--prompt-file F] [--interactive] [submit options] [PROMPT]",
+	.synopsis = "taskq ask [--agent NAME] [--model M] [--source NAME=PATH]... [--session KEY [--warm [--idle-timeout DUR]]] [--isolate] [--prompt-file F] [--interactive] [submit options] [PROMPT]",
 	.summary = "Submit a prompt to an agent CLI (claude, gemini, codex, opencode).",
 	.help = ask_help,
 	.run = run_ask,

@@ -117,6 +117,8 @@ static cJSON *task_json(const struct tq_task *t, int64_t now, int *oom)
 	cli_json_bytes(o, "reason", t->reason, oom);
 	cli_json_int(o, "attempt", t->attempt, 1, oom);
 	json_cost(o, "cost_usd", t->cost_usd, t->has_cost, oom);
+	cli_json_bool(o, "warm", t->warm, oom);
+	cli_json_int(o, "idle_timeout_ms", t->idle_timeout_ms, t->warm, oom);
 	return o;
 }
 
@@ -698,6 +700,13 @@ static void show_agent(const struct tq_task *t, int *oom)
 	field("prompt:", t->prompt, CLI_ESC_QUOTE, oom);
 	field("isolate:", t->isolate ? "yes" : "no", 0, oom);
 	field("sources:", t->sources_json, 0, oom);
+	if (t->warm) {
+		char idle[32];
+		tq_format_duration(t->idle_timeout_ms, idle, sizeof(idle));
+		printf("%-13s yes, idle timeout %s\n", "warm:", idle);
+	} else {
+		field("warm:", "no", 0, oom);
+	}
 	field_int("kill signal:", t->kill_signal, t->kill_signal > 0);
 	field_time("kill asked:", t->kill_requested_at);
 	field_int("worker:", t->worker_id, t->worker_id > 0);

@@ -13,6 +13,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
+#include "common/config.h"
 #include "common/diag.h"
 #include "common/parse.h"
 #include "common/sys.h"
@@ -28,7 +31,10 @@
 #define SHUTDOWN_WAIT_MARGIN_MS 60000
 
 enum { O_WORKERS = 256, O_FOREGROUND, O_GRACE, O_LEASE, O_NOW, O_SLOT, O_SUP, O_JSON,
-       O_NOWAIT, O_RETENTION, O_LOG_SIZE, O_LOG_FILES };
+       O_NOWAIT, O_RETENTION, O_LOG_SIZE, O_LOG_FILES, O_MAX_WARM };
+
+/* The config file read for "max_warm" at most this long. */
+#define SERVE_CONFIG_MAX (1024 * 1024)
 
 static int parse_ms(const struct cli_ctx *c, const struct cli_args *a, int64_t *ms)
 {
@@ -84,6 +90,61 @@ static int parse_log(const struct cli_ctx *c, const struct cli_args *a, int k,
 	return CLI_OK;
 }
 
+/* --max-warm N: 1 to TQ_MAX_WARM. */
+static int parse_max_warm(const struct cli_ctx *c, const struct cli_args *a, int *n)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	int64_t v;
+
+	if (tq_parse_int(a->val, 1, TQ_MAX_WARM, &v, &err) < 0)
+		return cli_usage(c, "%s %s", a->flag, err.msg);
+	*n = (int)v;
+	return CLI_OK;
+}
+
+/*
+ * The config file's "max_warm" (common/config.h; this file reads it: the
+ * supervisor's option) into *n, which keeps its value when the file or the
+ * key is missing or null. A number of the range, checked as --max-warm's
+ * text is; anything else is TQ_EINVAL naming the file.
+ */
+static int config_max_warm(int *n, struct tq_err *err)
+{
+	char path[PATH_MAX], num[64], *text = NULL;
+	const cJSON *v;
+	cJSON *doc = NULL;
+	size_t len = 0;
+	int must = 0, rc;
+	int64_t x;
+
+	if ((rc = tq_config_path(path, sizeof(path), &must, err)) != 0)
+		return rc < 0 ? rc : 0;
+	if ((rc = tq_config_read(path, must, SERVE_CONFIG_MAX, &text, &len, err)) < 0 ||
+	    text == NULL)
+		return rc;
+	if ((rc = tq_config_parse(path, text, len, &doc, err)) < 0)
+		goto out;
+	v = cJSON_IsObject(doc) ? cJSON_GetObjectItemCaseSensitive(doc, "max_warm") : NULL;
+	if (v == NULL || cJSON_IsNull(v))
+		goto out;
+	if (!cJSON_IsNumber(v)) {
+		rc = tq_err_set(err, TQ_EINVAL, "%s: \"max_warm\" must be a number from 1 to %d",
+				path, TQ_MAX_WARM);
+		goto out;
+	}
+	/* its shortest exact text: 4.5 and 1e9 stay what they are, refused */
+	snprintf(num, sizeof(num), "%.17g", v->valuedouble);
+	if (tq_parse_int(num, 1, TQ_MAX_WARM, &x, err) < 0) {
+		rc = tq_err_set(err, TQ_EINVAL, "%s: \"max_warm\": %s", path, err->msg);
+		goto out;
+	}
+	*n = (int)x;
+out:
+	cJSON_Delete(doc);
+	free(text);
+	return rc;
+}
+
 /* serve and drain share their flags. */
 static int run_supervisor(struct cli_ctx *c, int argc, char **argv, int drain)
 {
@@ -91,13 +152,17 @@ static int run_supervisor(struct cli_ctx *c, int argc, char **argv, int drain)
 		{ "workers", O_WORKERS, 1, 'w' }, { "foreground", O_FOREGROUND, 0, 'f' },
 		{ "grace", O_GRACE, 1, 0 }, { "lease", O_LEASE, 1, 0 },
 		{ "retention", O_RETENTION, 1, 0 }, { "log-size", O_LOG_SIZE, 1, 0 },
-		{ "log-files", O_LOG_FILES, 1, 0 }, { NULL, 0, 0, 0 },
+		{ "log-files", O_LOG_FILES, 1, 0 }, { "max-warm", O_MAX_WARM, 1, 0 },
+		{ NULL, 0, 0, 0 },
 	};
 	char home[PATH_MAX], exe[PATH_MAX];
+	struct tq_err err = TQ_ERR_INIT;
+	int max_warm = 0; /* 0: not given */
 	struct tq_serve_opts o = {
 		.workers = TQ_DEFAULT_WORKERS, .foreground = drain, .drain = drain,
 		.grace_ms = TQ_DEFAULT_SHUTDOWN_GRACE_MS, .lease_ms = TQ_DEFAULT_LEASE_MS,
 		.retention_ms = -1, /* the stored setting, else the default */
+		.max_warm = TQ_DEFAULT_MAX_WARM,
 	};
 	struct cli_args a;
 	int k, rc = CLI_OK;
@@ -111,6 +176,7 @@ static int run_supervisor(struct cli_ctx *c, int argc, char **argv, int drain)
 		case O_GRACE: rc = parse_ms(c, &a, &o.grace_ms); break;
 		case O_LEASE: rc = parse_ms(c, &a, &o.lease_ms); break;
 		case O_RETENTION: rc = parse_ms(c, &a, &o.retention_ms); break;
+		case O_MAX_WARM: rc = parse_max_warm(c, &a, &max_warm); break;
 		case O_LOG_SIZE:
 		case O_LOG_FILES:
 			if (drain)
@@ -125,6 +191,10 @@ static int run_supervisor(struct cli_ctx *c, int argc, char **argv, int drain)
 		return rc;
 	if (o.lease_ms < 300)
 		return cli_usage(c, "--lease must be at least 300ms");
+	if (max_warm > 0)
+		o.max_warm = max_warm;
+	else if (config_max_warm(&o.max_warm, &err) < 0)
+		return cli_fail(c, &err);
 	if ((rc = home_and_exe(c, home, exe)) != CLI_OK)
 		return rc;
 	o.home = home;
@@ -197,6 +267,7 @@ struct status {
 	int running;
 	int64_t started_at;
 	int64_t workers_target;
+	int64_t max_warm;          /* its --max-warm (meta) */
 	char *containment;         /* how its workers contain tasks (meta) */
 	int64_t retention_ms;      /* in force, or that the next supervisor uses */
 	int64_t log_size;          /* serve.log's bounds, the same way */
@@ -290,6 +361,7 @@ static int load_status(const struct cli_ctx *c, struct tq_queue *q, const char *
 	if (s->running) {
 		s->started_at = meta_int(q, "supervisor_started_at");
 		s->workers_target = meta_int(q, "supervisor_workers");
+		s->max_warm = meta_int(q, TQ_META_MAX_WARM);
 		tq_queue_meta_get(q, TQ_META_CONTAINMENT, &s->containment, NULL);
 	}
 	return CLI_OK;
@@ -351,8 +423,11 @@ static void print_status_human(const struct status *s, const char *home)
 
 	if (s->running) {
 		tq_format_duration(s->started_at ? now - s->started_at : 0, buf, sizeof(buf));
-		printf("supervisor: running, pid %d, up %s, %lld workers\n", (int)s->pid,
+		printf("supervisor: running, pid %d, up %s, %lld workers", (int)s->pid,
 		       buf, (long long)s->workers_target);
+		if (s->max_warm > 0)
+			printf(", at most %lld warm agents", (long long)s->max_warm);
+		printf("\n");
 	} else {
 		printf("supervisor: not running (start one with: taskq serve)\n");
 	}
@@ -421,6 +496,7 @@ static cJSON *status_json(const struct status *s, const char *home)
 		cJSON_AddNumberToObject(o, "supervisor_pid", s->pid);
 		cJSON_AddNumberToObject(o, "started_at", (double)s->started_at);
 		cJSON_AddNumberToObject(o, "workers", (double)s->workers_target);
+		cli_json_int(o, "max_warm", s->max_warm, s->max_warm > 0, &oom);
 		if (s->containment != NULL) {
 			cJSON_AddStringToObject(o, "containment",
 				strncmp(s->containment, "cgroup", 6) == 0 ? "cgroup" : "record");
@@ -585,7 +661,8 @@ static int run_shutdown(struct cli_ctx *c, int argc, char **argv)
 const struct cli_cmd cli_cmd_serve = {
 	.name = "serve",
 	.synopsis = "taskq serve [--workers N] [--foreground] [--grace DUR] [--lease DUR]\n"
-		    "                   [--retention DUR] [--log-size SIZE] [--log-files N]",
+		    "                   [--retention DUR] [--log-size SIZE] [--log-files N]\n"
+		    "                   [--max-warm N]",
 	.summary = "Run the supervisor and its workers (submit starts one when needed).",
 	.help =
 	"Starts the supervisor for the state directory: it keeps N workers (default 2)\n"
@@ -626,6 +703,9 @@ const struct cli_cmd cli_cmd_serve = {
 	"                      (64K-1T; default 10M)\n"
 	"      --log-files N   rotated files to keep, serve.log.1..N (1-9; default 3).\n"
 	"                      Both are kept in the database, as --retention is\n"
+	"      --max-warm N    warm agent processes (ask --warm) kept up at most\n"
+	"                      (1-256; default the config's \"max_warm\", else 4); past\n"
+	"                      it the least recently used idle one is ended\n"
 	"\n"
 	"SIGTERM or SIGINT stop it gracefully; it exits 143 or 130.\n",
 	.run = run_serve,
@@ -633,7 +713,8 @@ const struct cli_cmd cli_cmd_serve = {
 
 const struct cli_cmd cli_cmd_drain = {
 	.name = "drain",
-	.synopsis = "taskq drain [--workers N] [--grace DUR] [--lease DUR] [--retention DUR]",
+	.synopsis = "taskq drain [--workers N] [--grace DUR] [--lease DUR] [--retention DUR]\n"
+		    "                   [--max-warm N]",
 	.summary = "Run tasks in the foreground until none is left, then exit.",
 	.help =
 	"Runs a supervisor in the foreground until no task can run now, nothing is\n"
@@ -644,6 +725,7 @@ const struct cli_cmd cli_cmd_drain = {
 	"      --grace DUR     shutdown grace on SIGTERM/SIGINT (default 30s)\n"
 	"      --lease DUR     lease length (default 10s)\n"
 	"      --retention DUR as for serve: finished tasks older than DUR are removed\n"
+	"      --max-warm N    as for serve: warm agent processes kept up at most\n"
 	"\n"
 	"Exit status: 0 if every task it ran succeeded, 1 otherwise.\n",
 	.run = run_drain,

@@ -3,7 +3,8 @@
  * $XDG_CONFIG_HOME/taskq/config.json, else ~/.config/taskq/config.json. One
  * JSON object shared by several modules, each reading only its own keys:
  * "profiles" and "default_agent" (agent/profile.c), "rules"
- * (classify/rules.c), "scrub_env" (agent/scrub.c).
+ * (classify/rules.c), "scrub_env" (agent/scrub.c), "max_warm"
+ * (cli/cmd_serve.c: serve's --max-warm).
  *
  * Nothing here prints or exits.
  */

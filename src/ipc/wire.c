@@ -285,6 +285,9 @@ static void put_spec(struct wbuf *b, const struct tq_task_spec *s)
 	put_i64(b, FIELD("umask"), s->umask);
 	put_i64(b, FIELD("stall_timeout_ms"), s->stall_timeout_ms);
 	put_bool(b, FIELD("cwd_explicit"), s->cwd_explicit);
+	/* version 4's */
+	put_bool(b, FIELD("warm"), s->warm);
+	put_i64(b, FIELD("idle_timeout_ms"), s->idle_timeout_ms);
 }
 
 /* The payload's length, without writing it. */
@@ -535,12 +538,20 @@ static void get_v2(struct rbuf *c, struct tq_task_spec *s)
 	s->cwd_explicit = get_bool(c, FIELD("cwd_explicit"));
 }
 
+/* Version 4's fields: warm, idle_timeout_ms. */
+static void get_v4(struct rbuf *c, struct tq_task_spec *s)
+{
+	s->warm = get_bool(c, FIELD("warm"));
+	s->idle_timeout_ms = get_i64(c, FIELD("idle_timeout_ms"));
+}
+
 /*
  * What follows the token (wire.h, "Versions"). In a "TQS1" frame: nothing
  * from a version 1 client, which gets the defaults of the fields it does
  * not know, or version 2's i64 2 and its fields; any other number there is
  * refused (version 1 sends none, version 3 on say theirs in the header).
- * In a frame of version 3 on: version 2's fields, there always.
+ * In a frame of version 3 on: version 2's fields, there always; from
+ * version 4 on, version 4's after them (a version 3 request: not warm).
  */
 static void get_later(struct rbuf *c, struct tq_wire_spec *w, int frame)
 {
@@ -550,6 +561,8 @@ static void get_later(struct rbuf *c, struct tq_wire_spec *w, int frame)
 	s->umask = -1;
 	s->stall_timeout_ms = 0;
 	s->cwd_explicit = 0;
+	s->warm = 0;
+	s->idle_timeout_ms = 0;
 	w->version = 1;
 	if (c->rc < 0 || (frame == TQ_WIRE_FRAME_V1 && c->left == 0))
 		return;
@@ -569,6 +582,8 @@ static void get_later(struct rbuf *c, struct tq_wire_spec *w, int frame)
 		return;
 	w->version = (int)v;
 	get_v2(c, s);
+	if (w->version >= 4)
+		get_v4(c, s);
 }
 
 /* The wire order: as put_spec. frame: the frame's version. */

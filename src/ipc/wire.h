@@ -14,14 +14,14 @@
  * Frames, both ways, in every version: an 8-byte header, then the payload.
  *
  *   bytes 0-2  "TQS" a request, "TQR" an answer
- *   byte  3    the version the frame is written in, as '0' + VERSION: '3'
- *              for this taskq ("TQS3", "TQR3"); '1' in the frames of
+ *   byte  3    the version the frame is written in, as '0' + VERSION: '4'
+ *              for this taskq ("TQS4", "TQR4"); '1' in the frames of
  *              versions 1 and 2 ("TQS1", "TQR1": version 2 says its version
  *              in the request's payload, see "Versions"). No frame says '2'.
  *   bytes 4-7  u32 LE payload length, at most TQ_WIRE_MAX
  *
- * e.g. 54 51 53 33 f4 00 00 00: "TQS3", 244 bytes of request follow;
- *      54 51 52 33 07 00 00 00 "OK 42 0": "TQR3", task 42 stored.
+ * e.g. 54 51 53 34 f4 00 00 00: "TQS4", 244 bytes of request follow;
+ *      54 51 52 34 07 00 00 00 "OK 42 0": "TQR4", task 42 stored.
  *
  * Request payload: the spec's fields in a fixed order (wire.c), each
  *   string:  u32 LE n, then n bytes; n == 0 means NULL, else the last of
@@ -41,19 +41,22 @@
  * stall_timeout_ms, cwd_explicit. Version 3 moves the version into the
  * header: a "TQS3" request is version 1's fields and the token, then
  * version 2's three fields, and no version field. A later version N sends
- * "TQS" '0'+N, version 3's fields and then its own.
+ * "TQS" '0'+N, version N-1's fields and then its own: version 4 ("TQS4")
+ * appends warm and idle_timeout_ms (issue 19); a "TQS3" request reads them
+ * as 0 (not warm).
  *
  * A supervisor reads every request up to its own version: "TQS1" as the
  * deployed version 1 and 2 clients send it (the fields a version 1 client
- * does not know take their defaults: umask -1, unknown; 0; 0), "TQS3" up
- * to its own as they are; it answers in the request's frame version
+ * does not know take their defaults: umask -1, unknown; 0; 0), "TQS3" and
+ * "TQS4" up to its own as they are; it answers in the request's frame version
  * ("TQR1" to "TQS1"), the one its client reads. A newer request (its
  * header names a version above ours) is refused from the header alone,
  * answered in our own version, which a newer client still reads: "ERR -1
- * wire: request version 4 is newer than this taskq's (3)". An older
+ * wire: request version 5 is newer than this taskq's (4)". An older
  * supervisor refuses what it cannot read the same way, before it stores
- * anything (versions 1 and 2 answer "TQS3" with "wire: bad magic (not a
- * TQS1 frame)"), and every decoding error starts "wire: ": the client
+ * anything (version 3 answers "TQS4" with "wire: request version 4 is
+ * newer than this taskq's (3)"; versions 1 and 2 answer "TQS3" and later
+ * with "wire: bad magic (not a TQS1 frame)"), and every decoding error starts "wire: ": the client
  * takes such an answer as TQ_WIRE_UNREAD and stores the task itself (after
  * a taskq upgrade, the supervisor still running is the old binary). An
  * answer the client cannot read (a newer frame version, a bad magic, a
@@ -76,7 +79,7 @@
 #define TQ_WIRE_SOCKET "submit.sock" /* in the state directory */
 /* The protocol version this taskq speaks: the frames it sends, the newest
  * it reads. */
-#define TQ_WIRE_VERSION 3
+#define TQ_WIRE_VERSION 4
 /* The frame version of protocol versions 1 and 2 ("TQS1", "TQR1"), which
  * this taskq still reads and answers. */
 #define TQ_WIRE_FRAME_V1 1

@@ -104,6 +104,9 @@ int tq_state_final(enum tq_state s);
 #define TQ_DEFAULT_RETRIES 3
 #define TQ_DEFAULT_BACKOFF_MS (30 * 1000)
 #define TQ_DEFAULT_BACKOFF_MAX_MS (30 * 60 * 1000)
+/* A warm session's agent process with no message this long is ended
+ * (ask --warm without --idle-timeout). */
+#define TQ_DEFAULT_IDLE_TIMEOUT_MS (10 * 60 * 1000)
 #define TQ_BUSY_TIMEOUT_MS 10000      /* how long a write waits for the lock */
 #define TQ_NAME_MAX 128               /* task, group, batch, session names */
 #define TQ_ARGV_MAX (16 * 1024 * 1024) /* bytes of argv; Linux allows 2 MiB per exec */
@@ -231,6 +234,12 @@ struct tq_task_spec {
 	const char *prompt;
 	int isolate;
 	const char *sources_json;
+	/* --warm (issue 19): the message runs as a turn on its session's agent
+	 * process, which the supervisor keeps up between messages and ends
+	 * after idle_timeout_ms without one. Needs session and agent
+	 * (TQ_EINVAL otherwise); idle_timeout_ms > 0 with warm, 0 without. */
+	int warm;
+	int64_t idle_timeout_ms;
 	/* Submits through the supervisor (ipc/wire.h): a random id of this submit
 	 * (at most 64 bytes). A token already stored names the task it made,
 	 * which is returned as the id (existed stays 0: it is the same
@@ -359,6 +368,8 @@ struct tq_task {
 	char *prompt;
 	int isolate;
 	char *sources_json;
+	int warm;                  /* --warm: a turn on its session's warm process */
+	int64_t idle_timeout_ms;   /* the warm process's idle timeout; 0: not warm */
 	int kill_signal;           /* 0: no kill asked for */
 	int64_t kill_requested_at;
 	int attempt;               /* attempts started so far */
@@ -866,6 +877,111 @@ struct tq_session_info {
 int tq_queue_session_show(struct tq_queue *q, const char *key,
 			  struct tq_session_info *s, struct tq_err *err);
 void tq_session_info_release(struct tq_session_info *s);
+
+/* ------------------------------------------------------------------ */
+/* Sessions and their warm processes (sessions.c; issue 19)           */
+
+/*
+ * A session's row: its agent session and directory, its warm agent process
+ * when one is up, and what its tasks add up to.
+ *
+ * A warm process is named by its pid and start time together (proc.h's
+ * start time; a bare pid may be another process by the time it is read)
+ * on its node, and only that node's supervisor signals it. Every change
+ * of a recorded process is fenced by that identity, so a supervisor that
+ * lost track of one (it died, another adopted) cannot clear or mark the
+ * process that replaced it.
+ */
+struct tq_session_row {
+	char *key;
+	char *agent;              /* the agent CLI of its tasks; NULL: not known
+				   * (a session stored before schema 8) */
+	char *agent_session;      /* the one to resume; NULL: none yet */
+	char *cwd;                /* NULL: none yet */
+	int64_t last_task_id;     /* the task that set agent_session; 0: none */
+	int64_t updated_at;       /* ms agent_session last advanced; 0: never */
+	/* the warm process; pid 0: none recorded (the fields below are 0/NULL) */
+	int pid;
+	int64_t start;            /* its start time: with pid, its identity */
+	char *node;               /* the node it runs on */
+	int64_t warm_at;          /* ms it was started */
+	int64_t idle_since;       /* ms since no turn has run on it; 0: one runs */
+	int64_t close_requested_at; /* ms `taskq sessions close` asked; 0: not */
+	int64_t idle_timeout_ms;  /* of the session's latest warm task; 0: none */
+	/* computed from its tasks and their attempts */
+	int64_t messages;         /* tasks with the key */
+	double cost_usd;          /* summed over their attempts that reported one */
+	int has_cost;             /* 0: none did */
+};
+
+/*
+ * Every session (key NULL), or the one of key, in key order; *list is an
+ * array of *n rows (NULL and 0 when there are none: an unknown key is not
+ * an error here), freed with tq_session_row_list_free.
+ */
+int tq_queue_sessions(struct tq_queue *q, const char *key, struct tq_session_row **list,
+		      size_t *n, struct tq_err *err);
+void tq_session_row_list_free(struct tq_session_row *list, size_t n);
+
+/*
+ * Record key's warm process: pid and start (its identity), its node, now
+ * (ms) as when it started; a turn is taken to run on it (idle_since NULL)
+ * and any close request is cleared, being one for a process that is gone.
+ * The row is made if the session has none. TQ_EEXIST (err names the
+ * recorded process and its node) when another process is recorded: the
+ * runtime clears it first (tq_queue_warm_clear) once it knows it is gone,
+ * so two supervisors sharing a store cannot both keep one for a session.
+ * Recording the same process again is a success.
+ */
+int tq_queue_warm_set(struct tq_queue *q, const char *key, const char *node, int pid,
+		      int64_t start, int64_t now, struct tq_err *err);
+
+/*
+ * Forget key's warm process if it is still pid + start: the warm fields,
+ * idle_since and any close request are cleared. *cleared (may be NULL) 1
+ * if it was, 0 when no process or another one is recorded (not an error:
+ * the caller's process is not the session's).
+ */
+int tq_queue_warm_clear(struct tq_queue *q, const char *key, int pid, int64_t start,
+			int *cleared, struct tq_err *err);
+
+/*
+ * Mark key's warm process pid + start idle since `since` (ms), or busy (a
+ * turn runs) with since 0. TQ_ESTALE when the row does not record that
+ * process.
+ */
+int tq_queue_warm_idle(struct tq_queue *q, const char *key, int pid, int64_t start,
+		       int64_t since, struct tq_err *err);
+
+/*
+ * The sessions with a warm process recorded on node (NULL: any node), in
+ * key order, as tq_queue_sessions fills them but for messages and cost
+ * (0): what a restarted supervisor adopts or ends, and each tick's close
+ * requests (close_requested_at != 0). Free with tq_session_row_list_free.
+ */
+int tq_queue_warm_list(struct tq_queue *q, const char *node, struct tq_session_row **list,
+		       size_t *n, struct tq_err *err);
+
+/*
+ * `taskq sessions close KEY`: store a close request (now, ms) on key's row
+ * if it records a warm process; *row gets the row as it is after (pid 0:
+ * no warm process, nothing stored). A request already pending keeps its
+ * time. TQ_ENOTFOUND (one line naming the key) when there is no such
+ * session. Release *row with tq_session_row_release, also after a failed
+ * call.
+ */
+int tq_queue_session_close_request(struct tq_queue *q, const char *key, int64_t now,
+				   struct tq_session_row *row, struct tq_err *err);
+void tq_session_row_release(struct tq_session_row *row);
+
+/*
+ * Take key's pending close request for its warm process pid + start:
+ * *requested_at the time it was stored (0: none) and the request cleared,
+ * so it is acted on once. A request for another process than the one
+ * named is left alone (*requested_at 0).
+ */
+int tq_queue_session_close_take(struct tq_queue *q, const char *key, int pid,
+				int64_t start, int64_t *requested_at, struct tq_err *err);
 
 /* Which attempts tq_queue_stats sums. */
 struct tq_stats_filter {

@@ -103,6 +103,25 @@ void tq_session_info_release(struct tq_session_info *s)
 	memset(s, 0, sizeof(*s));
 }
 
+void tq_session_row_release(struct tq_session_row *r)
+{
+	if (r == NULL)
+		return;
+	free(r->key);
+	free(r->agent);
+	free(r->agent_session);
+	free(r->cwd);
+	free(r->node);
+	memset(r, 0, sizeof(*r));
+}
+
+void tq_session_row_list_free(struct tq_session_row *list, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		tq_session_row_release(&list[i]);
+	free(list);
+}
+
 void tq_stats_release(struct tq_stats *s)
 {
 	if (s == NULL)

@@ -145,6 +145,20 @@ const char *tq_store_missing(const struct tq_store_ops *ops)
 		return "session_get";
 	if (ops->session_show == NULL)
 		return "session_show";
+	if (ops->sessions == NULL)
+		return "sessions";
+	if (ops->warm_set == NULL)
+		return "warm_set";
+	if (ops->warm_clear == NULL)
+		return "warm_clear";
+	if (ops->warm_idle == NULL)
+		return "warm_idle";
+	if (ops->warm_list == NULL)
+		return "warm_list";
+	if (ops->session_close_request == NULL)
+		return "session_close_request";
+	if (ops->session_close_take == NULL)
+		return "session_close_take";
 	if (ops->stats == NULL)
 		return "stats";
 	if (ops->batches == NULL)
@@ -460,6 +474,48 @@ int tq_queue_session_show(struct tq_queue *q, const char *key, struct tq_session
 	struct tq_err *err)
 {
 	return q->ops->session_show(q, key, s, err);
+}
+
+int tq_queue_sessions(struct tq_queue *q, const char *key, struct tq_session_row **list,
+	size_t *n, struct tq_err *err)
+{
+	return q->ops->sessions(q, key, list, n, err);
+}
+
+int tq_queue_warm_set(struct tq_queue *q, const char *key, const char *node, int pid,
+	int64_t start, int64_t now, struct tq_err *err)
+{
+	return q->ops->warm_set(q, key, node, pid, start, now, err);
+}
+
+int tq_queue_warm_clear(struct tq_queue *q, const char *key, int pid, int64_t start,
+	int *cleared, struct tq_err *err)
+{
+	return q->ops->warm_clear(q, key, pid, start, cleared, err);
+}
+
+int tq_queue_warm_idle(struct tq_queue *q, const char *key, int pid, int64_t start,
+	int64_t since, struct tq_err *err)
+{
+	return q->ops->warm_idle(q, key, pid, start, since, err);
+}
+
+int tq_queue_warm_list(struct tq_queue *q, const char *node, struct tq_session_row **list,
+	size_t *n, struct tq_err *err)
+{
+	return q->ops->warm_list(q, node, list, n, err);
+}
+
+int tq_queue_session_close_request(struct tq_queue *q, const char *key, int64_t now,
+	struct tq_session_row *row, struct tq_err *err)
+{
+	return q->ops->session_close_request(q, key, now, row, err);
+}
+
+int tq_queue_session_close_take(struct tq_queue *q, const char *key, int pid,
+	int64_t start, int64_t *requested_at, struct tq_err *err)
+{
+	return q->ops->session_close_take(q, key, pid, start, requested_at, err);
 }
 
 int tq_queue_stats(struct tq_queue *q, const struct tq_stats_filter *f,

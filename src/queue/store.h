@@ -121,6 +121,20 @@ struct tq_store_ops {
 		struct tq_err *err);
 	int (*session_show)(struct tq_queue *q, const char *key,
 		struct tq_session_info *s, struct tq_err *err);
+	int (*sessions)(struct tq_queue *q, const char *key, struct tq_session_row **list,
+		size_t *n, struct tq_err *err);
+	int (*warm_set)(struct tq_queue *q, const char *key, const char *node, int pid,
+		int64_t start, int64_t now, struct tq_err *err);
+	int (*warm_clear)(struct tq_queue *q, const char *key, int pid, int64_t start,
+		int *cleared, struct tq_err *err);
+	int (*warm_idle)(struct tq_queue *q, const char *key, int pid, int64_t start,
+		int64_t since, struct tq_err *err);
+	int (*warm_list)(struct tq_queue *q, const char *node, struct tq_session_row **list,
+		size_t *n, struct tq_err *err);
+	int (*session_close_request)(struct tq_queue *q, const char *key, int64_t now,
+		struct tq_session_row *row, struct tq_err *err);
+	int (*session_close_take)(struct tq_queue *q, const char *key, int pid,
+		int64_t start, int64_t *requested_at, struct tq_err *err);
 	int (*stats)(struct tq_queue *q, const struct tq_stats_filter *f,
 		struct tq_stats *s, struct tq_err *err);
 	int (*batches)(struct tq_queue *q, struct tq_batch **list, size_t *n,

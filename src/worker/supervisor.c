@@ -1147,6 +1147,8 @@ static void write_meta(struct sup *s)
 	tq_queue_meta_set(s->q, "supervisor_started_at", v, NULL);
 	snprintf(v, sizeof(v), "%d", s->o->workers);
 	tq_queue_meta_set(s->q, "supervisor_workers", v, NULL);
+	snprintf(v, sizeof(v), "%d", s->o->max_warm);
+	tq_queue_meta_set(s->q, TQ_META_MAX_WARM, v, NULL);
 	tq_contain_describe(&s->cgroup, desc, sizeof(desc));
 	tq_queue_meta_set(s->q, TQ_META_CONTAINMENT, desc, NULL);
 }

@@ -19,6 +19,10 @@
 
 #define TQ_DEFAULT_WORKERS 2
 #define TQ_MAX_WORKERS 256
+/* Live warm agent processes (issue 19: ask --warm), --max-warm and the
+ * config's "max_warm": past it the least recently used idle one is ended. */
+#define TQ_DEFAULT_MAX_WARM 4
+#define TQ_MAX_WARM 256
 
 struct tq_serve_opts {
 	const char *home;        /* state directory (absolute) */
@@ -41,6 +45,10 @@ struct tq_serve_opts {
 	 * stored for the next ones. */
 	int64_t log_size;
 	int log_files;
+	/* Warm agent processes (ask --warm) kept up at most, 1 to
+	 * TQ_MAX_WARM: --max-warm, else the config's "max_warm", else
+	 * TQ_DEFAULT_MAX_WARM. */
+	int max_warm;
 };
 
 /*
@@ -57,6 +65,10 @@ int tq_supervisor_main(const struct tq_serve_opts *o);
  * processes of each attempt: "cgroup v2 (DIR)" or "process-tree record
  * (WHY)" (contain.h); `taskq status` shows it. */
 #define TQ_META_CONTAINMENT "supervisor_containment"
+
+/* The meta key where a supervisor says its --max-warm (decimal), for
+ * `taskq status`. */
+#define TQ_META_MAX_WARM "supervisor_max_warm"
 
 /* The meta keys of serve.log's bounds a supervisor stored (--log-size,
  * --log-files: decimal), for the next supervisors and `taskq status`. */

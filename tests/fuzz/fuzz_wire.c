@@ -3,18 +3,20 @@
  * (src/ipc/wire.h: tq_wire_decode), which reads whatever a local process
  * wrote to the supervisor's socket.
  *
- * Input: a request payload, without the 8-byte frame header, decoded both
- * as the payload of a "TQS3" frame (this version's) and of a "TQS1" one
- * (versions 1 and 2, as deployed clients send them).
+ * Input: a request payload, without the 8-byte frame header, decoded as
+ * the payload of a "TQS4" frame (this version's), of a "TQS3" one (version
+ * 3's, without version 4's fields) and of a "TQS1" one (versions 1 and 2,
+ * as deployed clients send them).
  * Checked beyond "no crash, no sanitizer report, no hang":
  *   - success: every string lies inside the payload and ends there with
  *     its NUL (read with strlen under ASan), argv and env are
  *     NULL-terminated after their counts, booleans are 0 or 1, stdin_mode
- *     and umask are in range; encoding the decoded spec gives a "TQS3"
+ *     and umask are in range; encoding the decoded spec gives a "TQS4"
  *     frame whose payload is the input byte for byte (the encoding is
- *     canonical) -- for a "TQS1" request its version 3 form: a version 1
+ *     canonical) -- for an older request its version 4 form: a version 1
  *     request, which ends at the token, then the later fields' defaults; a
- *     version 2 one without its version field -- and decoding that again
+ *     version 2 one without its version field, then version 4's defaults;
+ *     a version 3 one with version 4's defaults -- and decoding that again
  *     agrees with the first decoding field by field;
  *   - failure: TQ_EINVAL or TQ_ENOMEM with a one-line message starting
  *     "wire: ", and the struct left empty.
@@ -100,6 +102,7 @@ static void check_spec(const struct tq_task_spec *s, const uint8_t *p, size_t n)
 	check_bool(s->after_any);
 	check_bool(s->isolate);
 	check_bool(s->cwd_explicit);
+	check_bool(s->warm);
 	if (s->umask < -1 || s->umask > TQ_UMASK_MAX)
 		die("a umask out of range");
 	if (s->stdin_mode != TQ_STDIN_NULL && s->stdin_mode != TQ_STDIN_FILE &&
@@ -153,7 +156,8 @@ static void compare(const struct tq_task_spec *a, const struct tq_task_spec *b)
 	    a->kill_grace_ms != b->kill_grace_ms || a->max_output != b->max_output ||
 	    a->max_retries != b->max_retries || a->backoff_ms != b->backoff_ms ||
 	    a->backoff_max_ms != b->backoff_max_ms || a->umask != b->umask ||
-	    a->stall_timeout_ms != b->stall_timeout_ms || a->cwd_explicit != b->cwd_explicit)
+	    a->stall_timeout_ms != b->stall_timeout_ms || a->cwd_explicit != b->cwd_explicit ||
+	    a->warm != b->warm || a->idle_timeout_ms != b->idle_timeout_ms)
 		die("a number field differs after a round trip");
 }
 
@@ -270,32 +274,39 @@ static void check_raw(const uint8_t *data, size_t size, enum tq_wire_kind kind)
 static void check_frames(const uint8_t *data, size_t size)
 {
 	check_framed(data, size, TQ_WIRE_FRAME_V1);
+	check_framed(data, size, 3);
 	check_framed(data, size, TQ_WIRE_VERSION);
 	check_raw(data, size, TQ_WIRE_REQUEST);
 	check_raw(data, size, TQ_WIRE_ANSWER);
 }
 
-/* The version 3 payload that a "TQS1" request of version (1 or 2) in data
- * comes back as: version 1 (it ends at the token) with the later fields'
- * defaults after it (umask -1, stall 0, cwd_explicit 0); version 2 without
- * its version field, the 8 bytes before its last three fields. A new
- * buffer of *n bytes, or NULL. */
-static uint8_t *as_v3(const uint8_t *data, size_t size, int version, size_t *n)
+/* The version 4 payload that an older request of version (1, 2 or 3) in
+ * data comes back as: version 1 (it ends at the token) with the later
+ * fields' defaults after it (umask -1, stall 0, cwd_explicit 0; warm 0,
+ * idle_timeout_ms 0); version 2 without its version field, the 8 bytes
+ * before its last three fields, then version 4's defaults; version 3 with
+ * version 4's defaults after it. A new buffer of *n bytes, or NULL. */
+static uint8_t *as_v4(const uint8_t *data, size_t size, int version, size_t *n)
 {
-	uint8_t *q = malloc(size + 24);
+	uint8_t *q = malloc(size + 40);
 
 	if (q == NULL)
 		return NULL;
 	if (version == 1) {
 		if (size > 0)
 			memcpy(q, data, size);
-		memset(q + size, 0, 24);
+		memset(q + size, 0, 40);
 		memset(q + size, 0xff, 8);
-		*n = size + 24;
-	} else {
+		*n = size + 40;
+	} else if (version == 2) {
 		memcpy(q, data, size - 32);
 		memcpy(q + size - 32, data + size - 24, 24);
-		*n = size - 8;
+		memset(q + size - 8, 0, 16);
+		*n = size + 8;
+	} else {
+		memcpy(q, data, size);
+		memset(q + size, 0, 16);
+		*n = size + 16;
 	}
 	return q;
 }
@@ -318,17 +329,20 @@ static void check_decode(const uint8_t *data, size_t size, int version)
 		return;
 	}
 	check_spec(&a.spec, data, size);
-	if (version == TQ_WIRE_VERSION ? a.version != TQ_WIRE_VERSION :
-	    a.version != 1 && a.version != 2)
+	if (version == TQ_WIRE_FRAME_V1 ? a.version != 1 && a.version != 2 :
+	    a.version != version)
 		die("a request version its frame does not carry");
 	if (a.version == 1 && (a.spec.umask != -1 || a.spec.stall_timeout_ms != 0 ||
 			       a.spec.cwd_explicit != 0))
 		die("a version 1 request without the later fields' defaults");
+	if (a.version < 4 && (a.spec.warm != 0 || a.spec.idle_timeout_ms != 0))
+		die("an older request without version 4's defaults");
 	if (tq_wire_encode(&a.spec, &frame, &len, &err) != 0)
 		die("a decoded spec does not encode");
-	if (version == TQ_WIRE_FRAME_V1 && (want = as_v3(data, size, a.version, &wlen)) == NULL)
+	if (a.version < TQ_WIRE_VERSION &&
+	    (want = as_v4(data, size, a.version, &wlen)) == NULL)
 		goto out; /* out of memory: nothing to compare with */
-	if (memcmp(frame, "TQS3", 4) != 0 || len != wlen + 8 ||
+	if (memcmp(frame, "TQS4", 4) != 0 || len != wlen + 8 ||
 	    memcmp(frame + 8, want ? want : data, wlen) != 0)
 		die("re-encoding does not give back the input");
 	if (tq_wire_decode(frame + 8, len - 8, TQ_WIRE_VERSION, &b, &err) != 0)
@@ -346,6 +360,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	check_frames(data, size);
 	check_decode(data, size, TQ_WIRE_VERSION);
+	check_decode(data, size, 3);
 	check_decode(data, size, TQ_WIRE_FRAME_V1);
 	return 0;
 }

@@ -110,7 +110,7 @@ assert_eq 51 "$(out | wc -l)"
 check "--json: an array of objects with the stable field names"
 assert_exit 0 tq list --json --limit 0
 assert_eq 66 "$(out | pyjson 'len(d)')"
-assert_eq '["argv", "attempt", "batch", "category", "cost_usd", "created_at", "cwd", "exit_code", "finished_at", "group", "id", "name", "outcome", "priority", "reason", "runtime_ms", "signal", "started_at", "state"]' \
+assert_eq '["argv", "attempt", "batch", "category", "cost_usd", "created_at", "cwd", "exit_code", "finished_at", "group", "id", "idle_timeout_ms", "name", "outcome", "priority", "reason", "runtime_ms", "signal", "started_at", "state", "warm"]' \
 	"$(out | pyjson 'sorted(d[-1].keys())')"
 assert_eq 66 "$(out | pyjson 'd[0]["id"]')" "newest first"
 assert_eq '[1, "canceled", "canceled", null]' \

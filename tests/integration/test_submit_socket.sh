@@ -289,7 +289,7 @@ before=$(ntasks)
 assert_exit 0 via auto --no-start -- true fake "$big"
 id=$(out)
 read -r magic n got <"$TQ_TMP/fake.got"
-assert_eq TQS3 "$magic" "the fake server got a request"
+assert_eq TQS4 "$magic" "the fake server got a request"
 assert_eq "$n" "$got" "the fake server read it whole"
 [ "$n" -gt 102400 ] || fail "request of $n bytes"
 assert_eq $((before + 1)) "$(ntasks)" "stored exactly once"

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # test_submit_versions.sh - the submit socket across taskq versions
 # (ipc/wire.h, "Frames" and "Versions"). Every frame says its version in its
-# header: "TQS3" / "TQR3" from this taskq, "TQS1" / "TQR1" from versions 1
-# and 2 (version 2 says its version in the payload, after the token). After
+# header: "TQS4" / "TQR4" from this taskq, "TQS3" / "TQR3" from version 3,
+# "TQS1" / "TQR1" from versions 1 and 2 (version 2 says its version in the
+# payload, after the token). After
 # an upgrade the supervisor still running is the old binary, and a script
 # may still run an old client against a new one:
 #   - a newer client whose request the supervisor cannot read (versions 1
-#     and 2 answer a "TQS3" header with ERR "wire: bad magic (not a TQS1
+#     and 2 answer a "TQS4" header with ERR "wire: bad magic (not a TQS1
 #     frame)" and close, storing nothing) stores the task itself, once, and
 #     says on one line why, also when its request was too large to send
 #     whole before that answer; with TASKQ_SUBMIT_VIA=supervisor it fails
@@ -18,14 +19,15 @@
 #   - this supervisor stores an older client's requests, version 1 (no
 #     fields after the token: their defaults) and version 2, in "TQS1"
 #     frames as the deployed clients send them, and answers them "TQR1";
-#     this version's "TQS3" is answered "TQR3"; a newer "TQS4" is refused
-#     from its header, answered "TQR3" ERR, storing nothing.
+#     version 3's "TQS3" (no version 4 fields: not warm) is answered "TQR3";
+#     this version's "TQS4" is answered "TQR4"; a newer "TQS5" is refused
+#     from its header, answered "TQR4" ERR, storing nothing.
 # The old supervisor is played by a small server doing what taskq's
 # versions 1 and 2 do with a frame whose magic is not "TQS1": read its
 # header, answer, close. The newer supervisor is the real one behind a
-# proxy that gives its answer a version 4 header. The old clients' requests
-# are this client's "TQS3" request, as the proxy saw it, rewritten to
-# versions 1 and 2 (each version keeps the one before as its prefix).
+# proxy that gives its answer a version 5 header. The old clients' requests
+# are this client's "TQS4" request, as the proxy saw it, rewritten to
+# versions 1, 2 and 3 (each version keeps the one before as its prefix).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_serve.sh"
 
@@ -42,10 +44,10 @@ chmod 700 "$TASKQ_HOME"
 #          "TQR1" ERR -1 wire: bad magic (not a TQS1 frame), at once, and
 #          the connection closed, the rest of the request unread
 #   newer  a newer supervisor, storing nothing: the request read, answered
-#          "TQR4" OK 1 0
+#          "TQR5" OK 1 0
 #   proxy  a newer supervisor that stores: the request handed to the real
 #          supervisor (REAL), its answer (kept in FRAME.proxy.N.answer)
-#          sent back with a version 4 header
+#          sent back with a version 5 header
 cat >"$TQ_TMP/play.py" <<'PY'
 import socket, struct, sys
 mode, path, real, out = sys.argv[1:5]
@@ -77,7 +79,7 @@ while True:
             msg = b"ERR -1 wire: bad magic (not a TQS1 frame)"
         c.sendall(b"TQR1" + struct.pack("<I", len(msg)) + msg)
     elif mode == "newer":
-        c.sendall(b"TQR4" + struct.pack("<I", 6) + b"OK 1 0")
+        c.sendall(b"TQR5" + struct.pack("<I", 6) + b"OK 1 0")
     else:
         r = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         r.connect(real)
@@ -85,7 +87,7 @@ while True:
         ans = recv_frame(r, False)
         r.close()
         open("%s.%s.%d.answer" % (out, mode, n), "wb").write(ans)
-        c.sendall(ans[:3] + b"4" + ans[4:])
+        c.sendall(ans[:3] + b"5" + ans[4:])
     c.close()
 PY
 
@@ -123,24 +125,26 @@ print(buf[:4].decode(), buf[8:].decode())
 PY
 send() { "$TQ_PYTHON" "$TQ_TMP/send.py" "$1" "$2" "$SOCK"; }
 
-# rewrite VERSION TOKEN_CHAR IN OUT: the payload of the "TQS3" request frame
-# IN as a version VERSION client sends it (3, 2 or 1), with a token of 32
+# rewrite VERSION TOKEN_CHAR IN OUT: the payload of the "TQS4" request frame
+# IN as a version VERSION client sends it (4, 3, 2 or 1), with a token of 32
 # TOKEN_CHARs (the one it had stored a task already). Version 3: the fields
 # up to the token, then umask, stall_timeout_ms, cwd_explicit (3 i64);
-# version 2 puts i64 2 before those three; version 1 ends at the token.
+# version 4 adds warm and idle_timeout_ms (2 i64); version 2 puts i64 2
+# before version 3's three; version 1 ends at the token.
 rewrite() {
 	"$TQ_PYTHON" - "$@" <<'PY'
 import struct, sys
 version, ch, src, dst = int(sys.argv[1]), sys.argv[2].encode(), sys.argv[3], sys.argv[4]
 frame = open(src, "rb").read()
-assert frame[:4] == b"TQS3", "not a version 3 request: %r" % frame[:4]
+assert frame[:4] == b"TQS4", "not a version 4 request: %r" % frame[:4]
 assert struct.unpack("<I", frame[4:8])[0] == len(frame) - 8
 payload = frame[8:]
-head, later = payload[:-24], payload[-24:]
+head, later, v4 = payload[:-40], payload[-40:-16], payload[-16:]
 # the token: u32 33, then 32 bytes and a NUL, just before the later fields
 assert head[-37:-33] == struct.pack("<I", 33) and head[-1:] == b"\0", "no token"
 head = head[:-33] + ch * 32 + b"\0"
-out = {3: head + later, 2: head + struct.pack("<q", 2) + later, 1: head}[version]
+out = {4: head + later + v4, 3: head + later, 2: head + struct.pack("<q", 2) + later,
+       1: head}[version]
 open(dst, "wb").write(out)
 PY
 }
@@ -155,24 +159,24 @@ print(a[:4].decode(), a[8:].decode())
 ' "$1"
 }
 
-# The later fields of a version 3 request frame: umask (as show --json
+# The later fields of a version 4 request frame: umask (as show --json
 # has it: "0022") and stall_timeout_ms.
 later_fields() {
 	"$TQ_PYTHON" -c '
 import struct, sys
 p = open(sys.argv[1], "rb").read()[8:]
-mask, stall = struct.unpack("<qq", p[-24:-8])
+mask, stall = struct.unpack("<qq", p[-40:-24])
 print("%04o" % mask, stall)
 ' "$1"
 }
 
 tq list >/dev/null 2>&1 || true # the state directory and database exist
 
-check "a newer client, an older supervisor: it refuses the TQS3 header; stored directly, once, with a note"
+check "a newer client, an older supervisor: it refuses the TQS4 header; stored directly, once, with a note"
 play old
 assert_exit 0 tq submit --no-start --name across -- sh -c 'exit 0'
 id=$(out)
-assert_eq TQS3 "$(head -c 4 "$FRAME.old.1")" "the request's header"
+assert_eq TQS4 "$(head -c 4 "$FRAME.old.1")" "the request's header"
 assert_contains "$(err)" "the running supervisor could not read this submit"
 assert_contains "$(err)" "wire: bad magic (not a TQS1 frame)"
 assert_contains "$(err)" "taskq shutdown"
@@ -184,7 +188,7 @@ check "the same with a request larger than the socket takes at once (its send fa
 head -c $((2 << 20)) /dev/urandom >"$TQ_TMP/big.in"
 assert_exit 0 tq submit --no-start --name big --stdin-file "$TQ_TMP/big.in" -- cat
 big=$(out)
-assert_eq TQS3 "$(head -c 4 "$FRAME.old.2")" "the request's header"
+assert_eq TQS4 "$(head -c 4 "$FRAME.old.2")" "the request's header"
 assert_contains "$(err)" "the running supervisor could not read this submit (wire: bad magic"
 assert_eq 1 "$(wc -l <"$TQ_ERR")" "lines on stderr"
 assert_eq 1 "$(task_count --name big)" "tasks stored"
@@ -204,10 +208,10 @@ mv "$SOCK" "$REAL"
 play proxy
 assert_exit 0 tq submit --no-start --name newer --stall-timeout 90s -- true
 newer=$(out)
-assert_eq "TQR3 OK $newer 0" "$(answer_of "$FRAME.proxy.1.answer")" \
+assert_eq "TQR4 OK $newer 0" "$(answer_of "$FRAME.proxy.1.answer")" \
 	"the real supervisor stored the task the client printed"
 assert_contains "$(err)" "could not read the running supervisor's answer"
-assert_contains "$(err)" "wire: answer version 4 is newer than this taskq's (3)"
+assert_contains "$(err)" "wire: answer version 5 is newer than this taskq's (4)"
 assert_contains "$(err)" "taskq shutdown"
 assert_eq 1 "$(wc -l <"$TQ_ERR")" "lines on stderr"
 assert_eq 1 "$(task_count --name newer)" "tasks stored"
@@ -217,7 +221,7 @@ check "the same with TASKQ_SUBMIT_VIA=supervisor: exit 1 (that supervisor stored
 play newer
 assert_exit 1 env TASKQ_SUBMIT_VIA=supervisor "$TASKQ_BIN" submit --no-start --name strict -- true
 assert_one_line_error
-assert_contains "$(err)" "TASKQ_SUBMIT_VIA=supervisor: wire: answer version 4 is newer"
+assert_contains "$(err)" "TASKQ_SUBMIT_VIA=supervisor: wire: answer version 5 is newer"
 assert_eq 0 "$(task_count --name strict)" "tasks stored"
 stop_play
 mv "$REAL" "$SOCK"
@@ -248,7 +252,7 @@ assert_eq "[\"newer\", \"$mask\", 90000]" \
 	"$(out | pyjson '[d["name"], d["umask"], d["stall_timeout_ms"]]')" \
 	"name, umask, stall timeout of the version 2 task"
 
-check "this client's request (TQS3) is stored, answered TQR3"
+check "a version 3 request (TQS3) is stored, answered TQR3, not warm"
 rewrite 3 c "$FRAME.proxy.1" "$TQ_TMP/v3"
 answer=$(send TQS3 "$TQ_TMP/v3")
 [[ $answer =~ ^TQR3\ OK\ ([0-9]+)\ 0$ ]] || fail "answer to a version 3 request: [$answer]"
@@ -258,14 +262,27 @@ assert_exit 0 tq show --json "$v3_id"
 assert_eq "[\"newer\", \"$mask\", 90000]" \
 	"$(out | pyjson '[d["name"], d["umask"], d["stall_timeout_ms"]]')" \
 	"name, umask, stall timeout of the version 3 task"
+assert_eq '[false, null]' "$(out | pyjson '[d["warm"], d["idle_timeout_ms"]]')" \
+	"a version 3 request is not warm"
 
-check "a newer client's request (TQS4) is refused from its header, answered TQR3, nothing stored"
-before=$(task_count)
-rewrite 3 d "$FRAME.proxy.1" "$TQ_TMP/v4"
+check "this client's request (TQS4) is stored, answered TQR4"
+rewrite 4 e "$FRAME.proxy.1" "$TQ_TMP/v4"
 answer=$(send TQS4 "$TQ_TMP/v4")
-assert_eq "TQR3 ERR -1 wire: request version 4 is newer than this taskq's (3)" "$answer"
+[[ $answer =~ ^TQR4\ OK\ ([0-9]+)\ 0$ ]] || fail "answer to a version 4 request: [$answer]"
+v4_id=${BASH_REMATCH[1]}
+wait_state "$v4_id" succeeded
+assert_exit 0 tq show --json "$v4_id"
+assert_eq "[\"newer\", \"$mask\", 90000]" \
+	"$(out | pyjson '[d["name"], d["umask"], d["stall_timeout_ms"]]')" \
+	"name, umask, stall timeout of the version 4 task"
+
+check "a newer client's request (TQS5) is refused from its header, answered TQR4, nothing stored"
+before=$(task_count)
+rewrite 4 d "$FRAME.proxy.1" "$TQ_TMP/v5"
+answer=$(send TQS5 "$TQ_TMP/v5")
+assert_eq "TQR4 ERR -1 wire: request version 5 is newer than this taskq's (4)" "$answer"
 assert_eq "$before" "$(task_count)" "tasks stored"
-wait_for "grep -q 'submit socket: request: wire: request version 4 is newer' '$TQ_TMP/serve.log'" 10 ||
+wait_for "grep -q 'submit socket: request: wire: request version 5 is newer' '$TQ_TMP/serve.log'" 10 ||
 	fail "not logged: $(tail -5 "$TQ_TMP/serve.log")"
 # and the supervisor goes on serving
 assert_exit 0 env TASKQ_SUBMIT_VIA=supervisor "$TASKQ_BIN" submit --no-start --name after -- true

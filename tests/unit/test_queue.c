@@ -172,7 +172,7 @@ static void test_open_creates(void **state)
 	snprintf(path, sizeof(path), "%s/logs", home);
 	assert_int_equal(stat(path, &sb), 0);
 	assert_true(S_ISDIR(sb.st_mode));
-	assert_int_equal(sql_int(home, "PRAGMA user_version"), 7);
+	assert_int_equal(sql_int(home, "PRAGMA user_version"), 8);
 	assert_int_equal(sql_int(home, "SELECT count(*) FROM pragma_journal_mode "
 				 "WHERE journal_mode = 'wal'"), 1);
 	assert_int_equal(sql_int(home, "PRAGMA application_id"), 1953721201);
@@ -319,7 +319,7 @@ static void test_migrate_2_to_3(void **state)
 	assert_int_equal(sql_int(home, "SELECT count(*) FROM envs"), 2);
 	/* 2 -> 3, then 3 -> 4 over columns the database already has */
 	assert_int_equal(tq_queue_open(&q2, home, 0, &err), 0);
-	assert_int_equal(sql_int(home, "PRAGMA user_version"), 7);
+	assert_int_equal(sql_int(home, "PRAGMA user_version"), 8);
 	assert_int_equal(sql_int(home, "SELECT count(*) FROM envs"), 1);
 	assert_int_equal(sql_int(home, "SELECT count(*) FROM sqlite_schema"
 				 " WHERE type = 'trigger' AND name = 'envs_collect'"), 1);
@@ -398,7 +398,7 @@ static void check_v4(struct tq_queue *q, const char *home)
 	struct tq_task t;
 	int attempt = 0;
 
-	assert_int_equal(sql_int(home, "PRAGMA user_version"), 7);
+	assert_int_equal(sql_int(home, "PRAGMA user_version"), 8);
 	/* 005: no hook owed by a task stored before, and the index to find one */
 	assert_int_equal(sql_int(home, "SELECT count(*) FROM tasks WHERE on_exit_due != 0"), 0);
 	assert_int_equal(sql_int(home, "SELECT count(*) FROM sqlite_schema"
@@ -2065,6 +2065,200 @@ static void test_unknown_locator_refused(void **state)
 
 /* Every operation of the interface is filled, and a queue's handle names
  * the table of the backend that made it, as its writer and watch do. */
+/*
+ * Issue 19's stored shape: a task's warm flag and idle timeout stored and
+ * read back (and refused without a session, an agent or an idle timeout);
+ * a session row's agent; its tasks counted and their cost summed.
+ */
+static void test_warm_task_and_sessions_list(void **state)
+{
+	struct fx *f = *state;
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_task_spec s = spec_of(argv_true);
+	struct tq_result r = { .has_result = 1, .agent_session = "conv-1", .cost_usd = 0.25,
+			       .duration_ms = -1 };
+	struct tq_session_row *rows = NULL;
+	struct tq_task t;
+	size_t n = 0;
+	int64_t a, b, id;
+	int attempt = 0;
+
+	s.session = "w";
+	s.agent = "claude";
+	s.warm = 1;
+	s.idle_timeout_ms = 0;
+	assert_int_equal(tq_queue_submit(f->q, &s, &id, NULL, &err), TQ_EINVAL);
+	assert_string_equal(err.msg, "a warm task needs an idle timeout");
+	s.idle_timeout_ms = 90000;
+	s.session = NULL;
+	assert_int_equal(tq_queue_submit(f->q, &s, &id, NULL, &err), TQ_EINVAL);
+	assert_string_equal(err.msg, "a warm task needs a session and an agent");
+	s.session = "w";
+	a = submit(f->q, &s);
+	assert_int_equal(tq_queue_get(f->q, a, 0, &t, &err), 0);
+	assert_int_equal(t.warm, 1);
+	assert_int_equal(t.idle_timeout_ms, 90000);
+	tq_task_release(&t);
+	s.warm = 0;
+	assert_int_equal(tq_queue_submit(f->q, &s, &id, NULL, &err), TQ_EINVAL);
+	assert_string_equal(err.msg, "an idle timeout is for a warm task");
+	s.idle_timeout_ms = 0;
+	b = submit(f->q, &s);                   /* a cold message of the same session */
+	assert_int_equal(tq_queue_get(f->q, b, 0, &t, &err), 0);
+	assert_int_equal(t.warm, 0);
+	assert_int_equal(t.idle_timeout_ms, 0);
+	tq_task_release(&t);
+
+	/* the first message's cost is the session's */
+	assert_int_equal(claim_id(f->q, &attempt), a);
+	{
+		struct tq_finish fin = { .task_id = a, .attempt = attempt, .worker_id = 1,
+					 .outcome = TQ_OUT_SUCCEEDED, .exit_code = 0,
+					 .next = TQ_NEXT_FINAL, .result = &r };
+
+		assert_int_equal(tq_queue_finish(f->q, &fin, NULL, &err), 0);
+	}
+	s.session = "other";
+	s.agent = NULL;
+	submit(f->q, &s);
+
+	assert_int_equal(tq_queue_sessions(f->q, NULL, &rows, &n, &err), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(rows[0].key, "other");
+	assert_null(rows[0].agent);
+	assert_int_equal(rows[0].messages, 1);
+	assert_int_equal(rows[0].has_cost, 0);
+	assert_int_equal(rows[0].pid, 0);
+	assert_string_equal(rows[1].key, "w");
+	assert_string_equal(rows[1].agent, "claude");
+	assert_string_equal(rows[1].agent_session, "conv-1");
+	assert_string_equal(rows[1].cwd, "/");
+	assert_int_equal(rows[1].messages, 2);
+	assert_int_equal(rows[1].has_cost, 1);
+	assert_true(rows[1].cost_usd > 0.249 && rows[1].cost_usd < 0.251);
+	assert_int_equal(rows[1].idle_timeout_ms, 90000);
+	assert_int_equal(rows[1].pid, 0);
+	assert_null(rows[1].node);
+	tq_session_row_list_free(rows, n);
+	assert_int_equal(tq_queue_sessions(f->q, "w", &rows, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(rows[0].key, "w");
+	tq_session_row_list_free(rows, n);
+	assert_int_equal(tq_queue_sessions(f->q, "nope", &rows, &n, &err), 0);
+	assert_int_equal(n, 0);
+	assert_null(rows);
+}
+
+/*
+ * A session's warm process: recorded by pid + start on a node, refused
+ * while another is recorded, marked idle and busy, listed per node, a
+ * close request stored, taken once, and every change fenced by the
+ * process's identity (a stale pid or start changes nothing).
+ */
+static void test_warm_process_recorded(void **state)
+{
+	struct fx *f = *state;
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_task_spec s = spec_of(argv_true);
+	struct tq_session_row *rows = NULL, row;
+	size_t n = 0;
+	int64_t at = 0;
+	int cleared = -1;
+
+	s.session = "w";
+	s.agent = "claude";
+	s.warm = 1;
+	s.idle_timeout_ms = 60000;
+	submit(f->q, &s);
+
+	/* close with no warm process: nothing stored */
+	assert_int_equal(tq_queue_session_close_request(f->q, "w", 1000, &row, &err), 0);
+	assert_int_equal(row.pid, 0);
+	assert_int_equal(row.close_requested_at, 0);
+	tq_session_row_release(&row);
+	assert_int_equal(tq_queue_session_close_request(f->q, "nope", 1000, &row, &err),
+			 TQ_ENOTFOUND);
+	assert_string_equal(err.msg, "session \"nope\": no such session");
+	tq_session_row_release(&row);
+
+	assert_int_equal(tq_queue_warm_set(f->q, "w", "h1", 4242, 777, 5000, &err), 0);
+	/* the same process again is fine; another is refused */
+	assert_int_equal(tq_queue_warm_set(f->q, "w", "h1", 4242, 777, 6000, &err), 0);
+	assert_int_equal(tq_queue_warm_set(f->q, "w", "h1", 4242, 778, 6000, &err),
+			 TQ_EEXIST);
+	assert_string_equal(err.msg, "session w: warm process 4242 on node h1 is recorded, "
+			    "not 4242");
+	assert_int_equal(tq_queue_warm_set(f->q, "w", "h2", 99, 1, 6000, &err), TQ_EEXIST);
+	/* a session with no row yet gets one */
+	assert_int_equal(tq_queue_warm_set(f->q, "fresh", "h2", 99, 1, 6000, &err), 0);
+
+	assert_int_equal(tq_queue_sessions(f->q, "w", &rows, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(rows[0].pid, 4242);
+	assert_int_equal(rows[0].start, 777);
+	assert_string_equal(rows[0].node, "h1");
+	assert_int_equal(rows[0].warm_at, 5000);
+	assert_int_equal(rows[0].idle_since, 0);
+	tq_session_row_list_free(rows, n);
+
+	/* idle and busy, fenced */
+	assert_int_equal(tq_queue_warm_idle(f->q, "w", 4242, 777, 7000, &err), 0);
+	assert_int_equal(tq_queue_warm_idle(f->q, "w", 4242, 778, 8000, &err), TQ_ESTALE);
+	assert_int_equal(tq_queue_warm_list(f->q, "h1", &rows, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(rows[0].key, "w");
+	assert_int_equal(rows[0].idle_since, 7000);
+	assert_int_equal(rows[0].idle_timeout_ms, 60000);
+	assert_string_equal(rows[0].agent, "claude");
+	tq_session_row_list_free(rows, n);
+	assert_int_equal(tq_queue_warm_list(f->q, NULL, &rows, &n, &err), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(rows[0].key, "fresh");
+	assert_string_equal(rows[1].key, "w");
+	tq_session_row_list_free(rows, n);
+	assert_int_equal(tq_queue_warm_list(f->q, "h3", &rows, &n, &err), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(tq_queue_warm_idle(f->q, "w", 4242, 777, 0, &err), 0);
+	assert_int_equal(tq_queue_warm_list(f->q, "h1", &rows, &n, &err), 0);
+	assert_int_equal(rows[0].idle_since, 0);
+	tq_session_row_list_free(rows, n);
+
+	/* a close request: stored once (its first time kept), taken once */
+	assert_int_equal(tq_queue_session_close_request(f->q, "w", 9000, &row, &err), 0);
+	assert_int_equal(row.pid, 4242);
+	assert_int_equal(row.close_requested_at, 9000);
+	tq_session_row_release(&row);
+	assert_int_equal(tq_queue_session_close_request(f->q, "w", 9500, &row, &err), 0);
+	assert_int_equal(row.close_requested_at, 9000);
+	tq_session_row_release(&row);
+	assert_int_equal(tq_queue_session_close_take(f->q, "w", 4242, 778, &at, &err), 0);
+	assert_int_equal(at, 0);                  /* not that process's */
+	assert_int_equal(tq_queue_session_close_take(f->q, "w", 4242, 777, &at, &err), 0);
+	assert_int_equal(at, 9000);
+	assert_int_equal(tq_queue_session_close_take(f->q, "w", 4242, 777, &at, &err), 0);
+	assert_int_equal(at, 0);                  /* taken */
+
+	/* cleared only by its own identity; the request goes with it */
+	assert_int_equal(tq_queue_session_close_request(f->q, "w", 9900, &row, &err), 0);
+	tq_session_row_release(&row);
+	assert_int_equal(tq_queue_warm_clear(f->q, "w", 4242, 778, &cleared, &err), 0);
+	assert_int_equal(cleared, 0);
+	assert_int_equal(tq_queue_warm_clear(f->q, "w", 4242, 777, &cleared, &err), 0);
+	assert_int_equal(cleared, 1);
+	assert_int_equal(tq_queue_sessions(f->q, "w", &rows, &n, &err), 0);
+	assert_int_equal(rows[0].pid, 0);
+	assert_null(rows[0].node);
+	assert_int_equal(rows[0].close_requested_at, 0);
+	tq_session_row_list_free(rows, n);
+	/* a new process after it: recorded, no stale request */
+	assert_int_equal(tq_queue_warm_set(f->q, "w", "h1", 5151, 888, 10000, &err), 0);
+	assert_int_equal(tq_queue_warm_list(f->q, "h1", &rows, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(rows[0].pid, 5151);
+	assert_int_equal(rows[0].close_requested_at, 0);
+	tq_session_row_list_free(rows, n);
+}
+
 static void test_backend_table_whole(void **state)
 {
 	struct fx *f = *state;
@@ -2105,6 +2299,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_on_exit_owed_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_schema_names_every_outcome, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_session_directory, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_warm_task_and_sessions_list, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_warm_process_recorded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_deps_left_submit_finish, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_deps_left_cancel, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_deps_left_remove, setup, teardown),

@@ -88,6 +88,8 @@ static struct tq_task_spec full_spec(void)
 	s.umask = 0027;
 	s.stall_timeout_ms = 300000;
 	s.cwd_explicit = 1;
+	s.warm = 1;
+	s.idle_timeout_ms = 600000;
 	return s;
 }
 
@@ -167,6 +169,8 @@ static void spec_same(const struct tq_task_spec *a, const struct tq_task_spec *b
 	assert_int_equal(a->umask, b->umask);
 	assert_int_equal(a->stall_timeout_ms, b->stall_timeout_ms);
 	assert_int_equal(a->cwd_explicit != 0, b->cwd_explicit != 0);
+	assert_int_equal(a->warm != 0, b->warm != 0);
+	assert_int_equal(a->idle_timeout_ms, b->idle_timeout_ms);
 }
 
 /* The payload of spec's encoding (a copy of exactly its size, so that ASan
@@ -180,7 +184,7 @@ static uint8_t *encode_payload(const struct tq_task_spec *s, size_t *n)
 	if (tq_wire_encode(s, &frame, &len, &err) != 0)
 		fail_msg("encode: %s", err.msg);
 	assert_true(len >= 8);
-	assert_memory_equal(frame, "TQS3", 4);
+	assert_memory_equal(frame, "TQS4", 4);
 	*n = len - 8;
 	assert_int_equal(frame[4] | frame[5] << 8 | frame[6] << 16 | (uint32_t)frame[7] << 24, *n);
 	p = malloc(*n > 0 ? *n : 1);
@@ -516,8 +520,9 @@ static uint8_t *as_v2(const uint8_t *p, size_t n, size_t v1, size_t *len)
 }
 
 /*
- * Versions (wire.h): a request of this version ("TQS3") carries version
- * 2's fields after the token and no version field; in a "TQS1" frame, a
+ * Versions (wire.h): a request of this version ("TQS4") carries version
+ * 2's fields after the token and no version field, then version 4's; a
+ * "TQS3" one ends after version 2's and is not warm; in a "TQS1" frame, a
  * version 1 request (what a taskq before version 2 sends: the fields up to
  * the token, nothing after) decodes with the later fields' defaults, and a
  * version 2 one (i64 2, then those fields) decodes whole. Refused, naming
@@ -536,7 +541,7 @@ static void test_decode_versions(void **state)
 	size_t v1 = v1_length(p, n);
 
 	(void)state;
-	assert_int_equal(n - v1, 3 * 8); /* umask, stall, cwd_explicit */
+	assert_int_equal(n - v1, 5 * 8); /* umask, stall, cwd_explicit; warm, idle */
 	assert_int_equal(tq_wire_decode(p, n, TQ_WIRE_VERSION, &w, &err), 0);
 	assert_int_equal(w.version, TQ_WIRE_VERSION);
 	spec_same(&s, &w.spec);
@@ -548,13 +553,26 @@ static void test_decode_versions(void **state)
 	want.umask = -1;
 	want.stall_timeout_ms = 0;
 	want.cwd_explicit = 0;
+	want.warm = 0;
+	want.idle_timeout_ms = 0;
 	spec_same(&want, &w.spec);
 	tq_wire_free(&w);
+	/* version 3, as deployed: TQS3, version 2's fields after the token
+	 * and nothing after them: not warm */
+	assert_int_equal(tq_wire_decode(p, n - 2 * 8, 3, &w, &err), 0);
+	assert_int_equal(w.version, 3);
+	want = s;
+	want.warm = 0;
+	want.idle_timeout_ms = 0;
+	spec_same(&want, &w.spec);
+	tq_wire_free(&w);
+	/* a TQS4 request must carry version 4's */
+	expect_bad_as(p, n - 2 * 8, 4, "warm: truncated");
 	/* version 2, as deployed: TQS1, the version after the token */
-	v2 = as_v2(p, n, v1, &n2);
+	v2 = as_v2(p, n - 2 * 8, v1, &n2);
 	assert_int_equal(tq_wire_decode(v2, n2, TQ_WIRE_FRAME_V1, &w, &err), 0);
 	assert_int_equal(w.version, 2);
-	spec_same(&s, &w.spec);
+	spec_same(&want, &w.spec);
 	tq_wire_free(&w);
 	v2[v1] = 3;
 	expect_bad_as(v2, n2, TQ_WIRE_FRAME_V1, "version: request version 3 in a TQS1 frame "
@@ -569,8 +587,8 @@ static void test_decode_versions(void **state)
 
 	/* a TQS3 request must carry version 2's fields */
 	expect_bad_as(p, v1, TQ_WIRE_VERSION, "umask: truncated");
-	expect_bad_as(p, n, TQ_WIRE_VERSION + 1, "request version 4 is newer than this "
-		      "taskq's (3)");
+	expect_bad_as(p, n, TQ_WIRE_VERSION + 1, "request version 5 is newer than this "
+		      "taskq's (4)");
 	expect_bad_as(p, n, 2, "no request frame has version 2");
 	expect_bad_as(p, n, 0, "no request frame has version 0");
 
@@ -788,10 +806,12 @@ static void test_frame_versions(void **state)
 	assert_int_equal(header_fed(TQ_WIRE_REQUEST, "TQS3", 5, &version, &err), 0);
 	assert_int_equal(version, 3);
 	assert_int_equal(header_fed(TQ_WIRE_REQUEST, "TQS3", 0, &version, &err), 1);
-	assert_int_equal(header_fed(TQ_WIRE_REQUEST, "TQS4", 0xffffffffu, &version, &err),
-			 TQ_EINVAL);
-	assert_string_equal(err.msg, "wire: request version 4 is newer than this taskq's (3)");
+	assert_int_equal(header_fed(TQ_WIRE_REQUEST, "TQS4", 5, &version, &err), 0);
 	assert_int_equal(version, 4);
+	assert_int_equal(header_fed(TQ_WIRE_REQUEST, "TQS5", 0xffffffffu, &version, &err),
+			 TQ_EINVAL);
+	assert_string_equal(err.msg, "wire: request version 5 is newer than this taskq's (4)");
+	assert_int_equal(version, 5);
 	assert_int_equal(header_fed(TQ_WIRE_REQUEST, "TQS9", 5, &version, &err), TQ_EINVAL);
 	assert_int_equal(version, 9);
 	assert_int_equal(header_fed(TQ_WIRE_REQUEST, "TQS3", 101, &version, &err), TQ_EINVAL);
@@ -808,8 +828,10 @@ static void test_frame_versions(void **state)
 	assert_int_equal(version, TQ_WIRE_FRAME_V1);
 	assert_int_equal(header_fed(TQ_WIRE_ANSWER, "TQR3", 5, &version, &err), 0);
 	assert_int_equal(version, 3);
-	assert_int_equal(header_fed(TQ_WIRE_ANSWER, "TQR4", 5, &version, &err), TQ_EINVAL);
-	assert_string_equal(err.msg, "wire: answer version 4 is newer than this taskq's (3)");
+	assert_int_equal(header_fed(TQ_WIRE_ANSWER, "TQR4", 5, &version, &err), 0);
+	assert_int_equal(version, 4);
+	assert_int_equal(header_fed(TQ_WIRE_ANSWER, "TQR5", 5, &version, &err), TQ_EINVAL);
+	assert_string_equal(err.msg, "wire: answer version 5 is newer than this taskq's (4)");
 	assert_int_equal(header_fed(TQ_WIRE_ANSWER, "TQS3", 5, &version, &err), TQ_EINVAL);
 	assert_string_equal(err.msg, "wire: bad magic (not a TQR frame)");
 	assert_int_equal(header_fed(TQ_WIRE_ANSWER, "TQR2", 5, &version, &err), TQ_EINVAL);
@@ -827,7 +849,7 @@ static void test_encode_header(void **state)
 	(void)state;
 	assert_int_equal(tq_wire_encode(&s, &frame, &len, &err), 0);
 	assert_true(len > 8);
-	assert_memory_equal(frame, "TQS3", 4);
+	assert_memory_equal(frame, "TQS4", 4);
 	assert_int_equal(frame[4] | frame[5] << 8 | frame[6] << 16 | (uint32_t)frame[7] << 24,
 			 len - 8);
 	free(frame);
@@ -1059,7 +1081,8 @@ static void test_answers(void **state)
 /*
  * The answer's header says its version, the request's (wire.h,
  * "Versions"): "TQR1" to a "TQS1" request, which the deployed version 1
- * and 2 clients read; "TQR3" to a "TQS3" one; and ours to a version we do
+ * and 2 clients read; "TQR3" to a "TQS3" one, "TQR4" to a "TQS4"; and ours
+ * to a version we do
  * not write (a newer request's, 2 which no frame had, 0: not a taskq
  * frame), which a newer client reads.
  */
@@ -1079,12 +1102,14 @@ static void test_answer_versions(void **state)
 	expect_answer(sv[1], "TQR1", "ERR -1 no command given");
 	assert_int_equal(tq_wire_answer_ok(sv[0], TQ_WIRE_VERSION, 7, 0, tq_mono_ms() + 5000),
 			 0);
+	expect_answer(sv[1], "TQR4", "OK 7 0");
+	assert_int_equal(tq_wire_answer_ok(sv[0], 3, 7, 0, tq_mono_ms() + 5000), 0);
 	expect_answer(sv[1], "TQR3", "OK 7 0");
 	for (int v = 0; v <= 200; v++) {
-		if (v == TQ_WIRE_FRAME_V1 || v == TQ_WIRE_VERSION)
+		if (v == TQ_WIRE_FRAME_V1 || v == 3 || v == TQ_WIRE_VERSION)
 			continue;
 		assert_int_equal(tq_wire_answer_ok(sv[0], v, 8, 0, tq_mono_ms() + 5000), 0);
-		expect_answer(sv[1], "TQR3", "OK 8 0");
+		expect_answer(sv[1], "TQR4", "OK 8 0");
 	}
 	close(sv[0]);
 	close(sv[1]);
@@ -1167,9 +1192,9 @@ static int serve(int lfd, enum scenario sc, const void *raw, size_t rawlen)
 	if (poll(&pfd, 1, 10000) != 1 || (fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC)) < 0)
 		return 10;
 	if (sc == ANSWER_EARLY) {
-		/* the client's request is a "TQS3" frame */
+		/* the client's request is a "TQS4" frame */
 		if (tq_read_full(fd, head, sizeof(head)) != (ssize_t)sizeof(head) ||
-		    memcmp(head, "TQS3", 4) != 0)
+		    memcmp(head, "TQS4", 4) != 0)
 			return 15;
 		rc = tq_wire_write_all(fd, raw, rawlen, deadline, NULL);
 		close(fd);
@@ -1438,7 +1463,8 @@ static void test_submit_answers(void **state)
 		  TQ_WIRE_UNREAD, 0, 0 },
 		/* answers this taskq cannot read: told apart from no answer at
 		 * all (LOST), as the client says why it stores the task itself */
-		{ "TQR4", "OK 42 0", 0, TQ_WIRE_GARBLED, 0, 0 },
+		{ "TQR4", "OK 42 1", 0, TQ_WIRE_STORED, 42, 1 },
+		{ "TQR5", "OK 42 0", 0, TQ_WIRE_GARBLED, 0, 0 },
 		{ "TQR9", "ERR -1 wire: anything", 0, TQ_WIRE_GARBLED, 0, 0 },
 		{ "TQR2", "OK 42 0", 0, TQ_WIRE_GARBLED, 0, 0 },
 		{ "TQR0", "OK 42 0", 0, TQ_WIRE_GARBLED, 0, 0 },
@@ -1494,9 +1520,9 @@ static void test_submit_answers(void **state)
 			assert_int_equal(err.code, rc);
 		if (rc == TQ_WIRE_GARBLED && strncmp(err.msg, "wire: ", 6) != 0)
 			fail_msg("answer \"%s\": \"%s\"", cases[i].text, err.msg);
-		if (rc == TQ_WIRE_GARBLED && cases[i].magic && cases[i].magic[3] == '4')
+		if (rc == TQ_WIRE_GARBLED && cases[i].magic && cases[i].magic[3] == '5')
 			assert_string_equal(err.msg,
-					    "wire: answer version 4 is newer than this taskq's (3)");
+					    "wire: answer version 5 is newer than this taskq's (4)");
 		server_finish(s);
 	}
 }

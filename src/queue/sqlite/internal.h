@@ -123,6 +123,20 @@ int tq_sqlite_session_get(struct tq_queue *base, const char *key, char **agent_s
 	struct tq_err *err);
 int tq_sqlite_session_show(struct tq_queue *base, const char *key,
 	struct tq_session_info *s, struct tq_err *err);
+int tq_sqlite_sessions(struct tq_queue *base, const char *key,
+	struct tq_session_row **list, size_t *n, struct tq_err *err);
+int tq_sqlite_warm_set(struct tq_queue *base, const char *key, const char *node, int pid,
+	int64_t start, int64_t now, struct tq_err *err);
+int tq_sqlite_warm_clear(struct tq_queue *base, const char *key, int pid, int64_t start,
+	int *cleared, struct tq_err *err);
+int tq_sqlite_warm_idle(struct tq_queue *base, const char *key, int pid, int64_t start,
+	int64_t since, struct tq_err *err);
+int tq_sqlite_warm_list(struct tq_queue *base, const char *node,
+	struct tq_session_row **list, size_t *n, struct tq_err *err);
+int tq_sqlite_session_close_request(struct tq_queue *base, const char *key, int64_t now,
+	struct tq_session_row *row, struct tq_err *err);
+int tq_sqlite_session_close_take(struct tq_queue *base, const char *key, int pid,
+	int64_t start, int64_t *requested_at, struct tq_err *err);
 int tq_sqlite_stats(struct tq_queue *base, const struct tq_stats_filter *f,
 	struct tq_stats *s, struct tq_err *err);
 int tq_sqlite_batches(struct tq_queue *base, struct tq_batch **list, size_t *n,

@@ -17,7 +17,8 @@ enum {
 	C_RETRIES, C_RETRY_LOST, C_BACKOFF, C_BACKOFF_MAX, C_STDIN, C_PTY, C_ON_EXIT,
 	C_AGENT, C_MODEL, C_PROMPT, C_ISOLATE, C_SOURCES, C_KILL_SIG, C_KILL_AT,
 	C_ATTEMPT, C_WORKER, C_LEASE, C_STARTED, C_FINISHED, C_EXIT, C_SIGNAL,
-	C_OUTCOME, C_CATEGORY, C_REASON, C_ENV_ID, C_UMASK, C_STALL, C_DEPS_LEFT
+	C_OUTCOME, C_CATEGORY, C_REASON, C_ENV_ID, C_UMASK, C_STALL, C_DEPS_LEFT,
+	C_WARM, C_IDLE_TIMEOUT
 };
 
 static int64_t col_i64(sqlite3_stmt *st, int c, int64_t none)
@@ -69,6 +70,8 @@ int tq_task_from_row(sqlite3_stmt *st, struct tq_task *t)
 	t->stall_timeout_ms = sqlite3_column_int64(st, C_STALL);
 	t->umask = (int)col_i64(st, C_UMASK, -1);
 	t->deps_left = sqlite3_column_int64(st, C_DEPS_LEFT);
+	t->warm = sqlite3_column_int(st, C_WARM);
+	t->idle_timeout_ms = sqlite3_column_int64(st, C_IDLE_TIMEOUT);
 	t->kill_grace_ms = sqlite3_column_int64(st, C_GRACE);
 	t->max_output = sqlite3_column_int64(st, C_MAXOUT);
 	t->max_retries = sqlite3_column_int64(st, C_RETRIES);

@@ -20,7 +20,26 @@
 	" t.isolate, t.sources, t.kill_signal, t.kill_requested_at, t.attempt," \
 	" t.worker_id, t.lease_until, t.started_at, t.finished_at, t.exit_code," \
 	" t.signal, t.outcome, t.category, t.reason, t.env_id, t.umask," \
-	" t.stall_timeout_ms, t.deps_left"
+	" t.stall_timeout_ms, t.deps_left, t.warm, t.idle_timeout_ms"
+
+/* A sessions row as sessions.c reads it (aliased s): its own columns, the
+ * agent (recorded, else its latest task's), the idle timeout of its latest
+ * warm task; SESSION_SUMS adds its tasks' count and cost (through the
+ * tasks_session index), SESSION_NO_SUMS zeros where they are not asked. */
+#define SESSION_COLS \
+	"SELECT s.key, coalesce(s.agent, (SELECT t.agent FROM tasks t" \
+	" WHERE t.session = s.key ORDER BY t.id DESC LIMIT 1)), s.agent_session," \
+	" s.cwd, s.last_task_id, s.updated_at, s.warm_pid, s.warm_start," \
+	" s.warm_node, s.warm_at, s.idle_since, s.close_requested_at," \
+	" (SELECT t.idle_timeout_ms FROM tasks t WHERE t.session = s.key" \
+	" AND t.warm != 0 ORDER BY t.id DESC LIMIT 1)"
+#define SESSION_SUMS \
+	", (SELECT count(*) FROM tasks t WHERE t.session = s.key)," \
+	" (SELECT total(a.cost_usd) FROM tasks t JOIN attempts a ON a.task_id = t.id" \
+	" WHERE t.session = s.key)," \
+	" (SELECT count(a.cost_usd) FROM tasks t JOIN attempts a ON a.task_id = t.id" \
+	" WHERE t.session = s.key) FROM sessions s"
+#define SESSION_NO_SUMS ", 0, 0, 0 FROM sessions s"
 
 /* The final states, for SQL. */
 #define FINAL_STATES "('succeeded','failed','timed_out','killed','canceled')"

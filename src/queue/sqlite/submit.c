@@ -220,6 +220,11 @@ static int check_spec(const struct tq_task_spec *s, struct tq_err *err)
 				  TQ_UMASK_MAX);
 	if (s->token != NULL && (s->token[0] == '\0' || strlen(s->token) > TOKEN_MAX))
 		return tq_err_set(err, TQ_EINVAL, "submit token must be 1 to %d bytes", TOKEN_MAX);
+	if (s->warm && (s->session == NULL || s->agent == NULL))
+		return tq_err_set(err, TQ_EINVAL, "a warm task needs a session and an agent");
+	if (s->warm ? s->idle_timeout_ms <= 0 : s->idle_timeout_ms != 0)
+		return tq_err_set(err, TQ_EINVAL, s->warm ? "a warm task needs an idle timeout" :
+				  "an idle timeout is for a warm task");
 	if (s->stdin_mode == TQ_STDIN_FILE && (int64_t)s->stdin_len > TQ_STDIN_FILE_MAX)
 		return tq_err_set(err, TQ_EINVAL, "stdin file is larger than %lld bytes",
 				  (long long)TQ_STDIN_FILE_MAX);
@@ -354,6 +359,7 @@ static int session_dir(struct tq_sqlite *q, const struct tq_task_spec *s, char *
 		return err ? err->code : TQ_EIO;
 	tq_bind_text(st, 1, s->session);
 	tq_bind_text(st, 2, s->cwd);
+	tq_bind_text(st, 3, s->agent);
 	return tq_db_exec_st(q, st, err, "store session directory");
 }
 
@@ -413,6 +419,8 @@ static int insert_task(struct tq_sqlite *q, const struct insert_ctx *c, int64_t 
 	}
 	tq_bind_opt_i64(st, 32, s->umask, -1);
 	sqlite3_bind_int64(st, 33, s->stall_timeout_ms);
+	sqlite3_bind_int(st, 34, s->warm != 0);
+	sqlite3_bind_int64(st, 35, s->idle_timeout_ms);
 	if (tq_db_exec_st(q, st, err, "add task") < 0)
 		return err ? err->code : TQ_EIO;
 	*id = sqlite3_last_insert_rowid(q->db);

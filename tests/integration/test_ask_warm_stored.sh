@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# test_ask_warm_stored.sh - issue 19's surface at submit, what is stored and
+# what is refused before anything is (the runtime that keeps the process
+# up: test_warm_*.sh):
+#   - `ask --session KEY --warm [--idle-timeout DUR]`: show --json and list
+#     --json say warm and the idle timeout (default 10m), show says it;
+#   - a profile's "warm": true makes a session's messages warm ("idle_timeout"
+#     its default), --no-warm a cold one, a message without --session is
+#     not warm;
+#   - refused with one line, exit 2, nothing stored: --warm without
+#     --session, --idle-timeout without a warm task, a bad --idle-timeout,
+#     --warm for an agent whose CLI has no stream-input mode (gemini, codex,
+#     opencode; the line names it), --warm with --interactive;
+#   - serve --max-warm N (1-256) and the config's "max_warm": the running
+#     supervisor's in status --json; out of range or not a whole number:
+#     one line, exit 2.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib_serve.sh"
+
+cd "$TQ_TMP" || exit 1
+warm_of() { tq show --json "$1" | pyjson '[d["warm"], d["idle_timeout_ms"], d["session"]]'; }
+
+check "ask --session --warm: stored warm, the default idle timeout 10m"
+assert_exit 0 tq ask --no-start --session s1 --warm "hello"
+a=$(out)
+assert_eq '[true, 600000, "s1"]' "$(warm_of "$a")"
+assert_exit 0 tq show "$a"
+assert_contains "$(out)" "warm:         yes, idle timeout 10m"
+assert_eq '[true, 600000]' \
+	"$(tq list --json | pyjson "[[t['warm'], t['idle_timeout_ms']] for t in d if t['id'] == $a][0]")" \
+	"list --json"
+
+check "--idle-timeout 90s; a cold message of the same session is not warm"
+assert_exit 0 tq ask --no-start --session s1 --warm --idle-timeout 90s "again"
+b=$(out)
+assert_eq '[true, 90000, "s1"]' "$(warm_of "$b")"
+assert_exit 0 tq ask --no-start --session s1 "cold"
+c=$(out)
+assert_eq '[false, null, "s1"]' "$(warm_of "$c")"
+assert_exit 0 tq show "$c"
+assert_contains "$(out)" "warm:         no"
+
+check "refused with one line, exit 2, nothing stored"
+n=$(task_count)
+assert_exit 2 tq ask --no-start --warm "no session"
+assert_one_line_error
+assert_contains "$(err)" "--warm needs --session KEY"
+assert_exit 2 tq ask --no-start --session s1 --idle-timeout 5m "not warm"
+assert_one_line_error
+assert_contains "$(err)" "--idle-timeout is for a warm task"
+assert_exit 2 tq ask --no-start --session s1 --warm --idle-timeout soon "bad"
+assert_one_line_error
+assert_contains "$(err)" "--idle-timeout: "
+assert_exit 2 tq ask --no-start --session s1 --warm --idle-timeout 0 "zero"
+assert_one_line_error
+for agent in gemini codex opencode; do
+	assert_exit 2 tq ask --no-start --agent "$agent" --session "s-$agent" --warm "hi"
+	assert_one_line_error
+	assert_contains "$(err)" "--warm: $agent has no stream-input mode"
+done
+assert_exit 2 tq ask --interactive --session s1 --warm
+assert_one_line_error
+assert_contains "$(err)" "--warm does not apply to --interactive"
+assert_eq "$n" "$(task_count)" "tasks stored"
+
+check "a profile's \"warm\": true: a session's messages are warm, with its idle timeout"
+cat >"$TQ_TMP/config.json" <<'JSON'
+{"profiles": {"hot": {"extends": "claude", "warm": true, "idle_timeout": "2m"},
+              "gem": {"extends": "gemini", "warm": true}}}
+JSON
+export TASKQ_CONFIG="$TQ_TMP/config.json"
+assert_exit 0 tq ask --no-start --agent hot --session s2 "profile"
+assert_eq '[true, 120000, "s2"]' "$(warm_of "$(out)")"
+assert_exit 0 tq ask --no-start --agent hot --session s2 --idle-timeout 30s "mine"
+assert_eq '[true, 30000, "s2"]' "$(warm_of "$(out)")"
+assert_exit 0 tq ask --no-start --agent hot --session s2 --no-warm "cold"
+assert_eq '[false, null, "s2"]' "$(warm_of "$(out)")"
+assert_exit 0 tq ask --no-start --agent hot "no session"
+assert_eq '[false, null, null]' "$(warm_of "$(out)")"
+assert_exit 2 tq ask --no-start --agent gem --session s3 "warm gemini"
+assert_one_line_error
+assert_contains "$(err)" "--warm: gemini has no stream-input mode"
+assert_contains "$(err)" "use --no-warm"
+assert_exit 0 tq ask --no-start --agent gem --session s3 --no-warm "cold gemini"
+echo '{"profiles": {"bad": {"extends": "claude", "warm": "yes"}}}' >"$TQ_TMP/config.json"
+assert_exit 2 tq ask --no-start --agent bad --session s4 "x"
+assert_one_line_error
+assert_contains "$(err)" '"warm" must be true or false'
+
+check "serve --max-warm: out of range refused; the config's max_warm checked too"
+echo '{}' >"$TQ_TMP/config.json"
+for v in 0 257 -1 4.5 many; do
+	assert_exit 2 tq serve --foreground --max-warm "$v"
+	assert_one_line_error
+	assert_contains "$(err)" "--max-warm"
+done
+for v in 0 4.5 1e9 '"4"'; do
+	echo "{\"max_warm\": $v}" >"$TQ_TMP/config.json"
+	assert_exit 2 tq serve --foreground
+	assert_one_line_error
+	assert_contains "$(err)" "\"max_warm\""
+done
+
+check "the running supervisor's max_warm: --max-warm, else the config's, else 4"
+echo '{"max_warm": 7}' >"$TQ_TMP/config.json"
+serve_start 1
+assert_eq 7 "$(tq status --json | pyjson 'd["max_warm"]')" "from the config"
+assert_exit 0 tq status
+assert_contains "$(out)" "at most 7 warm agents"
+assert_exit 0 tq shutdown
+wait_for "! _tq_alive $SERVE_PID" 20 || fail "the supervisor did not stop"
+serve_start 1 --max-warm 12
+assert_eq 12 "$(tq status --json | pyjson 'd["max_warm"]')" "--max-warm over the config"
+assert_exit 0 tq shutdown
+wait_for "! _tq_alive $SERVE_PID" 20 || fail "the supervisor did not stop"
+echo '{}' >"$TQ_TMP/config.json"
+serve_start 1
+assert_eq 4 "$(tq status --json | pyjson 'd["max_warm"]')" "the default"
