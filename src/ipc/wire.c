@@ -792,21 +792,55 @@ int tq_wire_frame_took(struct tq_wire_frame *f, size_t n, struct tq_err *err)
 	return frame_done(f) ? 1 : 0;
 }
 
+/* n bytes read into the frame, through tq_wire_frame_space and took as a
+ * reader would: 1 complete (bytes after the frame are dropped: a
+ * connection carries one frame each way), 0 more wanted, < 0 failed. */
+static int frame_feed(struct tq_wire_frame *f, const uint8_t *p, size_t n,
+		      struct tq_err *err)
+{
+	while (n > 0) {
+		uint8_t *dst;
+		size_t room;
+		int rc;
+
+		if ((rc = tq_wire_frame_space(f, &dst, &room, err)) < 0)
+			return rc;
+		if (room > n)
+			room = n;
+		memcpy(dst, p, room);
+		if ((rc = tq_wire_frame_took(f, room, err)) != 0)
+			return rc;
+		p += room;
+		n -= room;
+	}
+	return 0;
+}
+
 /* One read(2) into the frame: 1 complete, 0 more wanted (or EAGAIN), < 0
- * failed. */
+ * failed. Before the header is whole, the read asks for what may follow
+ * it too (TQ_WIRE_READ_AHEAD bytes), so that a request or an answer that
+ * arrived whole, as they do, takes one read, not one for the header and
+ * one for the payload. */
 static int frame_read_once(struct tq_wire_frame *f, int fd, struct tq_err *err)
 {
+	uint8_t ahead[TQ_WIRE_HEADER + TQ_WIRE_READ_AHEAD];
 	size_t n, at, of;
 	const char *what;
 	uint8_t *p;
 	ssize_t r;
 	int rc;
 
-	if ((rc = tq_wire_frame_space(f, &p, &n, err)) < 0)
-		return rc;
-	r = tq_read(fd, p, n);
-	if (r > 0)
-		return tq_wire_frame_took(f, (size_t)r, err);
+	if (f->got < HEADER_LEN) {
+		r = tq_read(fd, ahead, HEADER_LEN - f->got + TQ_WIRE_READ_AHEAD);
+		if (r > 0)
+			return frame_feed(f, ahead, (size_t)r, err);
+	} else {
+		if ((rc = tq_wire_frame_space(f, &p, &n, err)) < 0)
+			return rc;
+		r = tq_read(fd, p, n);
+		if (r > 0)
+			return tq_wire_frame_took(f, (size_t)r, err);
+	}
 	if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 		return 0;
 	if (r < 0)

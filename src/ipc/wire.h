@@ -130,6 +130,9 @@ int tq_wire_decode(const uint8_t *payload, size_t len, int version,
 void tq_wire_free(struct tq_wire_spec *w);
 
 /*
+ * A connection carries one frame each way: a reader may take bytes that
+ * follow the frame along with it (TQ_WIRE_READ_AHEAD), and drops them.
+ *
  * Read one frame of kind from fd (blocking or not: it polls) until
  * deadline_ms (tq_mono_ms clock). *payload is a new buffer of *len bytes,
  * *version the frame's. Returns 0; TQ_EINVAL for a bad header (as
@@ -155,6 +158,11 @@ int tq_wire_read_frame(int fd, enum tq_wire_kind kind, int64_t deadline_ms,
  */
 #define TQ_WIRE_HEADER 8             /* magic, version, length */
 #define TQ_WIRE_FRAME_CHUNK (64u << 10)
+/* What a read of a frame's header also asks for of what follows it (on the
+ * stack), so that a whole request (a spec with its environment: about 2
+ * KiB) or an answer takes one read(2); a larger frame's rest is read into
+ * its payload buffer. */
+#define TQ_WIRE_READ_AHEAD 4096u
 
 struct tq_wire_frame {
 	char kind;                   /* enum tq_wire_kind */
