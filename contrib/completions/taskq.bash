@@ -14,7 +14,7 @@
 # starts no process.
 
 # The commands, as `taskq help` lists them, and their aliases.
-_taskq_commands="submit ask wait list ls show result stats session batch group clear
+_taskq_commands="submit ask wait list ls show result stats session sessions batch group clear
 classify log poll cancel remove rm kill write retry pause resume status serve
 drain shutdown help version"
 
@@ -37,6 +37,7 @@ _taskq_options() {
 	result) _taskq_opts="--json" ;;
 	stats) _taskq_opts="--batch --group --since --json" ;;
 	session) _taskq_opts="--json" ;;
+	sessions) _taskq_opts="--json --no-wait" ;;
 	batch) _taskq_opts="--json" ;;
 	group)
 		case $2 in
@@ -280,7 +281,7 @@ _taskq() {
 		if ((ddash)) || [[ $w != -* || $w == - ]]; then
 			[[ $w == = || ${words[i - 1]} == = ]] && continue
 			if ((npos == 0)); then
-				case $cmd in batch | group | session) sub=$w ;; esac
+				case $cmd in batch | group | session | sessions) sub=$w ;; esac
 			fi
 			((npos++))
 			if [[ $cmd == submit ]] && ((taskcmd_at == 0)); then
@@ -353,6 +354,7 @@ _taskq() {
 		fi
 		;;
 	session) ((npos == 0)) && _taskq_words "show" "$cur" ;;
+	sessions) ((npos == 0)) && _taskq_words "close" "$cur" ;;
 	submit)
 		# the task's command (the first word that is not an option)
 		if declare -F _command_offset >/dev/null; then

@@ -63,6 +63,7 @@ extern const struct cli_cmd cli_cmd_ask;
 extern const struct cli_cmd cli_cmd_result;
 extern const struct cli_cmd cli_cmd_stats;
 extern const struct cli_cmd cli_cmd_session;
+extern const struct cli_cmd cli_cmd_sessions;
 extern const struct cli_cmd cli_cmd_wait;
 extern const struct cli_cmd cli_cmd_batch;
 extern const struct cli_cmd cli_cmd_group;

@@ -56,7 +56,7 @@ static const char ask_help[] =
 	"                   directory of the first (another --cwd is refused), each\n"
 	"                   resuming the agent session of the last one that succeeded\n"
 	"  --warm           with --session: a turn on the session's agent process,\n"
-	"                   kept up between messages by the supervisor; claude\n"
+	"                   kept up between messages (taskq help sessions); claude\n"
 	"  --idle-timeout DUR  with --warm: end it after DUR idle (default 10m)\n"
 	"  --no-warm        not warm, whatever the profile says\n"
 	"  --prompt-file F  read the prompt from F\n"

@@ -36,6 +36,7 @@ const struct cli_cmd *const cli_cmds[] = {
 	&cli_cmd_result,
 	&cli_cmd_stats,
 	&cli_cmd_session,
+	&cli_cmd_sessions,
 	&cli_cmd_batch,
 	&cli_cmd_group,
 	&cli_cmd_clear,

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/sys.h"
@@ -25,10 +26,12 @@
 #include "ops/kill.h"
 #include "ops/poll.h"
 #include "ops/remove.h"
+#include "ops/sessions.h"
 #include "ops/submit.h"
 #include "ops/wait.h"
 #include "proc/proc.h"
 #include "proc/spawn.h"
+#include "queue/home.h"
 
 #define WAIT_MS 20000
 
@@ -876,6 +879,126 @@ static void test_changes_ring_the_doorbell(void **state)
 	close(fd);
 }
 
+/*
+ * The runtime's side of a close, played by a child process on a store
+ * connection of its own: wait for key's close request on node (the warm
+ * processes listed, as a supervisor's tick reads them), take it, then
+ * clear the process, as a supervisor does once it has ended it. Exits 0,
+ * or 1 when no request came within WAIT_MS.
+ */
+static void stand_in_runtime(const char *home, const char *node, const char *key)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_queue *q = NULL;
+	int64_t until = tq_mono_ms() + WAIT_MS, at = 0;
+	int cleared = 0;
+
+	if (tq_queue_open(&q, home, 0, &err) != 0)
+		_exit(2);
+	while (tq_mono_ms() < until) {
+		struct tq_session_row *rows = NULL;
+		size_t n = 0;
+		int pid = 0;
+		int64_t start = 0;
+
+		if (tq_queue_warm_list(q, node, &rows, &n, &err) != 0)
+			_exit(3);
+		for (size_t i = 0; i < n; i++)
+			if (strcmp(rows[i].key, key) == 0 && rows[i].close_requested_at != 0) {
+				pid = rows[i].pid;
+				start = rows[i].start;
+			}
+		tq_session_row_list_free(rows, n);
+		if (pid != 0) {
+			if (tq_queue_session_close_take(q, key, pid, start, &at, &err) != 0 ||
+			    at == 0 ||
+			    tq_queue_warm_clear(q, key, pid, start, &cleared, &err) != 0 ||
+			    !cleared)
+				_exit(4);
+			tq_queue_close(q);
+			_exit(0);
+		}
+		usleep(10000);
+	}
+	_exit(1);
+}
+
+/*
+ * `taskq sessions close`'s operation: an unknown key refused (TQ_ENOTFOUND,
+ * naming it), a session without a warm process told so with nothing stored
+ * and no ring; with one: the request stored on the row and the doorbell
+ * rung (deadline 0: not waited for), the wait ending at its deadline while
+ * no supervisor acts (PENDING, this node's, no supervisor here), and ENDED
+ * once the process is cleared by the runtime, here a stand-in in a child.
+ */
+static void test_session_close_through_store(void **state)
+{
+	struct fx *f = *state;
+	struct tq_task_spec s = true_spec();
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_session_row *rows = NULL;
+	struct tq_ops_close r;
+	char node[TQ_NODE_MAX + 1];
+	size_t n = 0;
+	int64_t id = 0, t0;
+	int fd = tq_doorbell_open(f->home, &err), status = 0;
+	pid_t kid;
+
+	assert_true(fd >= 0);
+	assert_int_equal(tq_node_self(node, sizeof(node), &err), 0);
+	s.session = "w";
+	s.agent = "claude";
+	s.warm = 1;
+	s.idle_timeout_ms = 60000;
+	assert_int_equal(tq_queue_submit(f->q, &s, &id, NULL, &err), 0);
+
+	assert_int_equal(tq_ops_session_close(f->q, f->home, "nope", 0, &r, &err),
+			 TQ_ENOTFOUND);
+	assert_string_equal(err.msg, "session \"nope\": no such session");
+	assert_int_equal(tq_ops_session_close(f->q, f->home, "w", tq_mono_ms() + WAIT_MS, &r,
+					      &err), 0);
+	assert_int_equal(r.outcome, TQ_OPS_CLOSE_NONE);
+	assert_int_equal(r.pid, 0);
+	assert_int_equal(tq_doorbell_drain(fd), 0);
+
+	assert_int_equal(tq_queue_warm_set(f->q, "w", node, 4242, 777, tq_now_ms(), &err), 0);
+	assert_int_equal(tq_ops_session_close(f->q, f->home, "w", 0, &r, &err), 0);
+	assert_int_equal(r.outcome, TQ_OPS_CLOSE_ASKED);
+	assert_int_equal(r.pid, 4242);
+	assert_int_equal(r.start, 777);
+	assert_string_equal(r.node, node);
+	assert_true(r.requested_at > 0);
+	assert_int_equal(tq_doorbell_drain(fd), 1);
+	assert_int_equal(tq_queue_sessions(f->q, "w", &rows, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(rows[0].close_requested_at, r.requested_at);
+	tq_session_row_list_free(rows, n);
+
+	t0 = tq_mono_ms();
+	assert_int_equal(tq_ops_session_close(f->q, f->home, "w", t0 + 300, &r, &err), 0);
+	assert_int_equal(r.outcome, TQ_OPS_CLOSE_PENDING);
+	assert_true(tq_mono_ms() - t0 >= 300);
+	assert_int_equal(r.this_node, 1);
+	assert_int_equal(r.supervisor_here, 0);
+
+	kid = fork();
+	assert_true(kid >= 0);
+	if (kid == 0)
+		stand_in_runtime(f->home, node, "w");
+	assert_int_equal(tq_ops_session_close(f->q, f->home, "w", tq_mono_ms() + WAIT_MS, &r,
+					      &err), 0);
+	assert_int_equal(r.outcome, TQ_OPS_CLOSE_ENDED);
+	assert_int_equal(r.pid, 4242);
+	assert_int_equal(waitpid(kid, &status, 0), kid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(tq_queue_sessions(f->q, "w", &rows, &n, &err), 0);
+	assert_int_equal(rows[0].pid, 0);
+	assert_int_equal(rows[0].close_requested_at, 0);
+	tq_session_row_list_free(rows, n);
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -893,6 +1016,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_import_chunks_stop_resume, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_poll_pages_per_reader, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_changes_ring_the_doorbell, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_session_close_through_store, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
