@@ -114,7 +114,6 @@ CREATE TABLE tasks (
 CREATE INDEX tasks_ready     ON tasks(grp, priority DESC, id) WHERE state = 'queued';
 CREATE INDEX tasks_due       ON tasks(run_after)              WHERE state = 'scheduled';
 CREATE INDEX tasks_running   ON tasks(grp)                    WHERE state = 'running';
-CREATE INDEX tasks_lease     ON tasks(lease_until)            WHERE state = 'running';
 CREATE INDEX tasks_state     ON tasks(state, id);
 CREATE INDEX tasks_batch     ON tasks(batch, id)              WHERE batch IS NOT NULL;
 CREATE INDEX tasks_name      ON tasks(name, id);
@@ -345,4 +344,4 @@ SELECT id, state, name, grp, batch, priority, attempt,
 FROM tasks;
 
 PRAGMA application_id = 1953721201;  -- 'tskq'
-PRAGMA user_version = 8;
+PRAGMA user_version = 9;

@@ -88,10 +88,11 @@
 	" AND p.state = 'running'))"
 
 
-#define RUNNING_COLS \
+#define RUNNING_COLS RUNNING_COLS_FROM("")
+#define RUNNING_COLS_FROM(HOW) \
 	"SELECT t.id, t.attempt, t.worker_id, a.pid, a.pgid, a.proc_start," \
 	" t.retry_lost, t.max_retries, w.pid, w.proc_start, coalesce(a.node, w.host)" \
-	" FROM tasks t" \
+	" FROM tasks t" HOW \
 	" LEFT JOIN attempts a ON a.task_id = t.id AND a.attempt = t.attempt" \
 	" LEFT JOIN workers w ON w.id = t.worker_id"
 
