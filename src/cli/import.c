@@ -392,7 +392,7 @@ enum field {
 	F_PRIORITY,
 	F_MAX_OUTPUT, F_RETRY_LOST, F_PTY, F_DELAY, F_AT, F_AFTER, F_AFTER_ANY,
 	F_LABELS, F_CWD, F_CMD, F_SHELL, F_AGENT, F_PROMPT, F_MODEL, F_SOURCES,
-	F_ISOLATE, F_ENV, F_COUNT
+	F_WARM, F_IDLE_TIMEOUT, F_ISOLATE, F_ENV, F_COUNT
 };
 
 static const char *const field_names[F_COUNT] = {
@@ -407,6 +407,7 @@ static const char *const field_names[F_COUNT] = {
 	[F_AFTER_ANY] = "after_any", [F_LABELS] = "labels", [F_CWD] = "cwd",
 	[F_CMD] = "cmd", [F_SHELL] = "shell", [F_AGENT] = "agent",
 	[F_PROMPT] = "prompt", [F_MODEL] = "model", [F_SOURCES] = "sources",
+	[F_WARM] = "warm", [F_IDLE_TIMEOUT] = "idle_timeout",
 	[F_ISOLATE] = "isolate", [F_ENV] = "env",
 };
 
@@ -866,7 +867,8 @@ static int ask_sources(struct line *l, struct cli_ask *a, struct tq_err *err)
 	return 0;
 }
 
-/* An agent line: prompt (required), agent, model, sources, isolate, built
+/* An agent line: prompt (required), agent, model, sources, warm,
+ * idle_timeout, isolate, built
  * into argv and the agent fields by cli_ask_apply (ask.h), which may add
  * the profile's environment settings to the cli_submit's sets/unsets. */
 static int apply_agent(struct line *l, struct tq_err *err)
@@ -884,8 +886,17 @@ static int apply_agent(struct line *l, struct tq_err *err)
 	    (l->f[F_AGENT] != NULL && (rc = get_string(l, F_AGENT, &a.agent, err)) < 0) ||
 	    (l->f[F_MODEL] != NULL && (rc = get_string(l, F_MODEL, &a.model, err)) < 0) ||
 	    (l->f[F_ISOLATE] != NULL && (rc = get_bool(l, F_ISOLATE, &a.isolate, err)) < 0) ||
+	    (l->f[F_WARM] != NULL && (rc = get_bool(l, F_WARM, &a.warm, err)) < 0) ||
+	    (l->f[F_IDLE_TIMEOUT] != NULL &&
+	     (rc = get_duration(l, F_IDLE_TIMEOUT, &a.idle_timeout_ms, err)) < 0) ||
 	    (rc = ask_sources(l, &a, err)) < 0)
 		return rc;
+	/* "warm": false is --no-warm; "idle_timeout" 0 is no timeout, refused
+	 * as --idle-timeout 0 is */
+	if (l->f[F_WARM] != NULL && !a.warm)
+		a.warm = -1;
+	if (l->f[F_IDLE_TIMEOUT] != NULL && a.idle_timeout_ms <= 0)
+		return tq_err_set(err, TQ_EINVAL, "\"idle_timeout\": must be more than 0");
 	/* "isolate": false says no, where a missing key means the profile's
 	 * default; a timeout given (on the line, or --timeout for every line)
 	 * is kept over the profile's */

@@ -87,6 +87,30 @@ assert_exit 2 tq ask --no-start --agent bad --session s4 "x"
 assert_one_line_error
 assert_contains "$(err)" '"warm" must be true or false'
 
+check "submit --file: an agent line's \"warm\" and \"idle_timeout\"; a bad one refused with its line"
+unset TASKQ_CONFIG
+printf '%s\n' '{"prompt":"one","session":"f","warm":true}' \
+	'{"prompt":"two","session":"f","warm":true,"idle_timeout":"1m"}' \
+	'{"prompt":"three","session":"f","warm":false}' >"$TQ_TMP/lines.jsonl"
+assert_exit 0 tq submit --no-start --file "$TQ_TMP/lines.jsonl"
+read -r l1 l2 l3 <<<"$(out | tr '\n' ' ')"
+assert_eq '[true, 600000, "f"]' "$(warm_of "$l1")"
+assert_eq '[true, 60000, "f"]' "$(warm_of "$l2")"
+assert_eq '[false, null, "f"]' "$(warm_of "$l3")"
+n=$(task_count)
+for bad in '{"prompt":"x","warm":true}' \
+	'{"prompt":"x","agent":"codex","session":"c","warm":true}' \
+	'{"prompt":"x","session":"f","idle_timeout":"5m"}' \
+	'{"prompt":"x","session":"f","warm":true,"idle_timeout":0}' \
+	'{"prompt":"x","session":"f","warm":"yes"}'; do
+	printf '%s\n' '{"prompt":"fine","session":"f"}' "$bad" >"$TQ_TMP/bad.jsonl"
+	assert_exit 2 tq submit --no-start --file "$TQ_TMP/bad.jsonl"
+	assert_one_line_error
+	assert_contains "$(err)" "bad.jsonl:2"
+done
+assert_eq "$n" "$(task_count)" "tasks stored"
+export TASKQ_CONFIG="$TQ_TMP/config.json"
+
 check "serve --max-warm: out of range refused; the config's max_warm checked too"
 echo '{}' >"$TQ_TMP/config.json"
 for v in 0 257 -1 4.5 many; do
