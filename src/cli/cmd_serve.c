@@ -268,6 +268,7 @@ struct status {
 	int64_t started_at;
 	int64_t workers_target;
 	int64_t max_warm;          /* its --max-warm (meta) */
+	size_t nwarm;              /* warm agent processes recorded, any node */
 	char *containment;         /* how its workers contain tasks (meta) */
 	int64_t retention_ms;      /* in force, or that the next supervisor uses */
 	int64_t log_size;          /* serve.log's bounds, the same way */
@@ -289,6 +290,16 @@ static int64_t meta_int(struct tq_queue *q, const char *key)
 		n = strtoll(v, NULL, 10);
 	free(v);
 	return n;
+}
+
+/* How many sessions record a warm agent process, on any node. */
+static int warm_count(struct tq_queue *q, size_t *n, struct tq_err *err)
+{
+	struct tq_session_row *rows = NULL;
+	int rc = tq_queue_warm_list(q, NULL, &rows, n, err);
+
+	tq_session_row_list_free(rows, rc < 0 ? 0 : *n);
+	return rc;
 }
 
 /* The retention a supervisor stored, else the default it would use. */
@@ -354,7 +365,8 @@ static int load_status(const struct cli_ctx *c, struct tq_queue *q, const char *
 	if (tq_queue_counts(q, s->counts, &err) < 0 ||
 	    tq_queue_on_exit_due(q, &s->on_exit_due, &err) < 0 ||
 	    tq_queue_workers(q, &s->ws, &s->nws, &err) < 0 ||
-	    tq_queue_groups(q, &s->gs, &s->ngs, &err) < 0)
+	    tq_queue_groups(q, &s->gs, &s->ngs, &err) < 0 ||
+	    warm_count(q, &s->nwarm, &err) < 0)
 		return cli_fail(c, &err);
 	if (s->nws > 1)
 		qsort(s->ws, s->nws, sizeof(*s->ws), by_slot);
@@ -426,10 +438,14 @@ static void print_status_human(const struct status *s, const char *home)
 		printf("supervisor: running, pid %d, up %s, %lld workers", (int)s->pid,
 		       buf, (long long)s->workers_target);
 		if (s->max_warm > 0)
-			printf(", at most %lld warm agents", (long long)s->max_warm);
+			printf(", %zu warm agents (at most %lld)", s->nwarm,
+			       (long long)s->max_warm);
 		printf("\n");
 	} else {
 		printf("supervisor: not running (start one with: taskq serve)\n");
+		if (s->nwarm > 0)
+			printf("warm agents: %zu recorded (the next supervisor adopts or ends "
+			       "them; taskq sessions)\n", s->nwarm);
 	}
 	if (s->running && s->containment != NULL) {
 		char *c = cli_esc(s->containment, 0, NULL);
@@ -503,6 +519,7 @@ static cJSON *status_json(const struct status *s, const char *home)
 			cli_json_bytes(o, "containment_detail", s->containment, &oom);
 		}
 	}
+	cli_json_int(o, "warm_agents", (int64_t)s->nwarm, 1, &oom);
 	cli_json_bytes(o, "home", home, &oom);
 	cJSON_AddNumberToObject(o, "retention_ms", (double)s->retention_ms);
 	cJSON_AddNumberToObject(o, "serve_log_size", (double)s->log_size);
@@ -745,7 +762,8 @@ const struct cli_cmd cli_cmd_status = {
 	.synopsis = "taskq status [--json]",
 	.summary = "Show the supervisor, workers, task counts and groups.",
 	.help =
-	"Says whether a supervisor runs (its pid, uptime, workers), how it contains\n"
+	"Says whether a supervisor runs (its pid, uptime, workers, warm agents and\n"
+	"--max-warm), how it contains\n"
 	"each task's processes (a cgroup v2 group per attempt, or a record of its\n"
 	"process tree: TASKQ_CGROUP=0 forces the record), the state\n"
 	"directory (control characters escaped), how long finished tasks are kept\n"

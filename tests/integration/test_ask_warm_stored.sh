@@ -130,7 +130,8 @@ echo '{"max_warm": 7}' >"$TQ_TMP/config.json"
 serve_start 1
 assert_eq 7 "$(tq status --json | pyjson 'd["max_warm"]')" "from the config"
 assert_exit 0 tq status
-assert_contains "$(out)" "at most 7 warm agents"
+assert_contains "$(out)" "0 warm agents (at most 7)"
+assert_eq 0 "$(tq status --json | pyjson 'd["warm_agents"]')" "warm agents recorded"
 assert_exit 0 tq shutdown
 wait_for "! _tq_alive $SERVE_PID" 20 || fail "the supervisor did not stop"
 serve_start 1 --max-warm 12
