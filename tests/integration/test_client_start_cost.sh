@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# What starting the client costs before it does anything: `taskq version`,
+# counted in the dynamic linker's symbol relocations (LD_DEBUG=statistics)
+# and, where valgrind is, in instructions (callgrind), neither of which a
+# loaded machine changes. Issue 21: with libsqlite3.so.0 (linked -z now)
+# every start resolved 1,959 symbols by name, 1,472,267 instructions in
+# all, two thirds of them in the dynamic linker; with SQLite linked from
+# Debian's libsqlite3.a, 398 and about 473,000. The bounds sit between.
+. "$(dirname "$0")/lib.sh"
+
+if ldd "$TASKQ_BIN" 2>/dev/null | grep -q 'libasan'; then
+	echo "SKIP: a sanitizer build's start is the sanitizer's"
+	exit 77
+fi
+MAX_RELOCATIONS=700
+MAX_INSTRUCTIONS=800000
+
+check "taskq version: at most $MAX_RELOCATIONS symbol relocations at start"
+LD_DEBUG=statistics "$TASKQ_BIN" version >"$TQ_OUT" 2>"$TQ_ERR" || fail "taskq version failed"
+n=$(awk '/number of relocations:/ { print $NF; exit }' "$TQ_ERR")
+[ -n "$n" ] || { echo "SKIP: this dynamic linker prints no statistics"; exit 77; }
+echo "    ($n symbol relocations)"
+[ "$n" -le $MAX_RELOCATIONS ] || fail "$n symbol relocations at start, over $MAX_RELOCATIONS$(
+	ldd "$TASKQ_BIN" | grep -q libsqlite3 && echo " (SQLite linked shared: -Dsqlite_static=disabled, or no libsqlite3.a?)")"
+
+check "taskq version: at most $MAX_INSTRUCTIONS instructions"
+if ! command -v valgrind >/dev/null; then
+	echo "    (SKIP: no valgrind)"
+else
+	valgrind --tool=callgrind --callgrind-out-file="$TQ_TMP/cg.out" "$TASKQ_BIN" version \
+		>/dev/null 2>"$TQ_TMP/cg.err" || fail "taskq version under valgrind: $(tail -3 "$TQ_TMP/cg.err")"
+	n=$(awk '$1 == "totals:" { print $2 }' "$TQ_TMP/cg.out")
+	[ -n "$n" ] || fail "no totals in $TQ_TMP/cg.out"
+	echo "    ($n instructions)"
+	[ "$n" -le $MAX_INSTRUCTIONS ] || fail "$n instructions to print the version, over $MAX_INSTRUCTIONS"
+fi
