@@ -305,7 +305,7 @@ static int taskq_name(const char *name)
 {
 	static const char *const exact[] = {
 		".", "..", "logs", "serve.pid", "submit.sock", "doorbell", "ends", "work",
-		"procs",
+		"procs", "warm.sock",
 	};
 	static const char *const prefix[] = { TQ_HOME_DB_NAME, "serve.log" };
 

@@ -56,6 +56,7 @@
 #include "common/sys.h"
 #include "queue/logstore.h"
 #include "agent/agent.h"
+#include "agent/profile.h"
 #include "agent/registry.h"
 #include "agent/result.h"
 #include "agent/scrub.h"
@@ -71,6 +72,8 @@
 #include "proc/spawn.h"
 #include "proc/term.h"
 #include "stall.h"
+#include "warm.h"
+#include "warmturn.h"
 
 #define READ_CHUNK (64 * 1024)  /* one read: a pipe, unless the task grew it */
 /* Complete lines held back from the log while output keeps coming (see
@@ -159,7 +162,29 @@ struct run {
 	int64_t retry_wait;
 	char last_error[TQ_ERR_MAX];
 	struct tq_secrets secrets; /* the task's credentials, masked in what we write */
+	/* a warm message (issue 19): its turn on the session's agent process,
+	 * borrowed from the supervisor (warmturn.h); r->child holds its pipes
+	 * but no pid of ours: it is never our child, never signalled here */
+	int warm;
+	struct tq_warm_turn wt;
+	int warm_busy;             /* the session's process is in another turn */
+	int turn_over;             /* its result line was read */
+	int interrupted;           /* the interrupt line was written */
+	int64_t end_at;            /* no result by then after it: END */
 };
+
+/* Whether t is a message of a warm session (issue 19, ask --warm): its
+ * turn runs on the session's kept agent process. */
+static int warm_message(const struct tq_task *t)
+{
+	return t->warm && t->agent != NULL && t->session != NULL;
+}
+
+/* The session's idle timeout its message asks for (0: the default). */
+static int64_t warm_idle_ms(const struct tq_task *t)
+{
+	return t->idle_timeout_ms;
+}
 
 static int64_t renew_every(const struct run *r)
 {
@@ -229,6 +254,64 @@ static int spawn_contained(struct run *r, struct tq_err *err)
 	return rc;
 }
 
+/*
+ * A warm message: borrow the session's agent process (started by the
+ * supervisor from this task's command in its stream-input mode when none
+ * is up, resuming the session's conversation) and queue the message line.
+ * Its pipes go in r->child; the process is the supervisor's child, carrying
+ * the warm mark instead of this task's (warm.h): recovery of this message
+ * must not end the session's process.
+ */
+static int start_warm(struct run *r, struct tq_env *env, struct tq_err *err)
+{
+	const struct tq_agent_stream *st = tq_agent_stream_of(&r->agent);
+	struct tq_warm_take k = { .home = r->w->o->home, .key = r->t->session,
+				  .task = r->t->id, .attempt = r->t->attempt,
+				  .cwd = r->agent.cwd != NULL ? r->agent.cwd : r->t->cwd,
+				  .umask = r->t->umask, .idle_ms = warm_idle_ms(r->t) };
+	char **argv = NULL, *line = NULL;
+	int64_t off = 0, line_no = 0;
+	size_t argc = 0;
+	int rc;
+
+	if (st == NULL || r->t->session == NULL)
+		return tq_err_set(err, TQ_EINVAL, "agent \"%s\" has no stream-input mode: its "
+				  "session cannot be warm", r->agent.parser[0] ? r->agent.parser :
+				  "none");
+	tq_env_unset(env, TQ_TASK_MARK_VAR);
+	if ((rc = tq_env_set(env, TQ_WARM_MARK, err)) < 0 ||
+	    (rc = tq_agent_stream_argv(&r->agent, r->t->prompt, &argv, &argc, err)) < 0)
+		return rc;
+	k.argv = argv;
+	k.envp = env->vars;
+	rc = tq_warm_turn_take(&r->wt, &k, err);
+	tq_profile_argv_free(argv);
+	if (rc == TQ_EBUSY)
+		r->warm_busy = 1;
+	if (rc < 0)
+		return rc;
+	if ((line = st->message(r->t->prompt != NULL ? r->t->prompt : "")) == NULL)
+		return tq_err_set(err, TQ_ENOMEM, "warm turn: out of memory");
+	r->child.in_fd = r->wt.in_fd;
+	r->child.out_fd = r->wt.out_fd;
+	r->child.err_fd = r->wt.err_fd;
+	r->wt.in_fd = r->wt.out_fd = r->wt.err_fd = -1; /* r->child's now */
+	r->in_data = (unsigned char *)line;
+	r->in_len = strlen(line);
+	r->in_off = 0;
+	r->in_close_after = 0; /* the process lives on after the turn */
+	tq_log_position(r->log, &off, &line_no);
+	r->log_line = line_no;
+	r->out_start = tq_log_output_bytes(r->log);
+	tq_worker_log(r->w, "task %lld: warm session %s, agent pid %d (%s)",
+		      (long long)r->t->id, r->t->session, (int)r->wt.pid,
+		      r->wt.fresh ? "started for it" : "kept from its last message");
+	if (tq_queue_set_process(r->w->q, r->t->id, r->t->attempt, r->wt.pid, r->wt.pid,
+				 r->wt.start, off, line_no, err) == TQ_ESTALE)
+		r->lease_lost = 1;
+	return 0;
+}
+
 static int start(struct run *r, struct tq_err *err)
 {
 	struct tq_env env = TQ_ENV_INIT;
@@ -252,6 +335,24 @@ static int start(struct run *r, struct tq_err *err)
 	    (rc = tq_env_set(&env, r->w->home_mark, err)) < 0) {
 		tq_env_release(&env);
 		return rc;
+	}
+	if (r->warm) {
+		rc = start_warm(r, &env, err);
+		if (rc != TQ_ENOTFOUND || r->warm_busy) {
+			tq_env_release(&env);
+			return rc;
+		}
+		/* no supervisor holds warm agents (a worker run alone, or
+		 * whose supervisor is gone): the message runs cold, resuming */
+		tq_worker_log(r->w, "task %lld: %s; running it cold", (long long)r->t->id,
+			      err->msg);
+		*err = (struct tq_err)TQ_ERR_INIT;
+		r->warm = 0;
+		tq_env_unset(&env, TQ_TASK_MARK_VAR);
+		if ((rc = tq_env_set(&env, mark, err)) < 0) {
+			tq_env_release(&env);
+			return rc;
+		}
 	}
 	r->child.argv = r->agent.argv != NULL ? r->agent.argv : r->t->argv;
 	r->child.envp = env.vars;
@@ -288,10 +389,64 @@ static int start(struct run *r, struct tq_err *err)
 /* ------------------------------------------------------------------ */
 /* Output and input                                                   */
 
+/* A warm turn ends without its process: ask the supervisor to end it
+ * (TERM, grace, KILL to its group); its wait status comes back on the
+ * socket (on_warm_sock). */
+static void warm_end(struct run *r)
+{
+	if (r->wt.end_asked || r->exited)
+		return;
+	r->term.state = TQ_TERM_STOPPING;
+	r->term.deadline = TQ_TERM_NEVER;
+	if (tq_warm_turn_end(&r->wt, r->t->kill_grace_ms) < 0) {
+		/* the supervisor is gone: ended here, through its pidfd */
+		r->status = W_EXITCODE(0, SIGKILL);
+		r->exited = 1;
+		r->ended_at = tq_now_ms();
+	}
+}
+
+/*
+ * Stop a warm turn (a kill, the timeout, the stall clock, a cap, a
+ * shutdown): the interrupt line, which ends the turn and keeps the process
+ * (agent-clis.md 3.8), and a bounded wait (the task's kill grace) for its
+ * result; without an answer by then, or with SIGKILL (the lease is lost),
+ * or for a CLI that has no interrupt, the process is ended.
+ */
+static void warm_stop(struct run *r, int sig)
+{
+	const struct tq_agent_stream *st = tq_agent_stream_of(&r->agent);
+	char id[64], *line = NULL;
+
+	if (r->exited || r->turn_over || r->wt.end_asked)
+		return;
+	if (sig == SIGKILL || r->interrupted || st == NULL || st->interrupt == NULL ||
+	    r->child.in_fd < 0) {
+		warm_end(r);
+		return;
+	}
+	snprintf(id, sizeof(id), "taskq-%lld-%d", (long long)r->t->id, r->t->attempt);
+	if ((line = st->interrupt(id)) == NULL ||
+	    tq_write(r->child.in_fd, line, strlen(line)) != (ssize_t)strlen(line)) {
+		free(line);
+		warm_end(r);
+		return;
+	}
+	free(line);
+	r->interrupted = 1;
+	r->term.state = TQ_TERM_STOPPING;
+	r->term.deadline = TQ_TERM_NEVER;
+	r->end_at = tq_mono_ms() + (r->t->kill_grace_ms > 0 ? r->t->kill_grace_ms : 1);
+}
+
 static void stop_task(struct run *r, int sig)
 {
 	struct tq_err err = TQ_ERR_INIT;
 
+	if (r->warm) {
+		warm_stop(r, sig);
+		return;
+	}
 	if (r->exited || r->term.state != TQ_TERM_RUNNING)
 		return;
 	r->term.sig = sig;
@@ -388,7 +543,7 @@ static void pipe_width(struct run *r, enum tq_stream s)
 	int fd = stream_fd(r, s);
 
 	/* an agent CLI's pipes stay as large as they were made (start) */
-	if (r->t->pty || fd < 0 || r->child.pipe_size > 0)
+	if (r->t->pty || fd < 0 || r->child.pipe_size > 0 || r->warm)
 		return;
 	if (r->wide == s) {
 		/* EBUSY: it holds more than the narrow size; the next read
@@ -404,6 +559,23 @@ static void pipe_width(struct run *r, enum tq_stream s)
 		r->wide = s;
 	else
 		r->no_wide = 1; /* the per-user pipe limit: stay narrow */
+}
+
+/* A warm turn's result line was read: the turn is over, the process
+ * stays. Its "exit status" is the one a cold run of the CLI would have
+ * had for that result (1 for an error, research 3.6), so the outcome,
+ * classification and retries read as for a cold run. */
+static void turn_over(struct run *r)
+{
+	struct tq_result res;
+
+	tq_result_end(r->rp, &res);
+	r->turn_over = 1;
+	r->exited = 1;
+	r->status = W_EXITCODE(res.is_error ? 1 : 0, 0);
+	r->ended_at = tq_now_ms();
+	r->term.state = TQ_TERM_DONE;
+	r->term.deadline = TQ_TERM_NEVER;
 }
 
 /* Read once from one output fd: what its pipe holds. One read, not until
@@ -425,6 +597,8 @@ static int pump_out(struct run *r, int fd, enum tq_stream s)
 	tq_stall_feed(&r->stall, s == TQ_STREAM_STDERR, r->buf, (size_t)n, tq_mono_ms());
 	if (s == TQ_STREAM_STDOUT && r->rp != NULL)
 		tq_result_feed(r->rp, r->buf, (size_t)n);
+	if (r->warm && !r->turn_over && !r->exited && tq_result_seen(r->rp))
+		turn_over(r);
 	r->read_bytes += n;
 	if (r->log_failed)
 		count_dropped(r);
@@ -441,6 +615,10 @@ static void close_out(struct run *r, int *fd, enum tq_stream s)
 	struct tq_err err = TQ_ERR_INIT;
 	int rc;
 
+	/* a warm process closes its output only when it ends: learn how
+	 * from the supervisor, its parent */
+	if (r->warm && !r->turn_over)
+		warm_end(r);
 	tq_close(*fd);
 	*fd = -1;
 	if (!r->log_failed && (rc = tq_log_end_stream(r->log, s, &err)) < 0)
@@ -491,7 +669,8 @@ static void fetch_stdin(struct run *r)
 	size_t n = 0, total = 0, off = 0;
 	int eof = 0;
 
-	if (r->t->stdin_mode != TQ_STDIN_PIPE || r->child.in_fd < 0 || r->in_data != NULL)
+	if (r->warm || r->t->stdin_mode != TQ_STDIN_PIPE || r->child.in_fd < 0 ||
+	    r->in_data != NULL)
 		return;
 	if (tq_queue_stdin_pending(r->w->q, r->t->id, r->in_seq, STDIN_CHUNKS, &c, &n,
 				   &err) < 0 || n == 0) {
@@ -620,7 +799,7 @@ static void on_signal(const struct signalfd_siginfo *si, void *arg)
 	struct run *r = arg;
 
 	if (si->ssi_signo == SIGCHLD) {
-		if (r->exited && r->term.state != TQ_TERM_DONE)
+		if (!r->warm && r->exited && r->term.state != TQ_TERM_DONE)
 			after_exit(r, tq_mono_ms());
 		return;
 	}
@@ -648,6 +827,8 @@ static int64_t loop_deadline(struct run *r, int64_t now)
 	}
 	if (!r->exited && r->term.deadline != TQ_TERM_NEVER)
 		at = min64(at, r->term.deadline);
+	if (!r->exited && r->interrupted && !r->wt.end_asked)
+		at = min64(at, r->end_at);
 	if (!r->exited && r->term.state == TQ_TERM_RUNNING)
 		at = min64(at, r->stall.deadline);
 	if (!r->exited && r->w->stopping && !r->shutdown_stop)
@@ -657,7 +838,7 @@ static int64_t loop_deadline(struct run *r, int64_t now)
 		at = min64(at, r->w->home_check_at);
 	if (r->exited)
 		at = min64(at, r->drain_until);
-	else
+	else if (!r->warm)
 		at = min64(at, tq_contain_deadline(&r->contain));
 	if (!r->log_failed && tq_log_tick(r->log, tq_mono_ms(), &next_log, &err) < 0)
 		on_log_error(r, err.code, &err);
@@ -667,6 +848,20 @@ static int64_t loop_deadline(struct run *r, int64_t now)
 }
 
 static void recording_timers(struct run *r, int64_t now);
+
+/* A warm turn's clocks: its --timeout (as term.h's TICK would, without a
+ * signal: the interrupt), and the wait for the interrupted turn's result. */
+static void warm_timers(struct run *r, int64_t now)
+{
+	if (r->exited)
+		return;
+	if (r->term.state == TQ_TERM_RUNNING && now >= r->term.deadline) {
+		r->term.timed_out = 1;
+		warm_stop(r, SIGTERM);
+	}
+	if (r->interrupted && !r->wt.end_asked && !r->turn_over && now >= r->end_at)
+		warm_end(r);
+}
 
 static void on_timers(struct run *r, int64_t now)
 {
@@ -682,7 +877,9 @@ static void on_timers(struct run *r, int64_t now)
 		r->shutdown_stop = 1;
 		stop_task(r, SIGTERM);
 	}
-	if (!r->exited && tq_term_step(&r->term, TQ_TERM_TICK, now, &err) < 0)
+	if (r->warm)
+		warm_timers(r, now);
+	else if (!r->exited && tq_term_step(&r->term, TQ_TERM_TICK, now, &err) < 0)
 		tq_worker_log(r->w, "task %lld: %s", (long long)r->t->id, err.msg);
 	/* after the timeout's tick: of two clocks due together, --timeout,
 	 * the hard bound, names the end */
@@ -691,7 +888,7 @@ static void on_timers(struct run *r, int64_t now)
 		tq_stall_describe(&r->stall, r->stall_note, sizeof(r->stall_note));
 		stop_task(r, SIGTERM);
 	}
-	if (!r->exited && tq_contain_tick(&r->contain, now, &err) < 0)
+	if (!r->exited && !r->warm && tq_contain_tick(&r->contain, now, &err) < 0)
 		tq_worker_log(r->w, "task %lld: %s", (long long)r->t->id, err.msg);
 	if (!r->lease_lost && now >= r->next_renew)
 		renew(r, now);
@@ -721,6 +918,22 @@ static void on_stdin(void *arg, short revents)
 	pump_in(arg);
 }
 
+/* The supervisor's STATUS after our END: the warm process's end. */
+static void on_warm_sock(void *arg, short revents)
+{
+	struct run *r = arg;
+	int status = 0;
+
+	(void)revents;
+	if (r->exited || tq_warm_turn_status(&r->wt, &status) == TQ_EBUSY)
+		return;
+	r->status = status;
+	r->exited = 1;
+	r->ended_at = tq_now_ms();
+	r->term.state = TQ_TERM_DONE;
+	r->drain_until = tq_mono_ms() + DRAIN_AFTER_EXIT_MS;
+}
+
 /* The loop: while the task lives, until its main process has exited and
  * both outputs are closed; while its end is being recorded, until it is
  * written (or left to recovery at a shutdown). Each turn (loop.h) reads
@@ -731,16 +944,18 @@ static void loop(struct run *r)
 {
 	const struct tq_loop l = { .sigfd = r->w->sigfd, .on_child = on_child,
 				   .on_signal = on_signal, .arg = r };
-	const struct tq_loop_cb cb[3] = { { on_stdout, r }, { on_stderr, r }, { on_stdin, r } };
+	const struct tq_loop_cb cb[4] = { { on_stdout, r }, { on_stderr, r }, { on_stdin, r },
+					  { on_warm_sock, r } };
 	struct tq_err err = TQ_ERR_INIT;
 
 	if (r->log != NULL)
 		tq_log_hold(r->log, LOG_HOLD, LOG_HOLD_MS);
 	for (;;) {
-		struct pollfd p[3] = {
+		struct pollfd p[4] = {
 			{ poll_fd(r, TQ_STREAM_STDOUT), POLLIN, 0 },
 			{ poll_fd(r, TQ_STREAM_STDERR), POLLIN, 0 },
 			{ r->in_data ? r->child.in_fd : -1, POLLOUT, 0 },
+			{ r->wt.end_asked && !r->exited ? r->wt.sock : -1, POLLIN, 0 },
 		};
 		int64_t now = tq_mono_ms();
 
@@ -749,12 +964,16 @@ static void loop(struct run *r)
 		if (r->phase == PHASE_LIVE && r->exited && r->child.out_fd < 0 &&
 		    r->child.err_fd < 0)
 			break;
+		/* a warm turn: over at its result (the process stays), or
+		 * once the supervisor said how the process ended */
+		if (r->phase == PHASE_LIVE && r->warm && r->exited)
+			break;
 		if (r->phase == PHASE_LIVE && r->exited && now >= r->drain_until) {
 			tq_worker_log(r->w, "task %lld: output still open %d ms after exit; "
 				      "closing it", (long long)r->t->id, DRAIN_AFTER_EXIT_MS);
 			break;
 		}
-		if (tq_loop_wait(&l, p, cb, 3, loop_deadline(r, now), &err) < 0)
+		if (tq_loop_wait(&l, p, cb, 4, loop_deadline(r, now), &err) < 0)
 			tq_worker_log(r->w, "%s", err.msg);
 		/* the end of a round: a narrowing the reads could not finish */
 		if (narrowing(r))
@@ -798,9 +1017,17 @@ static void log_loss(const struct run *r, char *buf, size_t n)
 
 static void describe(struct run *r, struct tq_finish *f, char *reason, size_t n)
 {
-	char st[96], dur[32], loss[TQ_ERR_MAX] = "";
+	char st[192], dur[32], loss[TQ_ERR_MAX] = "";
 
 	tq_proc_status_str(r->status, st, sizeof(st));
+	if (r->warm && r->turn_over && r->interrupted) {
+		snprintf(st, sizeof(st), "its turn interrupted, its agent kept");
+	} else if (r->warm && !r->turn_over) {
+		char how[96];
+		memcpy(how, st, sizeof(how));
+		snprintf(st, sizeof(st), "its warm agent (pid %d) ended in the turn: %s",
+			 (int)r->wt.pid, how);
+	}
 	f->exit_code = WIFEXITED(r->status) ? WEXITSTATUS(r->status) : -1;
 	f->signal = WIFSIGNALED(r->status) ? WTERMSIG(r->status) : 0;
 	f->next = TQ_NEXT_FINAL;
@@ -1162,6 +1389,8 @@ int tq_runner_run(struct worker *w, struct tq_task *t)
 	int rc;
 
 	r.agent = (struct tq_agent_run)TQ_AGENT_RUN_INIT;
+	r.wt = (struct tq_warm_turn)TQ_WARM_TURN_INIT;
+	r.warm = warm_message(t);
 	r.secrets = (struct tq_secrets)TQ_SECRETS_INIT;
 	/* Out of memory keeps the values collected so far; URL credentials are
 	 * masked by their shape whatever this holds. */
@@ -1183,7 +1412,12 @@ int tq_runner_run(struct worker *w, struct tq_task *t)
 		goto out;
 	}
 	if (rc < 0 || (rc = start(&r, &err)) < 0) {
-		record_spawn_failure(&r, &err);
+		/* the session's process is in another message's turn (a
+		 * retry's race) or ending: the attempt is given back */
+		if (r.warm_busy)
+			record_requeue(&r, &err);
+		else
+			record_spawn_failure(&r, &err);
 		goto out;
 	}
 	tq_term_init(&r.term, r.child.pid, tq_mono_ms(), t->timeout_ms, t->kill_grace_ms);
@@ -1193,6 +1427,14 @@ int tq_runner_run(struct worker *w, struct tq_task *t)
 		stop_task(&r, SIGKILL);
 	fetch_stdin(&r);
 	loop(&r);
+	/* the turn is over and the process lives: give it back before the
+	 * end is recorded, so the session's next message finds it idle */
+	if (r.warm && r.turn_over) {
+		close_in(&r);
+		if (tq_warm_turn_done(&r.wt) < 0)
+			tq_worker_log(w, "task %lld: the supervisor is gone: its warm agent "
+				      "was ended", (long long)t->id);
+	}
 	if (tq_log_relinked(r.log) > 0)
 		tq_worker_log(w, "task %lld: its log was deleted while it ran (%d time%s);"
 			      " started it again", (long long)t->id, tq_log_relinked(r.log),
@@ -1232,6 +1474,7 @@ out:
 	tq_log_close(r.log, NULL);
 	close_in(&r);
 	tq_spawn_release(&r.child);
+	tq_warm_turn_release(&r.wt);
 	tq_agent_cleanup(&r.agent);
 	tq_result_parser_free(r.rp);
 	free(r.buf);

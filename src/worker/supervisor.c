@@ -21,8 +21,13 @@
  * worker's end record, and each tick removes records of attempts that are
  * recorded already.
  *
+ * It also holds the warm agents of warm sessions (issue 19, warm.h): their
+ * processes are its children, lent to the worker of each message's turn
+ * over HOME/warm.sock, and ended with its stop; a sweep of orphans spares
+ * them (sweep_orphans).
+ *
  * One loop (proc/loop.h): a signalfd (CHLD, TERM, INT, HUP), the adopted
- * workers' pidfds and the submit socket, until the next maintenance tick,
+ * workers' pidfds, the submit socket and the warm socket, until the next maintenance tick,
  * the next worker restart or a submit connection's deadline.
  */
 #include "supervisor.h"
@@ -64,6 +69,7 @@
 #include "queue/home.h"
 #include "proc/spawn.h"
 #include "statedir.h"
+#include "warm.h"
 #include "worker.h"
 
 #define TICK_MS 1000                 /* maintenance: leases, restarts */
@@ -75,6 +81,7 @@
 #define RECOVER_BATCH 64
 #define TOKEN_KEEP_MS ((int64_t)24 * 3600 * 1000) /* submit tokens (queue.h) */
 #define RECORD_BUSY_MS 1000          /* writing an end from its record: one try */
+#define WARM_SWEEP_MS 2000           /* after a warm agent ends: orphans swept */
 
 extern char **environ;
 
@@ -92,6 +99,9 @@ struct sup {
 	const struct tq_serve_opts *o;
 	struct tq_queue *q;
 	struct tq_submitd *sd;       /* the submit socket; NULL: none */
+	struct tq_warm *warm;        /* warm agent processes (warm.h); NULL: none */
+	int64_t sweep_until;         /* mono ms: sweep orphans each tick until
+				      * then (a warm agent's, reparented to us) */
 	char home_mark[PATH_MAX + 32]; /* what tasks of this home carry (proc.h) */
 	char node[TQ_NODE_MAX + 1];  /* this node (tq_node_self): recovery signals
 				      * only the processes of its attempts */
@@ -300,6 +310,22 @@ static size_t live_pids(struct sup *s, pid_t *pids)
 	return n;
 }
 
+/* Kill and reap every child that is neither a live worker nor a warm agent
+ * (warm.h) nor in a session one of those leads: orphans reparented to us.
+ * A warm agent's own children stay its own while it lives. */
+static void sweep_orphans(struct sup *s)
+{
+	pid_t keep[TQ_MAX_WORKERS + TQ_WARM_PROCS_MAX];
+	struct tq_err err = TQ_ERR_INIT;
+	size_t n = live_pids(s, keep), killed = 0;
+
+	n += tq_warm_pids(s->warm, keep + n);
+	if (tq_proc_sweep(keep, n, &killed, &err) < 0)
+		slog("sweep: %s", err.msg);
+	else if (killed)
+		slog("killed %zu leftover process%s", killed, killed == 1 ? "" : "es");
+}
+
 /*
  * An expired lease whose worker process is alive is not a dead worker but a
  * late one (the store was locked, the machine was suspended): killing its
@@ -501,7 +527,6 @@ static void recover(struct sup *s, int64_t worker_id, const char *why)
 {
 	struct tq_expired *ex = NULL;
 	struct tq_err err = TQ_ERR_INIT;
-	pid_t keep[TQ_MAX_WORKERS];
 	size_t n = 0, killed = 0;
 	int rc, refused = 0;
 
@@ -590,11 +615,8 @@ static void recover(struct sup *s, int64_t worker_id, const char *why)
 	if (n == 0 && worker_id == 0)
 		return;
 	/* The dead worker's task processes were reparented to us: sweep every
-	 * child that is not a live worker. */
-	if (tq_proc_sweep(keep, live_pids(s, keep), &killed, &err) < 0)
-		slog("sweep: %s", err.msg);
-	else if (killed)
-		slog("killed %zu leftover process%s", killed, killed == 1 ? "" : "es");
+	 * child that is not a live worker or a warm agent. */
+	sweep_orphans(s);
 }
 
 static void worker_gone(struct sup *s, int i, const char *how)
@@ -632,6 +654,13 @@ static void on_reaped(pid_t pid, int status, void *arg)
 	struct sup *s = arg;
 	char how[96];
 
+	/* a warm agent: what it started in sessions of their own (an agent's
+	 * tool shell) is reparented to us as it goes; swept for a while */
+	if (tq_warm_reaped(s->warm, pid, status)) {
+		s->sweep_until = tq_mono_ms() + WARM_SWEEP_MS;
+		sweep_orphans(s);
+		return;
+	}
 	for (int i = 0; i < s->o->workers; i++) {
 		if (s->slots[i].pid != pid)
 			continue;
@@ -811,6 +840,9 @@ static void begin_stop(struct sup *s, const struct signalfd_siginfo *si)
 	tq_submitd_close(s->sd);
 	s->sd = NULL;
 	signal_workers(s, SIGTERM);
+	/* the idle warm agents end now, as a group; a lent one once its
+	 * worker's interrupted turn gives it back */
+	tq_warm_stop(s->warm, s->stop_grace);
 }
 
 /*
@@ -832,6 +864,7 @@ static void check_home(struct sup *s)
 	tq_submitd_close(s->sd);
 	s->sd = NULL;
 	signal_workers(s, SIGTERM);
+	tq_warm_stop(s->warm, 0);
 }
 
 /* ------------------------------------------------------------------ */
@@ -875,6 +908,8 @@ static int64_t next_deadline(struct sup *s, int64_t at_most)
 	for (int i = 0; i < s->o->workers && !s->stopping; i++)
 		if (s->slots[i].pid == 0 && s->slots[i].restart_at < at)
 			at = s->slots[i].restart_at;
+	if (tq_warm_deadline(s->warm) < at)
+		at = tq_warm_deadline(s->warm);
 	return at;
 }
 
@@ -1024,7 +1059,7 @@ static void housekeep(struct sup *s)
 	retention_sweep(s);
 }
 
-_Static_assert(TQ_MAX_WORKERS + TQ_SUBMITD_POLL_MAX <= TQ_LOOP_FD_MAX,
+_Static_assert(TQ_MAX_WORKERS + TQ_SUBMITD_POLL_MAX + TQ_WARM_POLL_MAX <= TQ_LOOP_FD_MAX,
 	       "the supervisor's descriptors fit one wait of the event loop");
 
 /*
@@ -1044,12 +1079,12 @@ static void loop(struct sup *s)
 	struct tq_err err = TQ_ERR_INIT;
 
 	for (;;) {
-		struct pollfd p[TQ_MAX_WORKERS + TQ_SUBMITD_POLL_MAX];
+		struct pollfd p[TQ_MAX_WORKERS + TQ_SUBMITD_POLL_MAX + TQ_WARM_POLL_MAX];
 		int slot_of[TQ_MAX_WORKERS], np = 0;
 		int64_t sd_at = INT64_MAX;
-		size_t nsd = 0;
+		size_t nsd = 0, nw = 0;
 
-		if (s->stopping && workers_left(s) == 0)
+		if (s->stopping && workers_left(s) == 0 && tq_warm_left(s->warm) == 0)
 			break;
 		for (int i = 0; i < s->o->workers; i++)
 			if (s->slots[i].pidfd >= 0) {
@@ -1060,9 +1095,14 @@ static void loop(struct sup *s)
 		 * socket and its connections, each under its own deadline */
 		if (s->sd)
 			nsd = tq_submitd_poll(s->sd, p + np, &sd_at);
-		if (tq_loop_wait(&l, p, NULL, (size_t)np + nsd, next_deadline(s, sd_at), &err) < 0)
+		/* and the warm socket, its connections (warm.h) */
+		nw = tq_warm_poll(s->warm, p + np + nsd);
+		if (tq_loop_wait(&l, p, NULL, (size_t)np + nsd + nw, next_deadline(s, sd_at),
+				 &err) < 0)
 			slog("%s", err.msg);
 		check_adopted(s, p, slot_of, np);
+		tq_warm_serve(s->warm, p + np + nsd, nw);
+		tq_warm_tick(s->warm, tq_mono_ms());
 		/* s->sd is gone if a signal just began the stop; served even
 		 * without events, to close connections past their deadline */
 		if (s->sd)
@@ -1072,6 +1112,9 @@ static void loop(struct sup *s)
 			continue;
 		next_tick = tq_mono_ms() + (s->o->drain ? DRAIN_TICK_MS : TICK_MS);
 		tq_diag_tick(0);
+		if (tq_mono_ms() < s->sweep_until)
+			sweep_orphans(s);
+		tq_warm_store_tick(s->warm);
 		if (!s->stopping)
 			check_home(s);
 		if (!s->stopping) {
@@ -1088,6 +1131,7 @@ static void loop(struct sup *s)
 			s->stopping = 1;
 			s->stop_grace = -1;
 			signal_workers(s, SIGTERM);
+			tq_warm_stop(s->warm, -1);
 		}
 	}
 }
@@ -1187,6 +1231,8 @@ static void release(struct sup *s)
 	free(s->ran_by);
 	tq_submitd_close(s->sd);
 	s->sd = NULL;
+	tq_warm_close(s->warm);
+	s->warm = NULL;
 	tq_queue_close(s->q);
 	tq_close(s->sigfd);
 }
@@ -1341,6 +1387,20 @@ int tq_supervisor_main(const struct tq_serve_opts *o)
 	 * store their tasks themselves, so a failure costs only speed. */
 	if (!o->drain && tq_submitd_open(&s.sd, o->home, &err) < 0)
 		slog("no submit socket: %s", err.msg);
+	/* Warm agents (warm.h): what a dead supervisor left is ended first
+	 * (its stdin went with it), then the socket workers borrow them by. */
+	{
+		size_t killed = 0;
+		err = (struct tq_err)TQ_ERR_INIT;
+		if (tq_warm_sweep_leftovers(o->home, &killed, &err) < 0)
+			slog("warm agents left by a previous supervisor: %s", err.msg);
+		else if (killed > 0)
+			slog("ended %zu warm agent process%s a previous supervisor left", killed,
+			     killed == 1 ? "" : "es");
+		if (tq_warm_open(&s.warm, o->home, s.node, s.q, o->max_warm, slog, &err) < 0)
+			slog("no warm socket (warm sessions run cold): %s", err.msg);
+		tq_warm_store_tick(s.warm);
+	}
 	if (ready >= 0) {
 		tq_write_all(ready, "R", 1);
 		tq_close(ready);

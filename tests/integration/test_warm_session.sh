@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# test_warm_session.sh - a warm session (issue 19) with the fake claude in
+# its stream-input mode (tests/fixtures/fakeagent: one process, a result per
+# turn, the earlier prompts of the process's conversation in {history}):
+#   - the second message runs on the same process (same pid, recorded as
+#     the attempt's pid) and its conversation (the first prompt in its
+#     history), with no --resume: the process was kept;
+#   - each message is a task: its own result, and a log holding only its
+#     turn's lines (the first has the init line; the second none, and not
+#     the first's result);
+#   - three messages submitted at once run one at a time in submission
+#     order on that process, each with its own result;
+#   - a warm message holds a worker only while its turn runs: with one
+#     worker, a plain task runs while the process waits, and the process is
+#     still there after;
+#   - shutdown ends the warm agent: no process of it is left.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib_agents.sh"
+. "$(dirname "$0")/lib_serve.sh"
+. "$(dirname "$0")/lib_warm.sh"
+
+PATH="$(fake_agents_path):$PATH"
+export PATH
+fake_agent_args claude --key-order real --result 'R:{prompt} turn{turns} pid{pid} h[{history}]'
+mkdir -p "$TQ_TMP/proj"
+cd "$TQ_TMP/proj" || exit 1
+
+serve_start 1
+
+check "the second message reuses the first's process and conversation"
+a=$(warm_ask k1 "first")
+wait_state "$a" succeeded
+pa=$(turn_pid "$a")
+[[ $pa =~ ^[0-9]+$ ]] || fail "no agent pid recorded for task $a: [$pa]"
+assert_eq "R:first turn1 pid$pa h[]" "$(attempt_field "$a" last result)" "first result"
+_tq_alive "$pa" || fail "the warm agent (pid $pa) is gone after its first message"
+b=$(warm_ask k1 "second")
+wait_state "$b" succeeded
+assert_eq "$pa" "$(turn_pid "$b")" "the second message's agent pid"
+assert_eq "R:second turn2 pid$pa h[first]" "$(attempt_field "$b" last result)" "second result"
+argv=$(tr '\0' ' ' <"/proc/$pa/cmdline")
+assert_contains "$argv" "--input-format stream-json" "the warm agent's command"
+assert_not_contains "$argv" "--resume" "a first process of a new session"
+assert_not_contains "$argv" "first" "the prompt is not in the command"
+
+check "each message's log holds only its turn's lines"
+"$TASKQ_BIN" log "$a" >"$TQ_TMP/log_a"
+"$TASKQ_BIN" log "$b" >"$TQ_TMP/log_b"
+assert_contains "$(cat "$TQ_TMP/log_a")" '"subtype":"init"' "the first turn's log"
+assert_contains "$(cat "$TQ_TMP/log_a")" 'R:first' "the first turn's log"
+assert_not_contains "$(cat "$TQ_TMP/log_b")" '"subtype":"init"' "the second turn's log"
+assert_not_contains "$(cat "$TQ_TMP/log_b")" 'R:first' "the second turn's log"
+assert_eq 1 "$(grep -c '"type":"result"' "$TQ_TMP/log_b")" "result lines in the second log"
+assert_eq 2 "$(grep -c . "$TQ_TMP/log_b")" "lines in the second log (assistant, result)"
+
+check "three messages submitted at once finish in order, each with its own result"
+c1=$(warm_ask k1 "m3")
+c2=$(warm_ask k1 "m4")
+c3=$(warm_ask k1 "m5")
+wait_state "$c3" succeeded 30
+assert_eq "R:m3 turn3 pid$pa h[first | second]" "$(attempt_field "$c1" last result)" "m3"
+assert_eq "R:m4 turn4 pid$pa h[first | second | m3]" "$(attempt_field "$c2" last result)" "m4"
+assert_eq "R:m5 turn5 pid$pa h[first | second | m3 | m4]" "$(attempt_field "$c3" last result)" "m5"
+e1=$(attempt_field "$c1" last ended_at)
+s2=$(attempt_field "$c2" last started_at)
+e2=$(attempt_field "$c2" last ended_at)
+s3=$(attempt_field "$c3" last started_at)
+[ "$s2" -ge "$e1" ] && [ "$s3" -ge "$e2" ] ||
+	fail "the messages overlapped: m3 ended $e1, m4 ran $s2..$e2, m5 started $s3"
+
+check "a warm process holds no worker between messages"
+p=$("$TASKQ_BIN" submit -- sh -c 'echo plain')
+wait_state "$p" succeeded
+_tq_alive "$pa" || fail "the warm agent (pid $pa) ended when a plain task ran"
+assert_eq "$pa" "$(warm_pids | head -n 1)" "the warm processes of this home"
+
+check "shutdown leaves no agent process"
+"$TASKQ_BIN" shutdown >/dev/null
+wait_for "! _tq_alive $SERVE_PID" 20 || fail "the supervisor did not stop"
+wait_for '[ -z "$(warm_pids)" ]' 10 || fail "warm agents left after shutdown: $(warm_pids)"
+serve_log_has "warm session k1: ending its agent (pid $pa): the supervisor is stopping" ||
+	fail "the supervisor's log does not say it ended the agent: $(cat "$TQ_TMP/serve.log")"
