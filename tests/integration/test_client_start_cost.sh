@@ -15,6 +15,9 @@ if ldd "$TASKQ_BIN" 2>/dev/null | grep -q 'libasan'; then
 fi
 MAX_RELOCATIONS=300
 MAX_INSTRUCTIONS=380000
+# The instructions counted with a small, fixed environment: a submit
+# copies and scrubs the caller's, which costs with its size.
+CLEAN="env -i PATH=$PATH HOME=$HOME TASKQ_HOME=$TASKQ_HOME LC_ALL=C.UTF-8"
 
 check "taskq version: at most $MAX_RELOCATIONS symbol relocations at start"
 LD_DEBUG=statistics "$TASKQ_BIN" version >"$TQ_OUT" 2>"$TQ_ERR" || fail "taskq version failed"
@@ -29,10 +32,35 @@ check "taskq version: at most $MAX_INSTRUCTIONS instructions"
 if ! command -v valgrind >/dev/null; then
 	echo "    (SKIP: no valgrind)"
 else
-	valgrind --tool=callgrind --callgrind-out-file="$TQ_TMP/cg.out" "$TASKQ_BIN" version \
+	$CLEAN valgrind --tool=callgrind --callgrind-out-file="$TQ_TMP/cg.out" "$TASKQ_BIN" version \
 		>/dev/null 2>"$TQ_TMP/cg.err" || fail "taskq version under valgrind: $(tail -3 "$TQ_TMP/cg.err")"
 	n=$(awk '$1 == "totals:" { print $2 }' "$TQ_TMP/cg.out")
 	[ -n "$n" ] || fail "no totals in $TQ_TMP/cg.out"
 	echo "    ($n instructions)"
 	[ "$n" -le $MAX_INSTRUCTIONS ] || fail "$n instructions to print the version, over $MAX_INSTRUCTIONS"
+fi
+
+# A submit through a running supervisor: the client's whole work (start,
+# scrub the environment, encode, send, wait, print) against the start
+# alone. Issue 21 wants a submit within 1.5 times a `taskq version` in
+# time; in instructions (the environment above) a submit made 2.12 times
+# a version's when the built-in agent-env.json was parsed with its
+# comments (534,318 against 250,899), 1.78 times after (447,031).
+MAX_SUBMIT_PERCENT=195
+check "taskq submit through the supervisor: at most $MAX_SUBMIT_PERCENT % of a taskq version's instructions"
+if ! command -v valgrind >/dev/null; then
+	echo "    (SKIP: no valgrind)"
+else
+	. "$(dirname "$0")/lib_serve.sh"
+	serve_start 1
+	assert_exit 0 tq submit --name first -- true
+	$CLEAN valgrind --tool=callgrind --callgrind-out-file="$TQ_TMP/cg.submit" "$TASKQ_BIN" submit -- true \
+		>/dev/null 2>"$TQ_TMP/cg.err" || fail "taskq submit under valgrind: $(tail -3 "$TQ_TMP/cg.err")"
+	s=$(awk '$1 == "totals:" { print $2 }' "$TQ_TMP/cg.submit")
+	[ -n "$s" ] || fail "no totals in $TQ_TMP/cg.submit"
+	assert_exit 0 tq list --json --limit 0
+	assert_eq 2 "$(out | pyjson 'len(d)')" "tasks stored"
+	echo "    ($s instructions: $((s * 100 / n)) % of taskq version's $n)"
+	[ $((s * 100)) -le $((n * MAX_SUBMIT_PERCENT)) ] ||
+		fail "a submit made $s instructions, $((s * 100 / n)) % of a taskq version's ($n)"
 fi
