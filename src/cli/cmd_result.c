@@ -492,11 +492,14 @@ static const char session_help[] =
 	"submitted from elsewhere runs there, one with another --cwd is refused.\n"
 	"\n"
 	"  show KEY   the tasks of KEY in order (state, attempts, and the agent\n"
-	"             session each one reported), and the current agent session\n"
+	"             session each one reported), the current agent session, and\n"
+	"             its warm agent process if one is up (ask --warm; taskq\n"
+	"             sessions lists every session)\n"
 	"\n"
 	"Options:\n"
 	"  --json     one object: session, agent_session (null when none yet),\n"
-	"             last_task_id, updated_at, cwd, tasks (id, state, name, attempt,\n"
+	"             last_task_id, updated_at, cwd, agent, warm_pid, warm_node,\n"
+	"             idle_since (null when none), tasks (id, state, name, attempt,\n"
 	"             finished_at, agent_session)\n"
 	"\n"
 	"Exit status: 0; 2 for a key no task has.\n";
@@ -508,7 +511,8 @@ static const struct cli_opt session_opts[] = {
 	{ NULL, 0, 0, 0 },
 };
 
-static int session_json(const struct tq_session_info *s)
+/* w: the session's row (its agent and warm process), or NULL. */
+static int session_json(const struct tq_session_info *s, const struct tq_session_row *w)
 {
 	cJSON *o = cJSON_CreateObject(), *arr = cJSON_CreateArray();
 	int oom = o == NULL || arr == NULL;
@@ -518,6 +522,10 @@ static int session_json(const struct tq_session_info *s)
 	cli_json_int(o, "last_task_id", s->last_task_id, s->last_task_id > 0, &oom);
 	cli_json_int(o, "updated_at", s->updated_at, s->updated_at > 0, &oom);
 	cli_json_bytes(o, "cwd", s->cwd, &oom);
+	cli_json_bytes(o, "agent", w ? w->agent : NULL, &oom);
+	cli_json_int(o, "warm_pid", w ? w->pid : 0, w && w->pid, &oom);
+	cli_json_bytes(o, "warm_node", w ? w->node : NULL, &oom);
+	cli_json_int(o, "idle_since", w ? w->idle_since : 0, w && w->idle_since, &oom);
 	for (size_t i = 0; arr != NULL && i < s->ntasks; i++) {
 		const struct tq_session_task *t = &s->tasks[i];
 		cJSON *e = cJSON_CreateObject();
@@ -540,7 +548,7 @@ static int session_json(const struct tq_session_info *s)
 	return oom ? TQ_ENOMEM : 0;
 }
 
-static int session_human(const struct tq_session_info *s)
+static int session_human(const struct tq_session_info *s, const struct tq_session_row *w)
 {
 	static const char *const heads[] = {
 		"ID", "STATE", "NAME", "ATTEMPT", "FINISHED", "AGENT SESSION",
@@ -567,6 +575,19 @@ static int session_human(const struct tq_session_info *s)
 		printf("%-15s -\n", "set by task:");
 	tq_format_time(s->updated_at, when, sizeof(when));
 	printf("%-15s %s\n", "updated:", when);
+	printf("%-15s %s\n", "agent:", w != NULL && w->agent != NULL ? w->agent : "-");
+	if (w != NULL && w->pid != 0) {
+		char idle[32] = "busy";
+		int64_t now = tq_now_ms();
+
+		if (w->idle_since != 0)
+			tq_format_duration(now > w->idle_since ? now - w->idle_since : 0, idle,
+					   sizeof(idle));
+		printf("%-15s pid %d on node %s, %s%s\n", "warm process:", w->pid,
+		       w->node ? w->node : "?", w->idle_since ? "idle " : "", idle);
+	} else {
+		printf("%-15s -\n", "warm process:");
+	}
 	printf("%-15s %zu\n", "tasks:", s->ntasks);
 	free(key);
 	free(cur);
@@ -601,15 +622,20 @@ static int session_show(const struct cli_ctx *c, const char *key, int json)
 	struct tq_err err = TQ_ERR_INIT;
 	struct tq_queue *q = NULL;
 	struct tq_session_info s = { 0 };
+	struct tq_session_row *w = NULL;
+	size_t nw = 0;
 	int rc;
 
 	if ((rc = cli_open(c, TQ_OPEN_NOCREATE, &q)) != CLI_OK)
 		return rc;
-	if (tq_queue_session_show(q, key, &s, &err) < 0)
+	if (tq_queue_session_show(q, key, &s, &err) < 0 ||
+	    tq_queue_sessions(q, key, &w, &nw, &err) < 0)
 		rc = cli_fail(c, &err);
 	tq_queue_close(q);
-	if (rc == CLI_OK && (json ? session_json(&s) : session_human(&s)) < 0)
+	if (rc == CLI_OK && (json ? session_json(&s, nw ? w : NULL) :
+			     session_human(&s, nw ? w : NULL)) < 0)
 		rc = cli_runtime(c, "out of memory");
+	tq_session_row_list_free(w, nw);
 	tq_session_info_release(&s);
 	return rc;
 }
