@@ -111,6 +111,16 @@ const struct tq_agent_stream *tq_agent_stream_of(const struct tq_agent_run *ar);
 int tq_agent_stream_argv(const struct tq_agent_run *ar, const char *prompt, char ***out,
 			 size_t *outc, struct tq_err *err);
 
+/*
+ * A warm process (pid, its start time) was started in ar's isolated
+ * workspace: the workspace becomes the process's (its owner file names
+ * it, so the sweep removes it once the process is gone), and
+ * tq_agent_cleanup leaves it. Nothing without a workspace. Errors say what
+ * failed; the workspace is then still the task's.
+ */
+int tq_agent_stream_keep(struct tq_agent_run *ar, pid_t pid, int64_t start,
+			 struct tq_err *err);
+
 /* After the task ended, whatever the outcome: remove the workspace, free. */
 void tq_agent_cleanup(struct tq_agent_run *ar);
 

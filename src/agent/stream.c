@@ -11,11 +11,24 @@
  * the session to resume, its MCP flags), so a warm process runs what a cold
  * run of the same message would, less the prompt: the prompt travels in
  * the message line, once per turn.
+ *
+ * An isolated workspace (--isolate) is the process's working directory for
+ * its whole life, not one message's: tq_agent_stream_keep hands it to the
+ * process (its owner file names the process, so the sweep removes it once
+ * the process is gone, and the message's cleanup leaves it). A later
+ * message of the session, whose own workspace is made beside it, runs in
+ * the process's (the one of the message that started it).
  */
 #include "agent.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "common/sys.h"
 
 #include "agent_int.h"
 #include "profile.h"
@@ -72,4 +85,35 @@ out:
 	*out = v;
 	*outc = n;
 	return 0;
+}
+
+int tq_agent_stream_keep(struct tq_agent_run *ar, pid_t pid, int64_t start,
+			 struct tq_err *err)
+{
+	char *owner = NULL;
+	int dfd = -1, rc = 0;
+
+	if (ar->workspace[0] == '\0')
+		return 0;
+	if ((owner = tq_workspace_owner(ar->home, 0, 0, pid, start)) == NULL)
+		return tq_err_set(err, TQ_ENOMEM, "workspace: out of memory");
+	/* a new owner file beside the old, then renamed over it: the sweep
+	 * never reads a half-written one */
+	if ((dfd = tq_open(ar->workspace, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0)) < 0) {
+		rc = tq_err_sys(err, "workspace: open %s", ar->workspace);
+		goto out;
+	}
+	unlinkat(dfd, TQ_WORKSPACE_OWNER ".new", 0);
+	if ((rc = tq_workspace_write(dfd, TQ_WORKSPACE_OWNER ".new", owner, err)) < 0)
+		goto out;
+	if (renameat(dfd, TQ_WORKSPACE_OWNER ".new", dfd, TQ_WORKSPACE_OWNER) < 0) {
+		rc = tq_err_sys(err, "workspace: rename its owner file in %s", ar->workspace);
+		unlinkat(dfd, TQ_WORKSPACE_OWNER ".new", 0);
+		goto out;
+	}
+	ar->workspace[0] = '\0'; /* the process's now: cleanup leaves it */
+out:
+	tq_close(dfd);
+	free(owner);
+	return rc;
 }

@@ -290,6 +290,12 @@ static int start_warm(struct run *r, struct tq_env *env, struct tq_err *err)
 		r->warm_busy = 1;
 	if (rc < 0)
 		return rc;
+	/* its isolated workspace is its working directory from now on, for
+	 * as long as it lives, not this message's (stream.c) */
+	if (r->wt.fresh && tq_agent_stream_keep(&r->agent, r->wt.pid, r->wt.start, err) < 0)
+		tq_worker_log(r->w, "task %lld: %s; its workspace goes with this message",
+			      (long long)r->t->id, err->msg);
+	*err = (struct tq_err)TQ_ERR_INIT;
 	if ((line = st->message(r->t->prompt != NULL ? r->t->prompt : "")) == NULL)
 		return tq_err_set(err, TQ_ENOMEM, "warm turn: out of memory");
 	r->child.in_fd = r->wt.in_fd;

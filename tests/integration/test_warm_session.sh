@@ -13,6 +13,10 @@
 #   - a warm message holds a worker only while its turn runs: with one
 #     worker, a plain task runs while the process waits, and the process is
 #     still there after;
+#   - with --isolate, the workspace of the message that started the process
+#     is its working directory for its life: still there (not deleted) after
+#     each message, owned by the process (removed by the sweep once it is
+#     gone);
 #   - shutdown ends the warm agent: no process of it is left.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_agents.sh"
@@ -72,7 +76,21 @@ check "a warm process holds no worker between messages"
 p=$("$TASKQ_BIN" submit -- sh -c 'echo plain')
 wait_state "$p" succeeded
 _tq_alive "$pa" || fail "the warm agent (pid $pa) ended when a plain task ran"
-assert_eq "$pa" "$(warm_pids | head -n 1)" "the warm processes of this home"
+assert_contains " $(warm_pids | tr '\n' ' ')" " $pa " "the warm processes of this home"
+
+check "an isolated warm session keeps its workspace while its process lives"
+i1=$(warm_ask iso --isolate "in a workspace")
+wait_state "$i1" succeeded
+pi=$(turn_pid "$i1")
+ws=$(readlink "/proc/$pi/cwd")
+assert_contains "$ws" "$TASKQ_HOME/work/taskq-" "the process's working directory"
+assert_not_contains "$ws" "(deleted)" "its working directory after the first message"
+assert_contains "$(cat "$ws/.taskq-task")" "\"pid\":$pi," "the workspace's owner"
+i2=$(warm_ask iso --isolate "again")
+wait_state "$i2" succeeded
+assert_eq "$pi" "$(turn_pid "$i2")" "the second message's agent"
+assert_eq "$ws" "$(readlink "/proc/$pi/cwd")" "its working directory after the second"
+[ -d "$ws" ] || fail "the workspace $ws is gone while its process lives"
 
 check "shutdown leaves no agent process"
 "$TASKQ_BIN" shutdown >/dev/null
