@@ -628,6 +628,22 @@ int tq_queue_finish(struct tq_queue *q, const struct tq_finish *f,
 		    enum tq_state *state, struct tq_err *err);
 
 /*
+ * tq_queue_finish of f, then tq_queue_claim for f->worker_id with lease_ms,
+ * in the same transaction: a worker that takes its next task right after
+ * writing an end commits once, and the pages the two share (the tasks', the
+ * running set, the counts, the attempts') are written once (issue 21). The
+ * end is recorded when the next task is taken, never after. Returns what
+ * tq_queue_finish returns (on an error nothing is written and nothing
+ * claimed); on 0, *claimed is 1 with t filled (release it) and *more set as
+ * tq_queue_claim sets it, or 0 when nothing was taken (nothing runnable, or
+ * the claim failed: its part is undone, the end kept; the caller claims
+ * again as usual). A backend may do the two one after the other.
+ */
+int tq_queue_finish_claim(struct tq_queue *q, const struct tq_finish *f,
+			  enum tq_state *state, int64_t lease_ms, struct tq_task *t,
+			  int *claimed, int *more, struct tq_err *err);
+
+/*
  * --on-exit hooks owed by final ends that no worker wrote itself (an end
  * from an end record, a lost attempt: tq_finish.on_exit_started 0). Each is
  * run exactly once: tq_queue_on_exit_take marks it taken in the statement

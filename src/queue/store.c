@@ -348,6 +348,26 @@ int tq_queue_finish(struct tq_queue *q, const struct tq_finish *f, enum tq_state
 	return q->ops->finish(q, f, state, err);
 }
 
+int tq_queue_finish_claim(struct tq_queue *q, const struct tq_finish *f,
+	enum tq_state *state, int64_t lease_ms, struct tq_task *t, int *claimed, int *more,
+	struct tq_err *err)
+{
+	struct tq_err cerr = TQ_ERR_INIT;
+	int rc;
+
+	*claimed = 0;
+	if (more)
+		*more = 0;
+	if (q->ops->finish_claim != NULL)
+		return q->ops->finish_claim(q, f, state, lease_ms, t, claimed, more, err);
+	/* one after the other: the end written, then a claim whose failure
+	 * (nothing runnable, an error) leaves the caller to claim itself */
+	if ((rc = q->ops->finish(q, f, state, err)) < 0)
+		return rc;
+	*claimed = q->ops->claim(q, f->worker_id, lease_ms, t, more, &cerr) == 0;
+	return 0;
+}
+
 int tq_queue_on_exit_due(struct tq_queue *q, int *any, struct tq_err *err)
 {
 	return q->ops->on_exit_due(q, any, err);

@@ -81,6 +81,10 @@ struct tq_store_ops {
 		struct tq_err *err);
 	int (*finish)(struct tq_queue *q, const struct tq_finish *f, enum tq_state *state,
 		struct tq_err *err);
+	/* may be NULL: tq_queue_finish_claim then finishes, then claims */
+	int (*finish_claim)(struct tq_queue *q, const struct tq_finish *f,
+		enum tq_state *state, int64_t lease_ms, struct tq_task *t, int *claimed,
+		int *more, struct tq_err *err);
 	int (*on_exit_due)(struct tq_queue *q, int *any, struct tq_err *err);
 	int (*on_exit_take)(struct tq_queue *q, int64_t task_id, struct tq_task *t,
 		struct tq_err *err);

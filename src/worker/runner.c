@@ -1281,7 +1281,15 @@ static void try_end(struct run *r)
 	/* our own end: written() runs the hook at once (the record, which
 	 * recovery may write from, never says so: its end leaves it owed) */
 	r->fin.on_exit_started = r->t->on_exit != NULL;
-	rc = tq_queue_finish(r->w->q, &r->fin, &state, &err);
+	/* The first try of an end with no hook to run after it takes the
+	 * worker's next task in its transaction, when nothing the worker does
+	 * between tasks is due (tq_worker_may_chain): a commit a task fewer. */
+	if (r->tries == 1 && r->t->on_exit == NULL && tq_worker_may_chain(r->w))
+		rc = tq_queue_finish_claim(r->w->q, &r->fin, &state, r->w->o->lease_ms,
+					   &r->w->next, &r->w->has_next, &r->w->next_more,
+					   &err);
+	else
+		rc = tq_queue_finish(r->w->q, &r->fin, &state, &err);
 	if (rc == 0) {
 		written(r, state);
 		return;

@@ -212,6 +212,33 @@ static int idle_timeout(struct worker *w)
 	return (int)wait;
 }
 
+int tq_worker_may_chain(struct worker *w)
+{
+	int64_t now = tq_mono_ms();
+
+	if (w->stopping || w->has_next || now >= w->hook_check_at)
+		return 0;
+	return now < w->home_check_at || tq_worker_supervised(w);
+}
+
+/* A task claimed with the end of the one before and not started: a stop
+ * came between. Given back as a claim the runner cannot start is (runner.c,
+ * record_requeue): queued again, the attempt not counted. */
+static void give_back(struct worker *w)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_finish f = { .task_id = w->next.id, .attempt = w->next.attempt,
+			       .worker_id = w->id, .outcome = TQ_OUT_KILLED, .exit_code = -1,
+			       .next = TQ_NEXT_REQUEUE, .retry_at = tq_now_ms(),
+			       .reason = "the worker stopped before starting it" };
+
+	if (tq_queue_finish(w->q, &f, NULL, &err) < 0)
+		tq_worker_log(w, "task %lld: not given back (%s): its lease runs out",
+			      (long long)w->next.id, err.msg);
+	tq_task_release(&w->next);
+	w->has_next = 0;
+}
+
 void tq_worker_beat(struct worker *w, int64_t task_id, int force)
 {
 	int64_t now = tq_mono_ms();
@@ -287,9 +314,17 @@ static int step(struct worker *w)
 	if (tq_worker_check_home(w))
 		return 0;
 	hold_reserve(w);
-	if (tq_mono_ms() >= w->hook_check_at && tq_worker_owed_hook(w, 0))
-		return 0;
-	rc = tq_queue_claim(w->q, w->id, w->o->lease_ms, &t, &more, &err);
+	if (w->has_next) {
+		/* claimed with the end of the task before (runner.c, try_end) */
+		t = w->next;
+		more = w->next_more;
+		w->has_next = 0;
+		rc = 0;
+	} else {
+		if (tq_mono_ms() >= w->hook_check_at && tq_worker_owed_hook(w, 0))
+			return 0;
+		rc = tq_queue_claim(w->q, w->id, w->o->lease_ms, &t, &more, &err);
+	}
 
 	if (rc == 0) {
 		/* More is waiting: wake the next idle worker, which claims and
@@ -398,6 +433,8 @@ int tq_worker_main(const struct tq_worker_opts *o)
 			status = 1;
 			break;
 		}
+	if (w.has_next)
+		give_back(&w);
 	tq_queue_worker_stop(w.q, w.id, NULL);
 	if (w.stop_signal)
 		status = 128 + w.stop_signal;

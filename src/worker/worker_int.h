@@ -29,6 +29,11 @@ struct worker {
 	struct tq_rules *rules; /* classification rules (classify.h) */
 	char home_mark[PATH_MAX + 32]; /* "TASKQ_TASK_HOME=HOME", given to tasks */
 	int64_t beat_at;        /* mono ms of our last heartbeat written (0: none) */
+	/* the next task, claimed with the end of the one before
+	 * (tq_queue_finish_claim), for step() to run; has_next 0: none */
+	struct tq_task next;
+	int has_next;
+	int next_more;          /* its claim's *more */
 	int64_t hook_check_at;  /* mono ms: look for owed on-exit hooks then */
 	int reserve_fd;         /* room for one end record on a full disk
 				 * (endrec.h); -1: none held */
@@ -43,6 +48,11 @@ struct worker {
 	int supervised;               /* its last answer (tq_worker_supervised) */
 	int home_lost;                /* stopped because it went */
 };
+
+/* May the end of the task that ran take the next task with it
+ * (tq_queue_finish_claim)? Yes when nothing step() does before a claim is
+ * due: no stop, no look for owed hooks, no look at the state directory. */
+int tq_worker_may_chain(struct worker *w);
 
 /* Write our heartbeat and the task we run (0: none), at most once in half
  * an idle beat unless force: every doorbell wakes every idle worker, and

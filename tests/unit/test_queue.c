@@ -2285,6 +2285,66 @@ static void test_backend_table_whole(void **state)
 	tq_log_watch_close(w);
 }
 
+/*
+ * tq_queue_finish_claim: the end written and the next task taken in one
+ * transaction; nothing runnable: the end written, nothing taken; an end
+ * fenced out: neither (the next task stays queued); a paused group's task
+ * is not taken, as tq_queue_claim would not take it.
+ */
+static void test_finish_claim(void **state)
+{
+	struct fx *f = *state;
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_task t, n;
+	enum tq_state s = TQ_RUNNING;
+	int claimed = -1, more = -1, attempt = 0;
+	int64_t a = submit_simple(f->q, 0, NULL), b = submit_simple(f->q, 0, NULL), c;
+	struct tq_finish fin = { .worker_id = 1, .outcome = TQ_OUT_SUCCEEDED, .exit_code = 0,
+				 .next = TQ_NEXT_FINAL };
+
+	assert_int_equal(tq_queue_claim(f->q, 1, 60000, &t, NULL, &err), 0);
+	assert_int_equal(t.id, a);
+	fin.task_id = a;
+	fin.attempt = t.attempt;
+	tq_task_release(&t);
+	assert_int_equal(tq_queue_finish_claim(f->q, &fin, &s, 60000, &n, &claimed, &more, &err),
+			 0);
+	assert_int_equal(s, TQ_SUCCEEDED);
+	assert_int_equal(state_of(f->q, a), TQ_SUCCEEDED);
+	assert_int_equal(claimed, 1);
+	assert_int_equal(more, 0);
+	assert_int_equal(n.id, b);
+	assert_int_equal(n.attempt, 1);
+	assert_int_equal(state_of(f->q, b), TQ_RUNNING);
+	assert_non_null(n.argv);
+	assert_string_equal(n.argv[0], "true");
+
+	/* nothing runnable (c's group is paused): b's end is written all the same */
+	c = submit_simple(f->q, 0, "held");
+	assert_int_equal(tq_queue_group_pause(f->q, "held", &err), 0);
+	fin.task_id = b;
+	fin.attempt = n.attempt;
+	tq_task_release(&n);
+	claimed = -1;
+	assert_int_equal(tq_queue_finish_claim(f->q, &fin, &s, 60000, &n, &claimed, &more, &err),
+			 0);
+	assert_int_equal(claimed, 0);
+	assert_int_equal(state_of(f->q, b), TQ_SUCCEEDED);
+	assert_int_equal(state_of(f->q, c), TQ_QUEUED);
+
+	/* fenced out: an old attempt's end is refused, and nothing is taken */
+	assert_int_equal(tq_queue_group_resume(f->q, "held", &err), 0);
+	fin.task_id = b;
+	fin.attempt = 1;
+	claimed = -1;
+	assert_int_equal(tq_queue_finish_claim(f->q, &fin, &s, 60000, &n, &claimed, &more, &err),
+			 TQ_ESTALE);
+	assert_int_equal(claimed, 0);
+	assert_int_equal(state_of(f->q, c), TQ_QUEUED);
+	assert_int_equal(claim_id(f->q, &attempt), c);
+	assert_int_equal(attempt, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2338,6 +2398,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_probe_rate_limited_again, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_probe_lost_next_probe, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pause_by_hand_not_probed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_finish_claim, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

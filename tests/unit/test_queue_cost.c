@@ -189,6 +189,56 @@ static void test_frames_per_task(void **state)
 			 TASK_MAX_FRAMES);
 }
 
+/*
+ * The worker's path in a drain: each end takes the next task with it
+ * (tq_queue_finish_claim), so a task costs two transactions (its process,
+ * its end with the next claim) and the pages its end and the next claim
+ * share are written once: tasks (the two rows share a leaf), tasks_running,
+ * tasks_state, task_counts, attempts; its own: tasks_ready, the attempts
+ * primary key, tasks_finished. 14 frames and 3 commits a task without it.
+ */
+#define CHAIN_COMMITS 2
+#define CHAIN_MAX_FRAMES 9.0
+
+static void test_frames_per_chained_task(void **state)
+{
+	struct fx *f = *state;
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_task t, n;
+	long frames, commits;
+	int claimed = 0;
+
+	for (int i = 0; i < WARMUP + TASKS + 1; i++)
+		submit_one(f);
+	for (int i = 0; i < WARMUP; i++)
+		run_one(f);
+	if (tq_queue_claim(f->q, f->worker, 60000, &t, NULL, &err) != 0)
+		fail_msg("claim: %s", err.msg);
+	wal_reset(f);
+	for (int i = 0; i < TASKS; i++) {
+		struct tq_finish fin = { .task_id = t.id, .attempt = t.attempt,
+					 .worker_id = f->worker, .outcome = TQ_OUT_SUCCEEDED,
+					 .exit_code = 0, .next = TQ_NEXT_FINAL };
+
+		if (tq_queue_set_process(f->q, t.id, t.attempt, (int)getpid(), (int)getpid(), 1,
+					 0, 1, &err) != 0)
+			fail_msg("set_process: %s", err.msg);
+		if (tq_queue_finish_claim(f->q, &fin, NULL, 60000, &n, &claimed, NULL, &err) != 0)
+			fail_msg("finish_claim: %s", err.msg);
+		assert_int_equal(claimed, 1);
+		tq_task_release(&t);
+		t = n;
+	}
+	tq_task_release(&t);
+	wal_count(f, &frames, &commits);
+	print_message("per chained task: %.2f WAL frames, %.2f commits\n",
+		      (double)frames / TASKS, (double)commits / TASKS);
+	assert_int_equal(commits, CHAIN_COMMITS * TASKS);
+	if ((double)frames / TASKS > CHAIN_MAX_FRAMES)
+		fail_msg("%.2f WAL frames a chained task, more than %.1f",
+			 (double)frames / TASKS, CHAIN_MAX_FRAMES);
+}
+
 /* A submit of `true` (no labels, dependencies or token): one transaction;
  * its pages: tasks, sqlite_sequence (ids are never reused), the indexes
  * written at insert (tasks_ready, tasks_state, tasks_name, tasks_env),
@@ -218,6 +268,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_frames_per_task, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_frames_per_chained_task, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_frames_per_submit, setup, teardown),
 	};
 

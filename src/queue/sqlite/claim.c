@@ -55,10 +55,12 @@ static int add_attempt(struct tq_sqlite *q, int64_t id, int attempt, int64_t wor
 	return tq_db_exec_st(q, st, err, "add attempt");
 }
 
-int tq_sqlite_claim(struct tq_queue *base, int64_t worker_id, int64_t lease_ms,
-		   struct tq_task *t, int *more, struct tq_err *err)
+/* The claim's statements, in the caller's transaction: 0 with t filled,
+ * TQ_ENOTFOUND when nothing is runnable (the promotions of due tasks
+ * made), or an error, t released (the caller rolls back). */
+static int claim_in(struct tq_sqlite *q, int64_t worker_id, int64_t lease_ms,
+		    struct tq_task *t, int *more, struct tq_err *err)
 {
-	struct tq_sqlite *q = tq_sqlite_of(base);
 	int64_t now = tq_now_ms(), id = 0;
 	sqlite3_stmt *st;
 	int attempt = 0, rc;
@@ -66,14 +68,10 @@ int tq_sqlite_claim(struct tq_queue *base, int64_t worker_id, int64_t lease_ms,
 	memset(t, 0, sizeof(*t));
 	if (more)
 		*more = 0;
-	if ((rc = tq_db_begin(q, err)) < 0)
-		return rc;
 	if ((rc = promote_due(q, now, err)) < 0)
-		goto fail;
-	if ((st = tq_db_stmt(q, ST_CLAIM, err)) == NULL) {
-		rc = err ? err->code : TQ_EIO;
-		goto fail;
-	}
+		return rc;
+	if ((st = tq_db_stmt(q, ST_CLAIM, err)) == NULL)
+		return err ? err->code : TQ_EIO;
 	sqlite3_bind_int64(st, 1, worker_id);
 	sqlite3_bind_int64(st, 2, lease_ms);
 	sqlite3_bind_int64(st, 3, now);
@@ -84,21 +82,41 @@ int tq_sqlite_claim(struct tq_queue *base, int64_t worker_id, int64_t lease_ms,
 		rc = sqlite3_step(st);
 	}
 	tq_db_done(st);
-	if (rc != SQLITE_DONE) {
-		rc = tq_db_error(q, rc, err, "claim");
-		goto fail;
-	}
-	if (id == 0) {
-		/* Nothing runnable; keep the promotions of due tasks. */
-		if ((rc = tq_db_commit(q, err)) < 0)
-			goto fail;
+	if (rc != SQLITE_DONE)
+		return tq_db_error(q, rc, err, "claim");
+	if (id == 0)
 		return tq_err_set(err, TQ_ENOTFOUND, "no runnable task");
-	}
 	if ((rc = add_attempt(q, id, attempt, worker_id, now, err)) < 0 ||
 	    (rc = probe_take(q, id, err)) < 0 ||
 	    (more && (rc = tq_sqlite_runnable(&q->base, now, more, err)) < 0) ||
-	    (rc = tq_task_load(q, id, TQ_GET_ENV, t, err)) < 0 ||
-	    (rc = tq_db_commit(q, err)) < 0) {
+	    (rc = tq_task_load(q, id, TQ_GET_ENV, t, err)) < 0) {
+		tq_task_release(t);
+		return rc;
+	}
+	return 0;
+}
+
+int tq_sqlite_claim(struct tq_queue *base, int64_t worker_id, int64_t lease_ms,
+		   struct tq_task *t, int *more, struct tq_err *err)
+{
+	struct tq_sqlite *q = tq_sqlite_of(base);
+	int rc;
+
+	memset(t, 0, sizeof(*t));
+	if (more)
+		*more = 0;
+	if ((rc = tq_db_begin(q, err)) < 0)
+		return rc;
+	rc = claim_in(q, worker_id, lease_ms, t, more, err);
+	if (rc == TQ_ENOTFOUND) {
+		/* Nothing runnable; keep the promotions of due tasks. */
+		if ((rc = tq_db_commit(q, err)) < 0)
+			goto fail;
+		return TQ_ENOTFOUND;
+	}
+	if (rc < 0)
+		goto fail;
+	if ((rc = tq_db_commit(q, err)) < 0) {
 		tq_task_release(t);
 		goto fail;
 	}
@@ -439,33 +457,99 @@ static enum tq_state next_state(const struct tq_finish *f, int64_t now)
 	}
 }
 
+/* The end's statements, in the caller's transaction; *s: the task's new
+ * state. */
+static int finish_in(struct tq_sqlite *q, const struct tq_finish *f, enum tq_state *s,
+		     struct tq_err *err)
+{
+	int64_t now = tq_now_ms();
+	/* the end as it happened, not as late as it could be written */
+	int64_t ended = f->ended_at > 0 && f->ended_at < now ? f->ended_at : now;
+	int rc;
+
+	*s = next_state(f, now);
+	if ((rc = fence(q, f, err)) < 0 ||
+	    (rc = end_attempt(q, f, ended, err)) < 0 ||
+	    (rc = store_result(q, f, err)) < 0 ||
+	    (rc = advance_session(q, f, *s, now, err)) < 0 ||
+	    (rc = end_task(q, f, *s, ended, err)) < 0 ||
+	    (rc = pause_group(q, f, err)) < 0 ||
+	    (rc = probe_end(q, f, now, err)) < 0 ||
+	    (tq_state_final(*s) && (rc = tq_deps_resolve(q, f->task_id, *s, now, err)) < 0))
+		return rc;
+	return 0;
+}
+
 int tq_sqlite_finish(struct tq_queue *base, const struct tq_finish *f,
 		    enum tq_state *state, struct tq_err *err)
 {
 	struct tq_sqlite *q = tq_sqlite_of(base);
-	int64_t now = tq_now_ms();
-	/* the end as it happened, not as late as it could be written */
-	int64_t ended = f->ended_at > 0 && f->ended_at < now ? f->ended_at : now;
-	enum tq_state s = next_state(f, now);
+	enum tq_state s;
 	int rc;
 
 	if ((rc = tq_db_begin(q, err)) < 0)
 		return rc;
-	if ((rc = fence(q, f, err)) < 0 ||
-	    (rc = end_attempt(q, f, ended, err)) < 0 ||
-	    (rc = store_result(q, f, err)) < 0 ||
-	    (rc = advance_session(q, f, s, now, err)) < 0 ||
-	    (rc = end_task(q, f, s, ended, err)) < 0 ||
-	    (rc = pause_group(q, f, err)) < 0 ||
-	    (rc = probe_end(q, f, now, err)) < 0 ||
-	    (tq_state_final(s) && (rc = tq_deps_resolve(q, f->task_id, s, now, err)) < 0) ||
-	    (rc = tq_db_commit(q, err)) < 0) {
+	if ((rc = finish_in(q, f, &s, err)) < 0 || (rc = tq_db_commit(q, err)) < 0) {
 		tq_db_rollback(q);
 		return rc;
 	}
 	if (state)
 		*state = s;
 	return 0;
+}
+
+static int exec_slot(struct tq_sqlite *q, enum tq_stmt slot, struct tq_err *err)
+{
+	sqlite3_stmt *st = tq_db_stmt(q, slot, err);
+
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	return tq_db_exec_st(q, st, err, tq_stmt_sql(slot));
+}
+
+/*
+ * The end, then the claim, in one BEGIN IMMEDIATE (queue.h). The claim runs
+ * inside a savepoint: when it takes nothing (or fails) its part is undone
+ * but for the promotions of due tasks, which a claim keeps, and the end is
+ * committed all the same. Its error is not the caller's: the worker claims
+ * again in its loop and meets it there.
+ */
+int tq_sqlite_finish_claim(struct tq_queue *base, const struct tq_finish *f,
+			   enum tq_state *state, int64_t lease_ms, struct tq_task *t,
+			   int *claimed, int *more, struct tq_err *err)
+{
+	struct tq_sqlite *q = tq_sqlite_of(base);
+	struct tq_err cerr = TQ_ERR_INIT;
+	enum tq_state s;
+	int rc, crc;
+
+	*claimed = 0;
+	memset(t, 0, sizeof(*t));
+	if (more)
+		*more = 0;
+	if ((rc = tq_db_begin(q, err)) < 0)
+		return rc;
+	if ((rc = finish_in(q, f, &s, err)) < 0 || (rc = exec_slot(q, ST_SAVEPOINT, err)) < 0)
+		goto fail;
+	crc = claim_in(q, f->worker_id, lease_ms, t, more, &cerr);
+	if (crc < 0 && crc != TQ_ENOTFOUND) {
+		if (more)
+			*more = 0;
+		if ((rc = exec_slot(q, ST_ROLLBACK_TO, err)) < 0)
+			goto fail;
+	}
+	if ((rc = exec_slot(q, ST_RELEASE, err)) < 0 || (rc = tq_db_commit(q, err)) < 0) {
+		if (crc == 0)
+			tq_task_release(t);
+		goto fail;
+	}
+	*claimed = crc == 0;
+	if (state)
+		*state = s;
+	return 0;
+fail:
+	tq_db_rollback(q);
+	return rc;
 }
 
 /* Read running tasks selected by st (?1 bound by the caller, ?2 = max). */

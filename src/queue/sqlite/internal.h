@@ -81,6 +81,9 @@ int tq_sqlite_renew(struct tq_queue *base, int64_t id, int attempt, int64_t work
 int tq_sqlite_set_process(struct tq_queue *base, int64_t id, int attempt, int pid,
 	int pgid, int64_t proc_start, int64_t log_offset, int64_t log_line,
 	struct tq_err *err);
+int tq_sqlite_finish_claim(struct tq_queue *base, const struct tq_finish *f,
+	enum tq_state *state, int64_t lease_ms, struct tq_task *t, int *claimed, int *more,
+	struct tq_err *err);
 int tq_sqlite_finish(struct tq_queue *base, const struct tq_finish *f,
 	enum tq_state *state, struct tq_err *err);
 int tq_sqlite_on_exit_due(struct tq_queue *base, int *any, struct tq_err *err);

@@ -39,6 +39,7 @@ const struct tq_store_ops tq_sqlite_ops = {
 	.renew = tq_sqlite_renew,
 	.set_process = tq_sqlite_set_process,
 	.finish = tq_sqlite_finish,
+	.finish_claim = tq_sqlite_finish_claim,
 	.on_exit_due = tq_sqlite_on_exit_due,
 	.on_exit_take = tq_sqlite_on_exit_take,
 	.expired = tq_sqlite_expired,
