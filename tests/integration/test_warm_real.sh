@@ -13,6 +13,7 @@
 #     new process (--resume), the conversation kept;
 #   - SIGKILLed during a turn: the attempt is recorded with the signal, and
 #     the next message resumes on a new process;
+#   - the idle timeout ends the process; the next message resumes;
 #   - shutdown leaves no agent process.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_agents.sh"
@@ -105,6 +106,20 @@ f=$(warm_ask chat --retries 0 "and now?")
 wait_state "$f" succeeded 90
 pf=$(turn_pid "$f")
 [ "$pf" != "$pd" ] || fail "the message ran on the dead process's pid"
+mock_request_has -1 "remember the word kiwi" || fail "the conversation was lost"
+
+check "the idle timeout ends the process; the next message resumes on a new one"
+g=$(warm_ask chat --retries 0 --idle-timeout 2s "a quick one")
+wait_state "$g" succeeded 60
+assert_eq "$pf" "$(turn_pid "$g")" "the agent of a message in time"
+wait_for "! _tq_alive $pf" 20 || fail "the idle agent (pid $pf) was not ended"
+serve_log_has "ending its agent (pid $pf): idle timeout" ||
+	fail "the supervisor's log does not say why pid $pf ended"
+h=$(warm_ask chat --retries 0 --idle-timeout 2s "after the pause")
+wait_state "$h" succeeded 90
+pf=$(turn_pid "$h")
+[ "$pf" != "$(turn_pid "$g")" ] || fail "the message ran on the ended process's pid"
+assert_contains "$(cmdline "$pf")" "--resume $sid" "the new process's command"
 mock_request_has -1 "remember the word kiwi" || fail "the conversation was lost"
 
 check "shutdown leaves no agent process"
