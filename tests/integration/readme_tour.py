@@ -46,6 +46,8 @@ NORMS = [
     (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"), "<UUID>"),
     (re.compile(r"\b(pid|pids|PID) \d+"), r"\1 <N>"),
     (re.compile(r"\(pid \d+\)"), "(pid <N>)"),
+    (re.compile(r"\bwarm process \d+"), "warm process <N>"),    # sessions close
+    (re.compile(r"\bon node [\w.-]+"), "on node <NODE>"),       # the host's name
     (re.compile(r"\b\d+(\.\d+)?(ms|us|s)\b"), "<DUR>"),       # 17ms 1.5s
     (re.compile(r"\b\d+m\d\ds\b"), "<DUR>"),                  # 3m05s
     (re.compile(r"\$\d+\.\d+"), "$<COST>"),
