@@ -158,6 +158,7 @@ static int exec_cached(struct tq_sqlite *q, enum tq_stmt id, struct tq_err *err)
 
 int tq_db_begin(struct tq_sqlite *q, struct tq_err *err)
 {
+	q->wants_id = 0; /* a submit's answer holds until the next change */
 	return exec_cached(q, ST_BEGIN, err);
 }
 

@@ -27,6 +27,9 @@ struct tq_sqlite {
 	char *notice;           /* tq_queue_notice, malloc'd; NULL: none */
 	int64_t worker_id;      /* the worker this connection registered (0: none) */
 	char node[TQ_NODE_MAX + 1]; /* and its node, which its claims record */
+	int64_t wants_id;       /* the task a submit of one just stored (0: none) */
+	int wants;              /* and tq_queue_wants_worker's answer for it, read
+				 * in the submit's transaction */
 };
 
 /* The SQLite queue behind a handle this backend made (base is its first
