@@ -86,6 +86,16 @@ int tq_pwrite_all(int fd, const void *buf, size_t n, off_t off)
 	return 0;
 }
 
+ssize_t tq_pread(int fd, void *buf, size_t n, off_t off)
+{
+	ssize_t r;
+
+	do
+		r = pread(fd, buf, n, off);
+	while (r < 0 && errno == EINTR);
+	return r;
+}
+
 ssize_t tq_pread_full(int fd, void *buf, size_t n, off_t off)
 {
 	size_t got = 0;

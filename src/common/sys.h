@@ -30,6 +30,9 @@ int tq_write_all(int fd, const void *buf, size_t n);
 /* One write(2), EINTR retried. Returns as write(2). */
 ssize_t tq_write(int fd, const void *buf, size_t n);
 
+/* One pread(2), EINTR retried. Returns as pread(2). */
+ssize_t tq_pread(int fd, void *buf, size_t n, off_t off);
+
 /* pread(2) of up to n bytes at off, EINTR retried, short reads finished. */
 ssize_t tq_pread_full(int fd, void *buf, size_t n, off_t off);
 

@@ -333,11 +333,14 @@ static int path_ok(const char *path)
 
 /* ---- killing and removing ------------------------------------------- */
 
-/* 1 if the group's cgroup.events says populated, 0 if not, -1 on error. */
+/* 1 if the group's cgroup.events says populated, 0 if not, -1 on error.
+ * One pread: the kernel makes the file whole for a read with room for it
+ * (a second, to see its end, was a system call more at every look, two
+ * of them after every task). */
 static int populated(int events_fd)
 {
 	char buf[SMALL_READ_MAX];
-	ssize_t n = tq_pread_full(events_fd, buf, sizeof(buf) - 1, 0);
+	ssize_t n = tq_pread(events_fd, buf, sizeof(buf) - 1, 0);
 	const char *p;
 
 	if (n < 0)

@@ -114,7 +114,9 @@ int tq_proc_stat(pid_t pid, struct tq_proc_stat *st, struct tq_err *err)
 	fd = tq_open(path, O_RDONLY, 0);
 	if (fd < 0)
 		return stat_err(err, "open", pid);
-	n = tq_read_full(fd, buf, sizeof(buf) - 1);
+	/* one read: /proc makes the file whole for a read with room for it
+	 * (a full buffer is refused below), as every procfs reader relies on */
+	n = tq_read(fd, buf, sizeof(buf) - 1);
 	if (n < 0) {
 		int rc = stat_err(err, "read", pid);
 		tq_close(fd);
@@ -183,7 +185,7 @@ void tq_proc_self_mark(char *buf, size_t n)
 	int fd;
 
 	if ((fd = tq_open("/proc/self/stat", O_RDONLY, 0)) >= 0) {
-		got = tq_read_full(fd, stat, sizeof(stat) - 1);
+		got = tq_read(fd, stat, sizeof(stat) - 1); /* whole: tq_proc_stat */
 		tq_close(fd);
 	}
 	if (got > 0 && got < (ssize_t)sizeof(stat) - 1) {

@@ -240,8 +240,6 @@ static void close_pair(int p[2])
  */
 static int open_pipe(int p[2], int mine, const char *what, struct tq_err *err)
 {
-	int fl;
-
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return tq_err_sys(err, "pipe2 for %s", what);
 	if (p[0] <= 2 || p[1] <= 2) {
@@ -249,8 +247,10 @@ static int open_pipe(int p[2], int mine, const char *what, struct tq_err *err)
 		return tq_err_set(err, TQ_EINVAL,
 			"spawn: fds 0-2 must be open in the caller");
 	}
-	fl = fcntl(p[mine], F_GETFL);
-	if (fl < 0 || fcntl(p[mine], F_SETFL, fl | O_NONBLOCK) < 0) {
+	/* A new pipe's end has no status flag to keep (F_SETFL changes only
+	 * O_APPEND, O_ASYNC, O_DIRECT, O_NOATIME and O_NONBLOCK): no F_GETFL
+	 * first. */
+	if (fcntl(p[mine], F_SETFL, O_NONBLOCK) < 0) {
 		int rc = tq_err_sys(err, "fcntl O_NONBLOCK on %s pipe", what);
 		close_pair(p);
 		return rc;

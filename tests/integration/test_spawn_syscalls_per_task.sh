@@ -63,3 +63,20 @@ n=$(per_task prlimit64)
 check "the sweep after a task reads its worker's children without listing /proc/self/task"
 n=$(per_task getdents64)
 [ "$n" -le 1 ] || fail "$n getdents64 a task (the sweep lists a directory?)"
+
+# The calls themselves, in a drain of 5: a pipe's flags set without
+# asking them first (F_GETFL on each of a task's two pipes), and a small
+# /proc or cgroup file read once, not again to see its end (/proc/PID/stat
+# after each spawn, cgroup.events twice after each task where a cgroup
+# is delegated).
+check "no F_GETFL on a task's pipes, no read that only finds a /proc or cgroup file's end"
+home="$TQ_TMP/home5"
+for i in 1 2 3 4 5; do TASKQ_HOME=$home tq submit true >/dev/null; done
+TASKQ_HOME=$home ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
+	strace -f -y -e trace=read,pread64,fcntl -o "$TQ_TMP/calls5" "$TASKQ_BIN" drain --workers 1 \
+	>/dev/null 2>"$TQ_TMP/drain5.err" || { cat "$TQ_TMP/drain5.err" >&2; fail "drain of 5 under strace failed"; }
+n=$(grep -cE 'fcntl\([0-9]+<pipe:\[[0-9]+\]>, F_GETFL' "$TQ_TMP/calls5" || true)
+[ "$n" -eq 0 ] || fail "$n F_GETFL on pipes in a drain of 5: $(grep -m1 F_GETFL "$TQ_TMP/calls5")"
+n=$(grep -cE 'read(64)?\([0-9]+</(proc/[0-9]+/stat|[^>]*/cgroup\.events)>, "", ' "$TQ_TMP/calls5" || true)
+[ "$n" -eq 0 ] || fail "$n reads that found only the end of a /proc or cgroup file: $(
+	grep -m1 -E 'read(64)?\([0-9]+</(proc/[0-9]+/stat|[^>]*/cgroup\.events)>, "", ' "$TQ_TMP/calls5")"
