@@ -1381,14 +1381,10 @@ int tq_supervisor_main(const struct tq_serve_opts *o)
 	adopt(&s);
 	recover(&s, 0, "lease expired");
 	sweep_end_records(&s);
-	restart_due(&s);
-	/* Listen before saying we are up: a client that sees the supervisor
-	 * running can submit through it at once. Without the socket clients
-	 * store their tasks themselves, so a failure costs only speed. */
-	if (!o->drain && tq_submitd_open(&s.sd, o->home, &err) < 0)
-		slog("no submit socket: %s", err.msg);
 	/* Warm agents (warm.h): what a dead supervisor left is ended first
-	 * (its stdin went with it), then the socket workers borrow them by. */
+	 * (its stdin went with it), then the socket workers borrow them by,
+	 * before a worker starts: one that found no socket would run a warm
+	 * message cold. */
 	{
 		size_t killed = 0;
 		err = (struct tq_err)TQ_ERR_INIT;
@@ -1401,6 +1397,13 @@ int tq_supervisor_main(const struct tq_serve_opts *o)
 			slog("no warm socket (warm sessions run cold): %s", err.msg);
 		tq_warm_store_tick(s.warm);
 	}
+	restart_due(&s);
+	/* Listen before saying we are up: a client that sees the supervisor
+	 * running can submit through it at once. Without the socket clients
+	 * store their tasks themselves, so a failure costs only speed. */
+	if (!o->drain && tq_submitd_open(&s.sd, o->home, &err) < 0)
+		slog("no submit socket: %s", err.msg);
+
 	if (ready >= 0) {
 		tq_write_all(ready, "R", 1);
 		tq_close(ready);

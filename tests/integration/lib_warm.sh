@@ -21,12 +21,10 @@ warm_ask() {
 warm_pids() {
 	local p
 	for p in /proc/[0-9]*; do
-		[ -r "$p/environ" ] || continue
-		if tr '\0' '\n' <"$p/environ" 2>/dev/null | grep -qx 'TASKQ_TASK_ID=warm' &&
-			tr '\0' '\n' <"$p/environ" 2>/dev/null | grep -qxF "TASKQ_TASK_HOME=$TASKQ_HOME"; then
+		grep -qzx 'TASKQ_TASK_ID=warm' "$p/environ" 2>/dev/null &&
+			grep -qzxF "TASKQ_TASK_HOME=$TASKQ_HOME" "$p/environ" 2>/dev/null &&
 			# a zombie is gone already
 			[ "$(awk '{print $3}' "$p/stat" 2>/dev/null)" != Z ] && echo "${p#/proc/}"
-		fi
 	done
 	return 0
 }
