@@ -14,12 +14,15 @@
 #   libcjson-dev     --json output, agent output parsing
 #   libbsd-dev       strtonum, humanize_number, vis, setproctitle
 #   libcmocka-dev    unit tests
+#   libpq-dev        the PostgreSQL store's types (libpq-fe.h): taskq loads
+#                    libpq.so.5 (libpq5, which it pulls in) only when --db
+#                    names a PostgreSQL database, and never links it
 #   sqlite3          the shell: tests read the database the way a user would
 #   python3          tools/embed.py (schema.sql -> schema.h), test log counting
 #   scdoc            the man page, taskq(1), from contrib/taskq.1.scd (without
 #                    it the build goes on with no page)
 TQ_DEPS=(build-essential pkg-config meson ninja-build scdoc
-	libsqlite3-dev libcjson-dev libbsd-dev libcmocka-dev sqlite3 python3)
+	libsqlite3-dev libcjson-dev libbsd-dev libcmocka-dev libpq-dev sqlite3 python3)
 
 # What only the test command (tests/run) needs, on top of TQ_DEPS; ./bootstrap
 # does not install these. Without them those tests are skipped, saying why.
@@ -29,7 +32,10 @@ TQ_DEPS=(build-essential pkg-config meson ninja-build scdoc
 #   cron                 test_cron drives a real cron daemon
 #   strace               test_run_crash holds a task's process in its exec
 #                        (to kill its worker in that window)
-TQ_TEST_DEPS=(valgrind clang libclang-rt-14-dev cron strace)
+#   postgresql           the PostgreSQL pass (suite "postgresql"): a
+#                        throwaway PostgreSQL 15 cluster (pg_virtualenv) for
+#                        the store's tests against PostgreSQL; psql
+TQ_TEST_DEPS=(valgrind clang libclang-rt-14-dev cron strace postgresql)
 
 # Print the packages among "$@" that are not installed, one a line.
 tq_deps_missing() {

@@ -16,7 +16,7 @@
 # The commands, as `taskq help` lists them, and their aliases.
 _taskq_commands="submit ask wait list ls show result stats session sessions batch group clear
 classify log poll cancel remove rm kill write retry pause resume status serve
-drain shutdown help version"
+drain shutdown db help version"
 
 _taskq_submit_opts="--shell --cwd --env --unset --clean-env --name --timeout
 --stall-timeout --label --priority --batch --kill-grace --max-output --stdin-file --stdin --pty
@@ -57,6 +57,7 @@ _taskq_options() {
 		--max-warm" ;;
 	drain) _taskq_opts="-w --workers --grace --lease --retention --max-warm" ;;
 	shutdown) _taskq_opts="--now --grace --no-wait" ;;
+	db) _taskq_opts="--json" ;;
 	*) _taskq_opts="" ;;
 	esac
 	_taskq_opts+=" -h --help"
@@ -252,6 +253,7 @@ _taskq() {
 			_taskq_home=${words[i]}
 			;;
 		--home=*) _taskq_home=${w#--home=} ;;
+		--db | --node) ((i++)) ;;
 		-*) ;;
 		*)
 			cmd=$w
@@ -264,8 +266,10 @@ _taskq() {
 	if [[ -z $cmd ]]; then
 		if [[ $prev == --home ]]; then
 			_taskq_value "" --home "$cur"
+		elif [[ $prev == --db || $prev == --node ]]; then
+			return 0
 		elif [[ $cur == -* ]]; then
-			_taskq_words "--home --help -h --version" "$cur"
+			_taskq_words "--home --db --node --help -h --version" "$cur"
 		else
 			_taskq_words "$_taskq_commands" "$cur"
 		fi

@@ -59,6 +59,7 @@ struct cli_cmd {
 };
 
 extern const struct cli_cmd cli_cmd_submit;
+extern const struct cli_cmd cli_cmd_db;
 extern const struct cli_cmd cli_cmd_ask;
 extern const struct cli_cmd cli_cmd_result;
 extern const struct cli_cmd cli_cmd_stats;

@@ -13,7 +13,7 @@
 #endif
 
 static const char overview_head[] =
-	"usage: taskq [--home DIR] COMMAND [ARGS...]\n"
+	"usage: taskq [--home DIR] [--db URL] [--node NAME] COMMAND [ARGS...]\n"
 	"\n"
 	"taskq keeps a queue of commands in one SQLite file and runs them in the\n"
 	"background, surviving crashes and reboots.\n"
@@ -26,6 +26,12 @@ static const char overview_tail[] =
 	"  --home DIR    the state directory: the database and logs (default\n"
 	"                $TASKQ_HOME, else $XDG_STATE_HOME/taskq, else\n"
 	"                ~/.local/state/taskq)\n"
+	"  --db URL      keep the store in a PostgreSQL database (postgresql://...;\n"
+	"                libpq's PG* variables apply) instead of the state\n"
+	"                directory's SQLite file: every node pointed at it shares\n"
+	"                one queue (default $TASKQ_DB, else the config file's\n"
+	"                \"database\")\n"
+	"  --node NAME   this node's name (default $TASKQ_NODE, else the host name)\n"
 	"  -h, --help    this help; 'taskq help COMMAND' or 'taskq COMMAND --help'\n"
 	"                for one command\n"
 	"  --version     print the version\n"
@@ -41,6 +47,7 @@ static const char overview_tail[] =
 	"\n"
 	"Environment:\n"
 	"  TASKQ_HOME        the state directory, unless --home is given\n"
+	"  TASKQ_DB          the PostgreSQL store, unless --db is given\n"
 	"  TASKQ_AUTOSTART   0: submit does not start a supervisor\n"
 	"  TASKQ_NODE        this node's name for serve and drain (default: the host\n"
 	"                    name); recovery signals only its own node's processes\n"

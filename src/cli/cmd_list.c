@@ -476,6 +476,8 @@ static void attempt_json(cJSON *arr, const struct tq_attempt *a, int *oom)
 	cli_json_int(o, "retry_at", a->retry_at, a->retry_at > 0, oom);
 	/* false: a shutdown interrupted it; it does not count against --retries */
 	cli_json_bool(o, "counted", a->counted, oom);
+	/* every attempt's node, not only an agent's (issue 20: which node ran it) */
+	cli_json_bytes(o, "node", a->node, oom);
 	if (!a->has_result)
 		return;
 	cli_json_bytes(o, "result", a->result, oom);
@@ -483,7 +485,6 @@ static void attempt_json(cJSON *arr, const struct tq_attempt *a, int *oom)
 	cli_json_bytes(o, "subtype", a->subtype, oom);
 	cli_json_bytes(o, "agent_session", a->agent_session, oom);
 	cli_json_bytes(o, "model", a->model, oom);
-	cli_json_bytes(o, "node", a->node, oom);
 	cli_json_int(o, "duration_ms", a->duration_ms, a->duration_ms >= 0, oom);
 	cli_json_int(o, "num_turns", a->num_turns, 1, oom);
 	cli_json_int(o, "input_tokens", a->input_tokens, 1, oom);

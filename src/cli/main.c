@@ -2,7 +2,7 @@
  * main.c - the taskq command line: global options, the command table,
  * dispatch, and the one place errors become messages and exit codes.
  *
- *     taskq [--home DIR] COMMAND [ARGS...]
+ *     taskq [--home DIR] [--db URL] [--node NAME] COMMAND [ARGS...]
  *
  * Every command is a struct cli_cmd in its own file (cmd_*.c) holding its
  * synopsis and help text next to its code. main does as little as it can
@@ -24,8 +24,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
+#include "common/config.h"
 #include "common/parse.h"
 #include "common/sys.h"
+#include "queue/home.h"
 
 const struct cli_cmd *const cli_cmds[] = {
 	&cli_cmd_submit,
@@ -54,6 +58,7 @@ const struct cli_cmd *const cli_cmds[] = {
 	&cli_cmd_serve,
 	&cli_cmd_drain,
 	&cli_cmd_shutdown,
+	&cli_cmd_db,
 	&cli_cmd_worker,
 	&cli_cmd_help,
 	&cli_cmd_version,
@@ -227,13 +232,21 @@ int cli_finish_stdout(const struct cli_ctx *c)
 /* ------------------------------------------------------------------ */
 /* Global options and dispatch                                        */
 
-enum { OPT_HOME = 256, OPT_VERSION };
+enum { OPT_HOME = 256, OPT_VERSION, OPT_DB, OPT_NODE };
 
 static const struct cli_opt global_opts[] = {
 	{ "home", OPT_HOME, 1, 0 },
+	{ "db", OPT_DB, 1, 0 },
+	{ "node", OPT_NODE, 1, 0 },
 	{ "version", OPT_VERSION, 0, 0 },
 	{ NULL, 0, 0, 0 },
 };
+
+/* The most of a config file read for its "database". */
+#define TQ_CONFIG_DB_MAX (1024 * 1024)
+
+/* --db and --node, kept until the command is known (select_store). */
+static const char *db_flag, *node_flag;
 
 /* Parse the options before the command; *cmd_at is the command's index. */
 static int parse_global(struct cli_ctx *c, int argc, char **argv, int *cmd_at)
@@ -249,6 +262,12 @@ static int parse_global(struct cli_ctx *c, int argc, char **argv, int *cmd_at)
 				return cli_usage(c, "--home: empty directory name");
 			c->home_flag = a.val;
 			break;
+		case OPT_DB:
+			db_flag = a.val;
+			break;
+		case OPT_NODE:
+			node_flag = a.val;
+			break;
 		case OPT_VERSION:
 			*cmd_at = -1;
 			return cli_cmd_version.run(c, 0, NULL);
@@ -263,6 +282,72 @@ static int parse_global(struct cli_ctx *c, int argc, char **argv, int *cmd_at)
 		}
 	}
 	return cli_usage(c, "no command given; see 'taskq help'");
+}
+
+/* The config file's "database", as $TASKQ_DB when that is not set; a
+ * config without one (or no config file) changes nothing. */
+static int config_database(struct cli_ctx *c)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	char file[PATH_MAX], *text = NULL;
+	cJSON *doc = NULL, *db;
+	int must_exist = 0, rc;
+	size_t len = 0;
+
+	if ((rc = tq_config_path(file, sizeof(file), &must_exist, &err)) != 0)
+		return rc < 0 ? cli_usage(c, "%s", err.msg) : CLI_OK;
+	/* a config named but missing is for the command that reads it to say */
+	if (tq_config_read(file, 0, TQ_CONFIG_DB_MAX, &text, &len, &err) < 0 || text == NULL)
+		return CLI_OK;
+	rc = CLI_OK;
+	if (tq_config_parse(file, text, len, &doc, &err) < 0)
+		rc = cli_usage(c, "%s", err.msg);
+	else if ((db = cJSON_GetObjectItemCaseSensitive(doc, "database")) != NULL &&
+		 !cJSON_IsNull(db)) {
+		if (!cJSON_IsString(db) || !tq_queue_is_database(db->valuestring))
+			rc = cli_usage(c, "%s: \"database\": expected a postgresql:// URL", file);
+		else if (setenv(TQ_DB_VAR, db->valuestring, 1) < 0)
+			rc = cli_runtime(c, "setenv: %s", strerror(errno));
+	}
+	cJSON_Delete(doc);
+	free(text);
+	return rc;
+}
+
+/*
+ * Where the store is, for this process and every one it starts (serve's
+ * supervisor and workers inherit the environment): --db URL, else
+ * $TASKQ_DB, else the config file's "database", else the state
+ * directory's SQLite file. And --node NAME, as $TASKQ_NODE. A value is
+ * never echoed: a URL may hold a password.
+ */
+static int select_store(struct cli_ctx *c)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	char node[TQ_NODE_MAX + 1];
+	const char *db;
+
+	if (node_flag != NULL) {
+		if (setenv(TQ_NODE_VAR, node_flag, 1) < 0)
+			return cli_runtime(c, "setenv: %s", strerror(errno));
+		if (tq_node_self(node, sizeof(node), &err) < 0)
+			return cli_usage(c, "--node: %s", err.msg);
+	}
+	if (db_flag != NULL) {
+		if (!tq_queue_is_database(db_flag))
+			return cli_usage(c, "--db: expected a postgresql:// URL (or libpq's "
+					 "\"host=... dbname=...\"); the SQLite store is the state "
+					 "directory's (--home)");
+		if (setenv(TQ_DB_VAR, db_flag, 1) < 0)
+			return cli_runtime(c, "setenv: %s", strerror(errno));
+		return CLI_OK;
+	}
+	if ((db = getenv(TQ_DB_VAR)) != NULL && db[0] != '\0') {
+		if (!tq_queue_is_database(db))
+			return cli_usage(c, "%s: expected a postgresql:// URL", TQ_DB_VAR);
+		return CLI_OK;
+	}
+	return config_database(c);
 }
 
 extern char **environ;
@@ -285,6 +370,9 @@ int main(int argc, char **argv)
 			return cli_usage(&c, "unknown command \"%s\"; see 'taskq help'",
 					 argv[at]);
 		c.cmd = cmd;
+		if (cmd != &cli_cmd_help && cmd != &cli_cmd_version &&
+		    (rc = select_store(&c)) != CLI_OK)
+			return rc;
 		/* Long-running processes retitle themselves ("taskq: worker 2:
 		 * task 41 claude"); libbsd needs the original argv for that. Only
 		 * they pay for it, after which argv's memory is theirs to reuse

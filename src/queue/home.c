@@ -24,6 +24,7 @@
 
 #include "common/sys.h"
 #include "queue/queue.h"
+#include "queue/store.h"
 
 /*
  * The longest state directory path. SQLite's unix VFS opens no database
@@ -223,6 +224,12 @@ int tq_home_resolve(const char *flag, char *buf, size_t n, struct tq_err *err)
 	}
 	if (r < 0 || (size_t)r >= n)
 		return tq_err_set(err, TQ_EINVAL, "state directory path is too long");
+	/* a URL here would become a directory named "postgresql:" */
+	if (tq_store_is_url(buf))
+		return tq_err_set(err, TQ_EINVAL, "%s names a URL, not a state directory: "
+				  "give a PostgreSQL store with --db URL (or TASKQ_DB), and "
+				  "the state directory's path with %s", tq_home_source(flag),
+				  tq_home_source(flag));
 	if (buf[0] != '/' && (r = home_absolute(buf, n, err)) < 0)
 		return r;
 	if ((r = canonical(buf, n, err)) < 0)

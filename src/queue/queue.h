@@ -162,6 +162,24 @@ enum tq_open_flags {
 int tq_queue_open(struct tq_queue **qp, const char *where, unsigned flags,
 		  struct tq_err *err);
 
+/*
+ * $TASKQ_DB: a database holding the store instead of the state directory's
+ * SQLite file (a postgresql:// URL, or libpq's key=value string). When set,
+ * tq_queue_open given a state directory opens it instead (TQ_EINVAL, one
+ * line, when no backend takes it). The CLI sets it from --db or the config
+ * file's "database"; the processes serve starts inherit it.
+ */
+#define TQ_DB_VAR "TASKQ_DB"
+
+/* 1 when where names a database a backend takes (a postgresql:// or
+ * postgres:// URL, libpq's key=value form), not a state directory. */
+int tq_queue_is_database(const char *where);
+
+/* The store's schema version (SQLite's user_version; PostgreSQL's
+ * tq_schema row): what `taskq db migrate` reports after the open that
+ * migrated it. */
+int tq_queue_schema_version(struct tq_queue *q, int64_t *version, struct tq_err *err);
+
 /* How long a write waits for the database lock before TQ_EBUSY (default
  * TQ_BUSY_TIMEOUT_MS). */
 void tq_queue_set_busy_timeout(struct tq_queue *q, int64_t ms);

@@ -6,11 +6,15 @@
  */
 #include "queue/store.h"
 
+#include "queue/home.h"
+
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* The backends, in the order they are asked whether a locator is theirs. */
 static const struct tq_store_ops *const backends[] = {
+	&tq_pg_ops,
 	&tq_sqlite_ops,
 };
 
@@ -29,19 +33,60 @@ static size_t scheme_len(const char *where)
 	return strncmp(where + n, "://", 3) == 0 ? n : 0;
 }
 
+/* Whether a backend other than SQLite takes where. */
+static const struct tq_store_ops *database_backend(const char *where)
+{
+	for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]); i++)
+		if (backends[i] != &tq_sqlite_ops && backends[i]->accepts(where))
+			return backends[i];
+	return NULL;
+}
+
 int tq_queue_open(struct tq_queue **qp, const char *where, unsigned flags,
 		  struct tq_err *err)
 {
+	const char *db = getenv(TQ_DB_VAR);
+	const struct tq_store_ops *be;
 	size_t n;
+	int rc, made = 0;
 
 	*qp = NULL;
+	/* a state directory's store is $TASKQ_DB when that names a database
+	 * (the CLI sets it from --db or the config file's "database", and
+	 * every process serve starts inherits it) */
+	if (db != NULL && db[0] != '\0' && tq_sqlite_ops.accepts(where)) {
+		if ((be = database_backend(db)) == NULL)
+			return tq_err_set(err, TQ_EINVAL, "%s: not a postgresql:// URL (the "
+					  "SQLite store is the state directory's: unset %s)",
+					  TQ_DB_VAR, TQ_DB_VAR);
+		/* the state directory still holds this node's sockets, its
+		 * supervisor's lock and log: made as for SQLite, unless the
+		 * caller only reads (the store is the database's either way) */
+		if (!(flags & TQ_OPEN_NOCREATE) &&
+		    (rc = tq_home_prepare(where, 0, &made, NULL, err)) < 0)
+			return rc;
+		/* an open that fails leaves no directory it made, as SQLite's */
+		if ((rc = be->open(qp, db, flags, err)) < 0)
+			tq_home_unmake(where, made);
+		return rc;
+	}
 	for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]); i++)
 		if (backends[i]->accepts(where))
 			return backends[i]->open(qp, where, flags, err);
 	n = scheme_len(where);
-	return tq_err_set(err, TQ_EINVAL, "store \"%s\": no backend for %s%.*s%s (this "
-			  "taskq keeps its store in a state directory: give its path)",
+	return tq_err_set(err, TQ_EINVAL, "store \"%s\": no backend for %s%.*s%s (give "
+			  "a state directory's path, or a postgresql:// URL)",
 			  where, n ? "\"" : "this form", (int)n, where, n ? "://\"" : "");
+}
+
+int tq_queue_is_database(const char *where)
+{
+	return where != NULL && database_backend(where) != NULL;
+}
+
+int tq_queue_schema_version(struct tq_queue *q, int64_t *version, struct tq_err *err)
+{
+	return q->ops->schema_version(q, version, err);
 }
 
 int tq_store_is_url(const char *where)
@@ -61,6 +106,8 @@ const char *tq_store_missing(const struct tq_store_ops *ops)
 		return "close";
 	if (ops->notice == NULL)
 		return "notice";
+	if (ops->schema_version == NULL)
+		return "schema_version";
 	if (ops->submit == NULL)
 		return "submit";
 	if (ops->wants_worker == NULL)

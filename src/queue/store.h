@@ -46,6 +46,7 @@ struct tq_store_ops {
 	void (*set_busy_timeout)(struct tq_queue *q, int64_t ms);
 	void (*close)(struct tq_queue *q);
 	const char *(*notice)(const struct tq_queue *q);
+	int (*schema_version)(struct tq_queue *q, int64_t *version, struct tq_err *err);
 	int (*submit)(struct tq_queue *q, const struct tq_task_spec *spec, int64_t *id,
 		int *existed, struct tq_err *err);
 	int (*wants_worker)(struct tq_queue *q, int64_t id);
@@ -187,6 +188,10 @@ struct tq_store_ops {
 
 /* The SQLite backend (sqlite/ops.c). */
 extern const struct tq_store_ops tq_sqlite_ops;
+
+/* The PostgreSQL backend (pg/ops.c): postgresql:// and postgres:// URLs
+ * and libpq's key=value strings. */
+extern const struct tq_store_ops tq_pg_ops;
 
 /* Whether where is a URL (scheme://...): the form of a store that is not
  * in a state directory. */

@@ -20,6 +20,24 @@ set -euo pipefail
 : "${TASKQ_BIN:?TASKQ_BIN must name the built taskq binary}"
 
 TQ_TEST=$(basename "$0" .sh)
+
+# The PostgreSQL pass (meson's NAME_pg tests; tests/run starts a throwaway
+# cluster and sets TASKQ_TEST_PG): the store in a schema of this test's own
+# there, dropped at the end; skipped (exit 77) without a database.
+TQ_PG_SCHEMA=
+if [ "${TASKQ_TEST_BACKEND:-}" = postgresql ]; then
+	if [ -z "${TASKQ_TEST_PG:-}" ]; then
+		echo "SKIP $TQ_TEST: TASKQ_TEST_PG names no PostgreSQL database"
+		exit 77
+	fi
+	TQ_PG_SCHEMA="tq_it_$$"
+	psql -qX -v ON_ERROR_STOP=1 "$TASKQ_TEST_PG" -c "CREATE SCHEMA $TQ_PG_SCHEMA" \
+		>/dev/null || exit 1
+	case $TASKQ_TEST_PG in *\?*) tq_sep='&' ;; *) tq_sep='?' ;; esac
+	export TASKQ_DB="$TASKQ_TEST_PG${tq_sep}options=-csearch_path%3D$TQ_PG_SCHEMA"
+else
+	unset TASKQ_DB
+fi
 TQ_TMP=$(mktemp -d "${TMPDIR:-/tmp}/taskq-it-XXXXXX")
 TQ_PIDS=()
 TQ_CHECKS=0
@@ -28,7 +46,7 @@ TQ_CHECKS=0
 export TASKQ_HOME="$TQ_TMP/home"
 export HOME="$TQ_TMP/user"
 mkdir -p "$HOME"
-unset XDG_STATE_HOME TASKQ_SCRUB_ENV NO_COLOR
+unset XDG_STATE_HOME TASKQ_SCRUB_ENV NO_COLOR TASKQ_NODE
 export LC_ALL=C.UTF-8
 
 # The system python3 when there is one: a version manager's shim (pyenv)
@@ -167,6 +185,9 @@ _tq_cleanup() {
 		[ "$rc" -eq 0 ] && rc=1
 	fi
 	rm -rf "$TQ_TMP"
+	[ -z "$TQ_PG_SCHEMA" ] ||
+		psql -qX "$TASKQ_TEST_PG" -c "DROP SCHEMA IF EXISTS $TQ_PG_SCHEMA CASCADE" \
+			>/dev/null 2>&1
 	if [ "$rc" -eq 0 ]; then
 		echo "PASS $TQ_TEST ($TQ_CHECKS checks)"
 	else

@@ -817,3 +817,9 @@ int tq_db_log_path(const struct tq_sqlite *q, int64_t id, char *buf, size_t n)
 
 	return (r < 0 || (size_t)r >= n) ? TQ_EINVAL : 0;
 }
+
+int tq_sqlite_schema_version(struct tq_queue *base, int64_t *version, struct tq_err *err)
+{
+	*version = 0;
+	return pragma_int(tq_sqlite_of(base), "PRAGMA user_version", version, err);
+}

@@ -51,6 +51,7 @@ int tq_sqlite_open(struct tq_queue **qp, const char *home, unsigned flags,
 void tq_sqlite_set_busy_timeout(struct tq_queue *base, int64_t ms);
 void tq_sqlite_close(struct tq_queue *base);
 const char *tq_sqlite_notice(const struct tq_queue *base);
+int tq_sqlite_schema_version(struct tq_queue *base, int64_t *version, struct tq_err *err);
 int tq_sqlite_submit(struct tq_queue *base, const struct tq_task_spec *spec, int64_t *id,
 	int *existed, struct tq_err *err);
 int tq_sqlite_wants_worker(struct tq_queue *base, int64_t id);

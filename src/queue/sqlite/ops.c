@@ -19,6 +19,7 @@ const struct tq_store_ops tq_sqlite_ops = {
 	.set_busy_timeout = tq_sqlite_set_busy_timeout,
 	.close = tq_sqlite_close,
 	.notice = tq_sqlite_notice,
+	.schema_version = tq_sqlite_schema_version,
 	.submit = tq_sqlite_submit,
 	.wants_worker = tq_sqlite_wants_worker,
 	.prune_tokens = tq_sqlite_prune_tokens,

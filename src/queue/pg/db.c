@@ -1,0 +1,572 @@
+/*
+ * db.c - the PostgreSQL backend's connection: open (libpq loaded, the
+ * schema made or migrated under an advisory lock), statements with their
+ * parameters, results, transactions, and the mapping of PostgreSQL's
+ * errors to TQ_E* codes.
+ *
+ * Concurrency: every connection runs READ COMMITTED. What SQLite gets from
+ * its one writer (BEGIN IMMEDIATE), this backend gets from row locks: a
+ * claim locks the task it takes (FOR UPDATE SKIP LOCKED, so claimers on
+ * every node pass each other) and the row of a group with a limit; a
+ * finish locks its task's row first, so its fence and its writes see one
+ * state. A deadlock or a serialization failure PostgreSQL reports is
+ * TQ_EBUSY, as a lock wait past the busy timeout (lock_timeout) is: the
+ * callers treat it as SQLite's busy database.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <bsd/string.h>
+
+#include "common/secret.h"
+#include "common/sys.h"
+#include "pg_schema.h"
+
+/* The schema version this binary writes (the version row of pg_schema.sql,
+ * the number of the SQLite schema it mirrors). */
+#define TQ_PG_SCHEMA_VERSION 9
+
+/* The advisory lock every migrator holds (two nodes starting at once): the
+ * bytes 'tskq' and 'migr', as SQLite's application_id is 'tskq'. */
+#define TQ_PG_MIGRATE_LOCK "1953721201, 1835624306"
+
+/* Migrations, version N-1 -> N, each the twin of migrations/N.sql, written
+ * to run again on a database set back by hand (IF NOT EXISTS). The schema
+ * was first written at 7. */
+static const struct {
+	int64_t version;
+	const char *sql;
+} migrations[] = {
+	{ 8, "ALTER TABLE tasks ADD COLUMN IF NOT EXISTS warm bigint NOT NULL DEFAULT 0;"
+	     "ALTER TABLE tasks ADD COLUMN IF NOT EXISTS idle_timeout_ms bigint NOT NULL"
+	     " DEFAULT 0;"
+	     "ALTER TABLE sessions ADD COLUMN IF NOT EXISTS agent text;"
+	     "ALTER TABLE sessions ADD COLUMN IF NOT EXISTS warm_pid bigint;"
+	     "ALTER TABLE sessions ADD COLUMN IF NOT EXISTS warm_start bigint;"
+	     "ALTER TABLE sessions ADD COLUMN IF NOT EXISTS warm_node text;"
+	     "ALTER TABLE sessions ADD COLUMN IF NOT EXISTS warm_at bigint;"
+	     "ALTER TABLE sessions ADD COLUMN IF NOT EXISTS idle_since bigint;"
+	     "ALTER TABLE sessions ADD COLUMN IF NOT EXISTS close_requested_at bigint;"
+	     "CREATE INDEX IF NOT EXISTS sessions_warm ON sessions(warm_node)"
+	     " WHERE warm_pid IS NOT NULL" },
+	{ 9, "DROP INDEX IF EXISTS tasks_lease" },
+};
+
+void tq_pg_i64(struct tq_pg_params *p, int64_t v)
+{
+	int i = p->n++;
+
+	snprintf(p->num[i], sizeof(p->num[i]), "%" PRId64, v);
+	p->v[i] = p->num[i];
+	p->len[i] = 0;
+	p->fmt[i] = 0;
+}
+
+void tq_pg_dbl(struct tq_pg_params *p, double v)
+{
+	int i = p->n++;
+
+	snprintf(p->num[i], sizeof(p->num[i]), "%.17g", v);
+	p->v[i] = p->num[i];
+	p->len[i] = 0;
+	p->fmt[i] = 0;
+}
+
+void tq_pg_txt(struct tq_pg_params *p, const char *s)
+{
+	int i = p->n++;
+
+	p->v[i] = s;
+	p->len[i] = 0;
+	p->fmt[i] = 0;
+}
+
+void tq_pg_null(struct tq_pg_params *p)
+{
+	tq_pg_txt(p, NULL);
+}
+
+void tq_pg_opt(struct tq_pg_params *p, int64_t v, int64_t none)
+{
+	if (v == none)
+		tq_pg_null(p);
+	else
+		tq_pg_i64(p, v);
+}
+
+void tq_pg_bin(struct tq_pg_params *p, const void *data, size_t len)
+{
+	int i = p->n++;
+
+	p->v[i] = data ? data : "";
+	p->len[i] = (int)len;
+	p->fmt[i] = 1;
+}
+
+/* Map a failed result to a TQ_E* code by its SQLSTATE class. */
+static int map_state(const char *state, ConnStatusType cs)
+{
+	if (cs == CONNECTION_BAD || state == NULL)
+		return TQ_EIO;
+	if (strcmp(state, "40001") == 0 || strcmp(state, "40P01") == 0 ||
+	    strcmp(state, "55P03") == 0 || strcmp(state, "57014") == 0)
+		return TQ_EBUSY; /* serialization, deadlock, lock_timeout, canceled */
+	if (strcmp(state, "23505") == 0)
+		return TQ_EEXIST;
+	if (strncmp(state, "23", 2) == 0 || strncmp(state, "22", 2) == 0)
+		return TQ_EINVAL;
+	if (strcmp(state, "53100") == 0)
+		return TQ_ENOSPC;
+	if (strncmp(state, "53", 2) == 0)
+		return TQ_ENOMEM;
+	if (strcmp(state, "42501") == 0)
+		return TQ_EPERM;
+	if (strcmp(state, "25006") == 0)
+		return TQ_EREADONLY;
+	if (strncmp(state, "XX", 2) == 0)
+		return TQ_ECORRUPT;
+	return TQ_EIO;
+}
+
+/* libpq's messages end in a newline; one line is wanted. */
+static void one_line(char *s)
+{
+	size_t n = strlen(s);
+
+	while (n > 0 && (s[n - 1] == '\n' || s[n - 1] == ' '))
+		s[--n] = '\0';
+	for (char *p = s; *p; p++)
+		if (*p == '\n' || *p == '\t')
+			*p = ' ';
+}
+
+static int result_error(struct tq_pg *q, PGresult *r, struct tq_err *err, const char *what)
+{
+	const char *state = r ? tq_pq->result_error_field(r, PG_DIAG_SQLSTATE) : NULL;
+	const char *msg = r ? tq_pq->result_error_field(r, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+	char buf[512];
+	int code = map_state(state, tq_pq->status(q->conn));
+
+	strlcpy(buf, msg ? msg : tq_pq->error_message(q->conn), sizeof(buf));
+	one_line(buf);
+	tq_pg_clear(r);
+	return tq_err_set(err, code, "%s: %s", what, buf);
+}
+
+PGresult *tq_pg_query(struct tq_pg *q, const char *sql, const struct tq_pg_params *p,
+		      struct tq_err *err, const char *what)
+{
+	PGresult *r;
+	ExecStatusType st;
+
+	/* a connection lost between transactions is made again once: a
+	 * statement inside one fails, as the transaction is gone with it */
+	if (tq_pq->status(q->conn) == CONNECTION_BAD && !q->in_txn)
+		tq_pq->reset(q->conn);
+	r = tq_pq->exec_params(q->conn, sql, p ? p->n : 0, NULL, p ? p->v : NULL,
+			       p ? p->len : NULL, p ? p->fmt : NULL, 0);
+	if (r == NULL && tq_pq->status(q->conn) == CONNECTION_BAD && !q->in_txn) {
+		tq_pq->reset(q->conn);
+		r = tq_pq->exec_params(q->conn, sql, p ? p->n : 0, NULL, p ? p->v : NULL,
+				       p ? p->len : NULL, p ? p->fmt : NULL, 0);
+	}
+	st = r ? tq_pq->result_status(r) : PGRES_FATAL_ERROR;
+	if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK)
+		return r;
+	result_error(q, r, err, what);
+	return NULL;
+}
+
+int tq_pg_exec(struct tq_pg *q, const char *sql, const struct tq_pg_params *p,
+	       int64_t *changed, struct tq_err *err, const char *what)
+{
+	PGresult *r = tq_pg_query(q, sql, p, err, what);
+
+	if (r == NULL)
+		return err ? err->code : TQ_EIO;
+	if (changed) {
+		const char *n = tq_pq->cmd_tuples(r);
+		*changed = n && *n ? strtoll(n, NULL, 10) : 0;
+	}
+	tq_pg_clear(r);
+	return 0;
+}
+
+int tq_pg_script(struct tq_pg *q, const char *sql, struct tq_err *err, const char *what)
+{
+	PGresult *r = tq_pq->exec(q->conn, sql);
+	ExecStatusType st = r ? tq_pq->result_status(r) : PGRES_FATAL_ERROR;
+
+	if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) {
+		tq_pg_clear(r);
+		return 0;
+	}
+	return result_error(q, r, err, what);
+}
+
+void tq_pg_clear(PGresult *r)
+{
+	if (r != NULL)
+		tq_pq->clear(r);
+}
+
+int tq_pg_rows(const PGresult *r)
+{
+	return tq_pq->ntuples(r);
+}
+
+int tq_pg_isnull(const PGresult *r, int row, int col)
+{
+	return tq_pq->getisnull(r, row, col);
+}
+
+int64_t tq_pg_get_i64(const PGresult *r, int row, int col, int64_t none)
+{
+	if (tq_pq->getisnull(r, row, col))
+		return none;
+	return strtoll(tq_pq->getvalue(r, row, col), NULL, 10);
+}
+
+double tq_pg_get_dbl(const PGresult *r, int row, int col)
+{
+	if (tq_pq->getisnull(r, row, col))
+		return 0;
+	return strtod(tq_pq->getvalue(r, row, col), NULL);
+}
+
+const char *tq_pg_get_txt(const PGresult *r, int row, int col)
+{
+	return tq_pq->getisnull(r, row, col) ? NULL : tq_pq->getvalue(r, row, col);
+}
+
+int tq_pg_dup(const PGresult *r, int row, int col, char **out)
+{
+	const char *s = tq_pg_get_txt(r, row, col);
+
+	*out = NULL;
+	if (s == NULL)
+		return 0;
+	return (*out = strdup(s)) == NULL ? TQ_ENOMEM : 0;
+}
+
+static int hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* bytea in text results is "\x" and two hex digits a byte (bytea_output
+ * hex, set at connect). */
+int tq_pg_bytea(const PGresult *r, int row, int col, unsigned char **data, size_t *len)
+{
+	const char *s;
+	size_t n;
+	unsigned char *out;
+
+	*data = NULL;
+	*len = 0;
+	if (tq_pq->getisnull(r, row, col))
+		return 0;
+	s = tq_pq->getvalue(r, row, col);
+	n = (size_t)tq_pq->getlength(r, row, col);
+	if (n < 2 || s[0] != '\\' || s[1] != 'x' || (n - 2) % 2 != 0)
+		return TQ_ECORRUPT;
+	if ((out = malloc((n - 2) / 2 + 1)) == NULL)
+		return TQ_ENOMEM;
+	for (size_t i = 2, j = 0; i < n; i += 2, j++) {
+		int hi = hexval(s[i]), lo = hexval(s[i + 1]);
+
+		if (hi < 0 || lo < 0) {
+			free(out);
+			return TQ_ECORRUPT;
+		}
+		out[j] = (unsigned char)(hi << 4 | lo);
+	}
+	out[(n - 2) / 2] = '\0';
+	*data = out;
+	*len = (n - 2) / 2;
+	return 0;
+}
+
+int tq_pg_begin(struct tq_pg *q, struct tq_err *err)
+{
+	int rc = tq_pg_exec(q, "BEGIN", NULL, NULL, err, "begin transaction");
+
+	if (rc == 0)
+		q->in_txn = 1;
+	return rc;
+}
+
+int tq_pg_commit(struct tq_pg *q, struct tq_err *err)
+{
+	int rc = tq_pg_exec(q, "COMMIT", NULL, NULL, err, "commit");
+
+	q->in_txn = 0;
+	return rc;
+}
+
+void tq_pg_rollback(struct tq_pg *q)
+{
+	PGresult *r;
+
+	if (tq_pq->transaction_status(q->conn) != PQTRANS_IDLE) {
+		r = tq_pq->exec_params(q->conn, "ROLLBACK", 0, NULL, NULL, NULL, NULL, 0);
+		tq_pg_clear(r);
+	}
+	q->in_txn = 0;
+}
+
+/* Notices (CREATE ... IF NOT EXISTS, a migration's RAISE) are not for the
+ * user: library code never prints. */
+static void quiet(void *arg, const char *message)
+{
+	(void)arg;
+	(void)message;
+}
+
+/* The locator as it may be shown: a URL's password masked
+ * (common/secret.c), and a key=value string's password=... too. */
+static void shown_of(const char *url, char *buf, size_t n)
+{
+	char *p;
+
+	strlcpy(buf, url, n);
+	tq_secret_mask_urls(buf, strlen(buf), n);
+	if ((p = strstr(buf, "password=")) != NULL &&
+	    (p == buf || p[-1] == ' ')) {
+		size_t end = strcspn(p + 9, " ");
+		memmove(p + 9 + 3, p + 9 + end, strlen(p + 9 + end) + 1);
+		memcpy(p + 9, "***", 3);
+	}
+}
+
+static int schema_version(struct tq_pg *q, int64_t *v, struct tq_err *err)
+{
+	PGresult *r = tq_pg_query(q, "SELECT to_regclass('tq_schema') IS NOT NULL", NULL,
+				  err, "read schema version");
+
+	*v = 0;
+	if (r == NULL)
+		return err ? err->code : TQ_EIO;
+	if (strcmp(tq_pg_get_txt(r, 0, 0), "t") != 0) {
+		tq_pg_clear(r);
+		return 0;
+	}
+	tq_pg_clear(r);
+	if ((r = tq_pg_query(q, "SELECT max(version) FROM tq_schema", NULL, err,
+			     "read schema version")) == NULL)
+		return err ? err->code : TQ_EIO;
+	*v = tq_pg_get_i64(r, 0, 0, 0);
+	tq_pg_clear(r);
+	return 0;
+}
+
+/*
+ * Make the schema, or migrate it forward, under the advisory lock: a
+ * second migrator waits, then finds the version it needs. Each step is its
+ * own transaction with its version row, so a crash between steps leaves a
+ * database one step further, never half of one.
+ */
+static int migrate(struct tq_pg *q, int64_t *version, struct tq_err *err)
+{
+	int64_t v = 0;
+	int rc;
+
+	if ((rc = tq_pg_exec(q, "SELECT pg_advisory_lock(" TQ_PG_MIGRATE_LOCK ")", NULL,
+			     NULL, err, "take the migration lock")) < 0)
+		return rc;
+	if ((rc = schema_version(q, &v, err)) < 0)
+		goto out;
+	if (v > TQ_PG_SCHEMA_VERSION) {
+		rc = tq_err_set(err, TQ_ENEWER, "store %s: schema version %" PRId64 " is "
+				"newer than this taskq's %d: upgrade taskq", q->shown, v,
+				TQ_PG_SCHEMA_VERSION);
+		goto out;
+	}
+	if (v == 0) {
+		if ((rc = tq_pg_begin(q, err)) < 0)
+			goto out;
+		if ((rc = tq_pg_script(q, tq_pg_schema_sql, err, "create schema")) < 0 ||
+		    (rc = tq_pg_commit(q, err)) < 0) {
+			tq_pg_rollback(q);
+			goto out;
+		}
+		v = TQ_PG_SCHEMA_VERSION;
+	}
+	for (size_t i = 0; i < sizeof(migrations) / sizeof(migrations[0]); i++) {
+		struct tq_pg_params p = { 0 };
+
+		if (migrations[i].version <= v)
+			continue;
+		tq_pg_i64(&p, migrations[i].version);
+		if ((rc = tq_pg_begin(q, err)) < 0)
+			goto out;
+		if ((rc = tq_pg_script(q, migrations[i].sql, err, "migrate")) < 0 ||
+		    (rc = tq_pg_exec(q, "UPDATE tq_schema SET version = $1", &p, NULL, err,
+				     "migrate")) < 0 ||
+		    (rc = tq_pg_commit(q, err)) < 0) {
+			tq_pg_rollback(q);
+			goto out;
+		}
+		v = migrations[i].version;
+	}
+	rc = 0;
+out:
+	tq_pg_exec(q, "SELECT pg_advisory_unlock(" TQ_PG_MIGRATE_LOCK ")", NULL, NULL, NULL,
+		   "release the migration lock");
+	*version = v;
+	return rc;
+}
+
+/* The session's settings: times and bytes as this backend reads them, and
+ * the busy timeout as lock_timeout. */
+static int session_setup(struct tq_pg *q, struct tq_err *err)
+{
+	char sql[160];
+
+	snprintf(sql, sizeof(sql), "SET bytea_output = 'hex'; SET lock_timeout = %" PRId64
+		 "; SET synchronous_commit = %s", q->busy_timeout,
+		 (q->flags & TQ_OPEN_DURABLE) ? "on" : "off");
+	return tq_pg_script(q, sql, err, "set up the session");
+}
+
+int tq_pg_open(struct tq_queue **qp, const char *url, unsigned flags, struct tq_err *err)
+{
+	struct tq_pg *q;
+	int64_t v = 0;
+	char msg[512];
+	int rc;
+
+	*qp = NULL;
+	if ((rc = tq_pq_load(err)) < 0)
+		return rc;
+	if ((q = calloc(1, sizeof(*q))) == NULL)
+		return tq_err_set(err, TQ_ENOMEM, "out of memory");
+	q->base.ops = &tq_pg_ops;
+	q->flags = flags;
+	q->busy_timeout = TQ_BUSY_TIMEOUT_MS;
+	shown_of(url, q->shown, sizeof(q->shown));
+	if ((q->url = strdup(url)) == NULL) {
+		rc = tq_err_set(err, TQ_ENOMEM, "out of memory");
+		goto fail;
+	}
+	q->conn = tq_pq->connectdb(url);
+	if (q->conn == NULL) {
+		rc = tq_err_set(err, TQ_ENOMEM, "out of memory");
+		goto fail;
+	}
+	if (tq_pq->status(q->conn) != CONNECTION_OK) {
+		strlcpy(msg, tq_pq->error_message(q->conn), sizeof(msg));
+		one_line(msg);
+		tq_secret_mask_urls(msg, strlen(msg), sizeof(msg));
+		rc = tq_err_set(err, TQ_EIO, "store %s: cannot connect: %s", q->shown, msg);
+		goto fail;
+	}
+	tq_pq->set_notice_processor(q->conn, quiet, NULL);
+	if ((rc = session_setup(q, err)) < 0)
+		goto fail;
+	if ((rc = schema_version(q, &v, err)) < 0)
+		goto fail;
+	if (v == 0 && (flags & TQ_OPEN_NOCREATE)) {
+		rc = tq_err_set(err, TQ_ENOTFOUND, "store %s: no taskq schema in this "
+				"database", q->shown);
+		goto fail;
+	}
+	if (v > TQ_PG_SCHEMA_VERSION) {
+		rc = tq_err_set(err, TQ_ENEWER, "store %s: schema version %" PRId64 " is newer "
+				"than this taskq's %d: upgrade taskq", q->shown, v,
+				TQ_PG_SCHEMA_VERSION);
+		goto fail;
+	}
+	if (v < TQ_PG_SCHEMA_VERSION && (rc = migrate(q, &v, err)) < 0)
+		goto fail;
+	*qp = &q->base;
+	return 0;
+fail:
+	if (q->conn)
+		tq_pq->finish(q->conn);
+	free(q->url);
+	free(q);
+	return rc;
+}
+
+int tq_pg_schema_migrate(struct tq_queue *base, int64_t *version, struct tq_err *err)
+{
+	return migrate(tq_pg_of(base), version, err);
+}
+
+int tq_pg_schema_version(struct tq_queue *base, int64_t *version, struct tq_err *err)
+{
+	return schema_version(tq_pg_of(base), version, err);
+}
+
+void tq_pg_set_busy_timeout(struct tq_queue *base, int64_t ms)
+{
+	struct tq_pg *q = tq_pg_of(base);
+
+	q->busy_timeout = ms;
+	session_setup(q, NULL);
+}
+
+void tq_pg_close(struct tq_queue *base)
+{
+	struct tq_pg *q = tq_pg_of(base);
+
+	if (q->export_path != NULL) {
+		unlink(q->export_path);
+		free(q->export_path);
+	}
+	tq_pq->finish(q->conn);
+	free(q->url);
+	free(q);
+}
+
+const char *tq_pg_notice(const struct tq_queue *base)
+{
+	(void)base;
+	return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* meta                                                               */
+
+int tq_pg_meta_set(struct tq_queue *base, const char *key, const char *value,
+		   struct tq_err *err)
+{
+	struct tq_pg_params p = { 0 };
+
+	tq_pg_txt(&p, key);
+	tq_pg_txt(&p, value);
+	return tq_pg_exec(tq_pg_of(base), "INSERT INTO meta(key, value) VALUES ($1, $2)"
+			  " ON CONFLICT (key) DO UPDATE SET value = excluded.value", &p,
+			  NULL, err, "set meta");
+}
+
+int tq_pg_meta_get(struct tq_queue *base, const char *key, char **value,
+		   struct tq_err *err)
+{
+	struct tq_pg_params p = { 0 };
+	PGresult *r;
+	int rc = 0;
+
+	*value = NULL;
+	tq_pg_txt(&p, key);
+	if ((r = tq_pg_query(tq_pg_of(base), "SELECT value FROM meta WHERE key = $1", &p,
+			     err, "read meta")) == NULL)
+		return err ? err->code : TQ_EIO;
+	if (tq_pg_rows(r) > 0 && tq_pg_dup(r, 0, 0, value) < 0)
+		rc = tq_err_set(err, TQ_ENOMEM, "out of memory");
+	tq_pg_clear(r);
+	return rc;
+}

@@ -1,0 +1,630 @@
+/*
+ * submit.c - adding tasks to the PostgreSQL store: the SQLite backend's
+ * submit.c, statement for statement, in one transaction per call (or per
+ * batch: all or nothing). What SQLite's single writer made atomic, locks
+ * make atomic here: a transaction-scoped advisory lock on a --unique key, a
+ * submit token and a session key serializes the submitters that name the
+ * same one (a check and its insert see each other), and a dependency's row
+ * is read FOR SHARE, so it cannot end between the check and the deps row
+ * that its end's trigger must find.
+ */
+#include "internal.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bsd/string.h>
+
+#include "common/sys.h"
+
+#define TOKEN_MAX 64
+
+/* The key's advisory lock, held until the transaction ends. */
+static int lock_key(struct tq_pg *q, const char *kind, const char *key, struct tq_err *err)
+{
+	struct tq_pg_params p = { 0 };
+
+	tq_pg_txt(&p, kind);
+	tq_pg_txt(&p, key);
+	return tq_pg_exec(q, "SELECT pg_advisory_xact_lock(hashtext($1 || $2))", &p, NULL,
+			  err, "lock key");
+}
+
+static int one_id(struct tq_pg *q, const char *sql, const struct tq_pg_params *p,
+		  int64_t *id, struct tq_err *err, const char *what)
+{
+	PGresult *r = tq_pg_query(q, sql, p, err, what);
+
+	*id = 0;
+	if (r == NULL)
+		return err ? err->code : TQ_EIO;
+	if (tq_pg_rows(r) > 0)
+		*id = tq_pg_get_i64(r, 0, 0, 0);
+	tq_pg_clear(r);
+	return 0;
+}
+
+/* Tokens live in meta as "submit:TOKEN" -> "ID TIME_MS", as with SQLite. */
+static int token_find(struct tq_pg *q, const char *token, int64_t *id, struct tq_err *err)
+{
+	struct tq_pg_params p = { 0 };
+
+	tq_pg_txt(&p, token);
+	return one_id(q, "SELECT split_part(value, ' ', 1)::bigint FROM meta"
+		      " WHERE key = 'submit:' || $1", &p, id, err, "find submit token");
+}
+
+static int token_add(struct tq_pg *q, const char *token, int64_t id, int64_t now,
+		     struct tq_err *err)
+{
+	struct tq_pg_params p = { 0 };
+
+	tq_pg_txt(&p, token);
+	tq_pg_i64(&p, id);
+	tq_pg_i64(&p, now);
+	return tq_pg_exec(q, "INSERT INTO meta(key, value) VALUES ('submit:' || $1,"
+			  " $2::text || ' ' || $3::text)", &p, NULL, err, "store submit token");
+}
+
+int tq_pg_prune_tokens(struct tq_queue *base, int64_t before_ms, int *n, struct tq_err *err)
+{
+	struct tq_pg_params p = { 0 };
+	int64_t changed = 0;
+	int rc;
+
+	if (n)
+		*n = 0;
+	tq_pg_i64(&p, before_ms);
+	rc = tq_pg_exec(tq_pg_of(base), "DELETE FROM meta WHERE key LIKE 'submit:%'"
+			" AND split_part(value, ' ', 2)::bigint < $1", &p, &changed, err,
+			"forget submit tokens");
+	if (rc == 0 && n)
+		*n = (int)changed;
+	return rc;
+}
+
+int tq_pg_token_first(struct tq_queue *base, const char *prefix, char *buf, size_t n,
+		      int64_t *id, struct tq_err *err)
+{
+	struct tq_pg_params p = { 0 };
+	size_t len = strlen(prefix);
+	PGresult *r;
+	int rc = 0;
+
+	*id = 0;
+	if (n > 0)
+		buf[0] = '\0';
+	if (len == 0 || len > TOKEN_MAX || (unsigned char)prefix[len - 1] == 0xff)
+		return tq_err_set(err, TQ_EINVAL, "submit token prefix must be 1 to %d bytes",
+				  TOKEN_MAX);
+	tq_pg_txt(&p, prefix);
+	/* byte order, as SQLite's: the C collation */
+	r = tq_pg_query(tq_pg_of(base), "SELECT substr(key, 8),"
+			" split_part(value, ' ', 1)::bigint FROM meta"
+			" WHERE key LIKE 'submit:%' AND starts_with(substr(key, 8), $1)"
+			" ORDER BY key COLLATE \"C\" LIMIT 1", &p, err, "find submit token");
+	if (r == NULL)
+		return err ? err->code : TQ_EIO;
+	if (tq_pg_rows(r) > 0) {
+		*id = tq_pg_get_i64(r, 0, 1, 0);
+		if (strlcpy(buf, tq_pg_get_txt(r, 0, 0), n) >= n) {
+			*id = 0;
+			rc = tq_err_set(err, TQ_EINVAL, "submit token longer than %zu bytes",
+					n ? n - 1 : 0);
+		}
+	}
+	tq_pg_clear(r);
+	return rc;
+}
+
+static uint64_t fnv1a(const void *data, size_t n)
+{
+	const unsigned char *p = data;
+	uint64_t h = 14695981039346656037ULL;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= p[i];
+		h *= 1099511628211ULL;
+	}
+	return h;
+}
+
+/* Encode n strings as "s\0s\0" (the layout of schema.sql); 0, TQ_ENOMEM or
+ * TQ_EINVAL (over max bytes). */
+static int strv_encode(char *const *v, size_t n, size_t max, char **blob, size_t *len)
+{
+	size_t total = 0;
+	char *b, *p;
+
+	for (size_t i = 0; i < n; i++) {
+		total += strlen(v[i]) + 1;
+		if (total > max)
+			return TQ_EINVAL;
+	}
+	if ((b = malloc(total ? total : 1)) == NULL)
+		return TQ_ENOMEM;
+	p = b;
+	for (size_t i = 0; i < n; i++) {
+		size_t l = strlen(v[i]) + 1;
+		memcpy(p, v[i], l);
+		p += l;
+	}
+	*blob = b;
+	*len = total;
+	return 0;
+}
+
+static int env_id(struct tq_pg *q, const struct tq_task_spec *s, int64_t *id,
+		  struct tq_err *err)
+{
+	struct tq_pg_params p = { 0 };
+	char *blob = NULL;
+	size_t len;
+	int rc;
+
+	if ((rc = strv_encode(s->env, s->envc, TQ_ENV_MAX, &blob, &len)) < 0)
+		return tq_err_set(err, rc, rc == TQ_ENOMEM ? "out of memory" :
+				  "environment is larger than %d bytes", TQ_ENV_MAX);
+	tq_pg_i64(&p, (int64_t)fnv1a(blob, len));
+	tq_pg_bin(&p, blob, len);
+	if ((rc = one_id(q, "SELECT id FROM envs WHERE hash = $1 AND data = $2 LIMIT 1",
+			 &p, id, err, "find environment")) == 0 && *id == 0)
+		rc = one_id(q, "INSERT INTO envs(hash, data) VALUES ($1, $2) RETURNING id",
+			    &p, id, err, "store environment");
+	free(blob);
+	return rc;
+}
+
+static int check_name(const char *what, const char *s, int required, struct tq_err *err)
+{
+	if (s == NULL)
+		return required ? tq_err_set(err, TQ_EINVAL, "%s is required", what) : 0;
+	if (*s == '\0')
+		return tq_err_set(err, TQ_EINVAL, "%s is empty", what);
+	if (strlen(s) >= TQ_NAME_MAX)
+		return tq_err_set(err, TQ_EINVAL, "%s is longer than %d bytes", what,
+				  TQ_NAME_MAX - 1);
+	for (const char *p = s; *p; p++)
+		if ((unsigned char)*p < ' ' || *p == 0x7f)
+			return tq_err_set(err, TQ_EINVAL,
+					  "%s contains a control character", what);
+	return 0;
+}
+
+static int check_spec(const struct tq_task_spec *s, struct tq_err *err)
+{
+	int rc;
+
+	if (s->argc == 0 || s->argv == NULL || s->argv[0] == NULL || s->argv[0][0] == '\0')
+		return tq_err_set(err, TQ_EINVAL, "no command given");
+	if (s->cwd == NULL || s->cwd[0] != '/')
+		return tq_err_set(err, TQ_EINVAL, "working directory must be an absolute path");
+	if ((rc = check_name("name", s->name, 0, err)) < 0 ||
+	    (rc = check_name("batch", s->batch, 0, err)) < 0 ||
+	    (rc = check_name("group", s->group, 0, err)) < 0 ||
+	    (rc = check_name("session", s->session, 0, err)) < 0 ||
+	    (rc = check_name("unique key", s->unique_key, 0, err)) < 0)
+		return rc;
+	for (size_t i = 0; i < s->nlabels; i++) {
+		if ((rc = check_name("label key", s->labels[i].key, 1, err)) < 0)
+			return rc;
+		if (s->labels[i].value == NULL)
+			return tq_err_set(err, TQ_EINVAL, "label %s has no value",
+					  s->labels[i].key);
+	}
+	if (s->timeout_ms < 0 || s->kill_grace_ms < 0 || s->max_output < 0 ||
+	    s->max_retries < 0 || s->backoff_ms < 0 || s->backoff_max_ms < 0 ||
+	    s->stall_timeout_ms < 0)
+		return tq_err_set(err, TQ_EINVAL, "negative limit");
+	if (s->umask < -1 || s->umask > TQ_UMASK_MAX)
+		return tq_err_set(err, TQ_EINVAL, "umask %d is not 0 to 0%o", s->umask,
+				  TQ_UMASK_MAX);
+	if (s->token != NULL && (s->token[0] == '\0' || strlen(s->token) > TOKEN_MAX))
+		return tq_err_set(err, TQ_EINVAL, "submit token must be 1 to %d bytes", TOKEN_MAX);
+	if (s->warm && (s->session == NULL || s->agent == NULL))
+		return tq_err_set(err, TQ_EINVAL, "a warm task needs a session and an agent");
+	if (s->warm ? s->idle_timeout_ms <= 0 : s->idle_timeout_ms != 0)
+		return tq_err_set(err, TQ_EINVAL, s->warm ? "a warm task needs an idle timeout" :
+				  "an idle timeout is for a warm task");
+	if (s->stdin_mode == TQ_STDIN_FILE && (int64_t)s->stdin_len > TQ_STDIN_FILE_MAX)
+		return tq_err_set(err, TQ_EINVAL, "stdin file is larger than %lld bytes",
+				  (long long)TQ_STDIN_FILE_MAX);
+	return 0;
+}
+
+static int find_unique(struct tq_pg *q, const char *key, int64_t *id, struct tq_err *err)
+{
+	struct tq_pg_params p = { 0 };
+
+	tq_pg_txt(&p, key);
+	return one_id(q, "SELECT id FROM tasks WHERE unique_key = $1 AND state IN "
+		      TQ_PG_UNFINISHED, &p, id, err, "find unique key");
+}
+
+struct dep {
+	int64_t id;
+	int any;
+};
+
+struct dep_verdict {
+	int open;
+	int64_t failed;
+	enum tq_state failed_state;
+};
+
+static int dep_check(struct tq_pg *q, const struct dep *d, struct dep_verdict *v,
+		     struct tq_err *err)
+{
+	struct tq_pg_params p = { 0 };
+	enum tq_state s = TQ_QUEUED;
+	PGresult *r;
+
+	tq_pg_i64(&p, d->id);
+	if ((r = tq_pg_query(q, "SELECT state FROM tasks WHERE id = $1 FOR SHARE", &p, err,
+			     "read dependency")) == NULL)
+		return err ? err->code : TQ_EIO;
+	if (tq_pg_rows(r) == 0) {
+		tq_pg_clear(r);
+		return tq_err_set(err, TQ_ENOTFOUND, "dependency %lld: no such task",
+				  (long long)d->id);
+	}
+	tq_state_parse(tq_pg_get_txt(r, 0, 0), &s);
+	tq_pg_clear(r);
+	if (!tq_state_final(s))
+		v->open = 1;
+	else if (!d->any && s != TQ_SUCCEEDED && v->failed == 0) {
+		v->failed = d->id;
+		v->failed_state = s;
+	}
+	return 0;
+}
+
+/* The directory of a --session's task: as SQLite's session_dir. */
+static int session_dir(struct tq_pg *q, const struct tq_task_spec *s, char *buf,
+		       size_t n, const char **cwd, struct tq_err *err)
+{
+	struct tq_pg_params p = { 0 };
+	const char *dir;
+	PGresult *r;
+	int rc = 0;
+
+	*cwd = s->cwd;
+	tq_pg_txt(&p, s->session);
+	r = tq_pg_query(q, "SELECT s.cwd FROM sessions s WHERE s.key = $1 AND s.cwd IS NOT NULL"
+			" AND (s.agent_session IS NOT NULL OR EXISTS"
+			"      (SELECT 1 FROM tasks t WHERE t.session = $1))", &p, err,
+			"read session");
+	if (r == NULL)
+		return err ? err->code : TQ_EIO;
+	if (tq_pg_rows(r) > 0 && (dir = tq_pg_get_txt(r, 0, 0)) != NULL) {
+		if (strcmp(dir, s->cwd) != 0 && s->cwd_explicit)
+			rc = tq_err_set(err, TQ_EINVAL, "session %s runs in %s (its first "
+					"task's directory), not in --cwd %s: drop --cwd, or "
+					"use another session key", s->session, dir, s->cwd);
+		else if (strlcpy(buf, dir, n) >= n)
+			rc = tq_err_set(err, TQ_EINVAL, "session %s: its directory is "
+					"longer than %zu bytes", s->session, n - 1);
+		else
+			*cwd = buf;
+		tq_pg_clear(r);
+		return rc;
+	}
+	tq_pg_clear(r);
+	tq_pg_txt(&p, s->cwd);
+	tq_pg_txt(&p, s->agent);
+	return tq_pg_exec(q, "INSERT INTO sessions(key, cwd, updated_at, agent) VALUES ($1, $2,"
+			  " 0, $3) ON CONFLICT (key) DO UPDATE SET cwd = excluded.cwd,"
+			  " agent = excluded.agent", &p, NULL, err, "store session directory");
+}
+
+static int collect_deps(struct tq_pg *q, const struct tq_task_spec *s,
+			struct dep **out, size_t *n, struct tq_err *err)
+{
+	struct tq_pg_params p = { 0 };
+	int64_t prev = 0;
+	struct dep *d;
+	int rc;
+
+	*out = NULL;
+	*n = 0;
+	if (s->session != NULL) {
+		tq_pg_txt(&p, s->session);
+		if ((rc = one_id(q, "SELECT id FROM tasks WHERE session = $1 AND state IN "
+				 TQ_PG_UNFINISHED " ORDER BY id DESC LIMIT 1", &p, &prev, err,
+				 "read session")) < 0)
+			return rc;
+	}
+	if (s->nafter == 0 && prev == 0)
+		return 0;
+	if ((d = calloc(s->nafter + 1, sizeof(*d))) == NULL)
+		return tq_err_set(err, TQ_ENOMEM, "out of memory");
+	for (size_t i = 0; i < s->nafter; i++) {
+		d[i].id = s->after[i];
+		d[i].any = s->after_any != 0;
+	}
+	*n = s->nafter;
+	if (prev != 0) {
+		d[*n].id = prev;
+		d[*n].any = 1;
+		(*n)++;
+	}
+	*out = d;
+	return 0;
+}
+
+struct insert_ctx {
+	const struct tq_task_spec *s;
+	const char *cwd;
+	enum tq_state state;
+	int64_t env_id;
+	int64_t now;
+	const char *name;
+	const char *group;
+	const char *reason;
+	const char *argv_blob;
+	size_t argv_len;
+};
+
+static int insert_task(struct tq_pg *q, const struct insert_ctx *c, int64_t *id,
+		       struct tq_err *err)
+{
+	const struct tq_task_spec *s = c->s;
+	struct tq_pg_params p = { 0 };
+
+	tq_pg_txt(&p, tq_state_name(c->state));
+	tq_pg_txt(&p, c->name);
+	tq_pg_bin(&p, c->argv_blob, c->argv_len);
+	tq_pg_i64(&p, s->shell != 0);
+	tq_pg_txt(&p, c->cwd);
+	tq_pg_i64(&p, c->env_id);
+	tq_pg_txt(&p, s->batch);
+	tq_pg_txt(&p, c->group);
+	tq_pg_txt(&p, s->session);
+	tq_pg_txt(&p, s->unique_key);
+	tq_pg_i64(&p, s->priority);
+	tq_pg_i64(&p, s->run_after);
+	tq_pg_i64(&p, c->now);
+	tq_pg_i64(&p, s->timeout_ms);
+	tq_pg_i64(&p, s->kill_grace_ms);
+	tq_pg_i64(&p, s->max_output);
+	tq_pg_i64(&p, s->max_retries);
+	tq_pg_i64(&p, s->retry_lost != 0);
+	tq_pg_i64(&p, s->backoff_ms);
+	tq_pg_i64(&p, s->backoff_max_ms);
+	tq_pg_txt(&p, tq_stdin_mode_name(s->stdin_mode));
+	tq_pg_i64(&p, s->pty != 0);
+	tq_pg_txt(&p, s->on_exit);
+	tq_pg_txt(&p, s->agent);
+	tq_pg_txt(&p, s->model);
+	tq_pg_txt(&p, s->prompt);
+	tq_pg_i64(&p, s->isolate != 0);
+	tq_pg_txt(&p, s->sources_json);
+	if (c->state == TQ_CANCELED) {
+		tq_pg_i64(&p, c->now);
+		tq_pg_txt(&p, tq_outcome_name(TQ_OUT_CANCELED));
+		tq_pg_txt(&p, c->reason);
+	} else {
+		tq_pg_null(&p);
+		tq_pg_null(&p);
+		tq_pg_null(&p);
+	}
+	tq_pg_opt(&p, s->umask, -1);
+	tq_pg_i64(&p, s->stall_timeout_ms);
+	tq_pg_i64(&p, s->warm != 0);
+	tq_pg_i64(&p, s->idle_timeout_ms);
+	return one_id(q, "INSERT INTO tasks(state, name, argv, shell, cwd, env_id, batch, grp,"
+		      " session, unique_key, priority, run_after, created_at, timeout_ms,"
+		      " kill_grace_ms, max_output, max_retries, retry_lost, backoff_ms,"
+		      " backoff_max_ms, stdin_mode, pty, on_exit, agent, model, prompt, isolate,"
+		      " sources, finished_at, outcome, reason, umask, stall_timeout_ms, warm,"
+		      " idle_timeout_ms) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,"
+		      "$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28,$29,$30,$31,$32,"
+		      "$33,$34,$35) RETURNING id",
+		      &p, id, err, "add task");
+}
+
+static int insert_extras(struct tq_pg *q, const struct tq_task_spec *s, int64_t id,
+			 const struct dep *deps, size_t ndeps, struct tq_err *err)
+{
+	int rc;
+
+	for (size_t i = 0; i < s->nlabels; i++) {
+		struct tq_pg_params p = { 0 };
+
+		tq_pg_i64(&p, id);
+		tq_pg_txt(&p, s->labels[i].key);
+		tq_pg_txt(&p, s->labels[i].value);
+		if ((rc = tq_pg_exec(q, "INSERT INTO labels(task_id, key, value) VALUES"
+				     " ($1, $2, $3) ON CONFLICT (task_id, key) DO UPDATE"
+				     " SET value = excluded.value", &p, NULL, err,
+				     "add label")) < 0)
+			return rc;
+	}
+	for (size_t i = 0; i < ndeps; i++) {
+		struct tq_pg_params p = { 0 };
+
+		tq_pg_i64(&p, id);
+		tq_pg_i64(&p, deps[i].id);
+		tq_pg_txt(&p, deps[i].any ? "any" : "success");
+		if ((rc = tq_pg_exec(q, "INSERT INTO deps(task_id, dep_id, kind) VALUES"
+				     " ($1, $2, $3) ON CONFLICT (task_id, dep_id) DO UPDATE"
+				     " SET kind = CASE WHEN deps.kind = 'success' OR"
+				     " excluded.kind = 'success' THEN 'success' ELSE 'any' END",
+				     &p, NULL, err, "add dependency")) < 0)
+			return rc;
+	}
+	if (s->stdin_mode == TQ_STDIN_FILE) {
+		struct tq_pg_params p = { 0 };
+
+		tq_pg_i64(&p, id);
+		tq_pg_bin(&p, s->stdin_data, s->stdin_len);
+		if ((rc = tq_pg_exec(q, "INSERT INTO stdin_files(task_id, data) VALUES ($1, $2)",
+				     &p, NULL, err, "store stdin file")) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int add_group(struct tq_pg *q, const char *group, struct tq_err *err)
+{
+	struct tq_pg_params p = { 0 };
+
+	tq_pg_txt(&p, group);
+	return tq_pg_exec(q, "INSERT INTO groups(name) VALUES ($1) ON CONFLICT DO NOTHING",
+			  &p, NULL, err, "add group");
+}
+
+/* What the previous task of one submit_many stored (valid for one
+ * transaction), as SQLite's batch_cache. */
+struct batch_cache {
+	char *const *env;
+	size_t envc;
+	int64_t env_id;
+	char group[TQ_NAME_MAX];
+};
+
+static int submit_one(struct tq_pg *q, const struct tq_task_spec *s, int64_t now,
+		      struct batch_cache *bc, int64_t *id, int *existed, struct tq_err *err)
+{
+	char name[TQ_NAME_MAX], group[TQ_NAME_MAX], reason[128];
+	struct insert_ctx c = { .s = s, .cwd = s->cwd, .now = now, .state = TQ_QUEUED };
+	struct dep_verdict v = { 0, 0, TQ_QUEUED };
+	struct dep *deps = NULL;
+	char *argv_blob = NULL, *sdir = NULL;
+	size_t ndeps = 0;
+	int rc;
+
+	if (existed)
+		*existed = 0;
+	if ((rc = check_spec(s, err)) < 0)
+		return rc;
+	if (s->token != NULL) {
+		if ((rc = lock_key(q, "submit:", s->token, err)) < 0 ||
+		    (rc = token_find(q, s->token, id, err)) < 0)
+			return rc;
+		if (*id > 0)
+			return 0;
+	}
+	if (s->unique_key != NULL) {
+		if ((rc = lock_key(q, "unique:", s->unique_key, err)) < 0 ||
+		    (rc = find_unique(q, s->unique_key, id, err)) < 0)
+			return rc;
+		if (*id > 0) {
+			if (existed)
+				*existed = 1;
+			return 0;
+		}
+	}
+	if ((rc = strv_encode(s->argv, s->argc, TQ_ARGV_MAX, &argv_blob, &c.argv_len)) < 0)
+		return tq_err_set(err, rc, rc == TQ_ENOMEM ? "out of memory" :
+				  "command line is longer than %d bytes", TQ_ARGV_MAX);
+	c.argv_blob = argv_blob;
+	if (s->session != NULL) {
+		if ((sdir = malloc(PATH_MAX)) == NULL) {
+			rc = tq_err_set(err, TQ_ENOMEM, "out of memory");
+			goto out;
+		}
+		if ((rc = lock_key(q, "session:", s->session, err)) < 0 ||
+		    (rc = session_dir(q, s, sdir, PATH_MAX, &c.cwd, err)) < 0)
+			goto out;
+	}
+	if ((rc = collect_deps(q, s, &deps, &ndeps, err)) < 0)
+		goto out;
+	for (size_t i = 0; i < ndeps; i++)
+		if ((rc = dep_check(q, &deps[i], &v, err)) < 0)
+			goto out;
+	if (v.failed) {
+		c.state = TQ_CANCELED;
+		snprintf(reason, sizeof(reason), "dependency %lld ended %s",
+			 (long long)v.failed, tq_state_name(v.failed_state));
+		c.reason = reason;
+	} else if (v.open) {
+		c.state = TQ_BLOCKED;
+	} else if (s->run_after > now) {
+		c.state = TQ_SCHEDULED;
+	}
+	if (s->name == NULL)
+		tq_derive_name(s->argv, s->argc, s->shell, name, sizeof(name));
+	if (s->group == NULL)
+		tq_derive_group(s->argv, s->argc, s->shell, group, sizeof(group));
+	c.name = s->name ? s->name : name;
+	c.group = s->group ? s->group : group;
+	if (bc->env_id > 0 && bc->env == s->env && bc->envc == s->envc) {
+		c.env_id = bc->env_id;
+	} else {
+		if ((rc = env_id(q, s, &c.env_id, err)) < 0)
+			goto out;
+		bc->env = s->env;
+		bc->envc = s->envc;
+		bc->env_id = c.env_id;
+	}
+	if (bc->group[0] == '\0' || strcmp(bc->group, c.group) != 0) {
+		if ((rc = add_group(q, c.group, err)) < 0)
+			goto out;
+		strlcpy(bc->group, c.group, sizeof(bc->group));
+	}
+	if ((rc = insert_task(q, &c, id, err)) < 0 ||
+	    (rc = insert_extras(q, s, *id, deps, ndeps, err)) < 0 ||
+	    (s->token != NULL && (rc = token_add(q, s->token, *id, now, err)) < 0))
+		goto out;
+out:
+	free(deps);
+	free(argv_blob);
+	free(sdir);
+	return rc;
+}
+
+int tq_pg_submit_many(struct tq_queue *base, const struct tq_task_spec *specs,
+		      size_t n, int64_t *ids, int *existed, struct tq_err *err)
+{
+	struct tq_pg *q = tq_pg_of(base);
+	struct batch_cache bc = { .env_id = 0 };
+	int64_t now = tq_now_ms();
+	int rc;
+
+	if ((rc = tq_pg_begin(q, err)) < 0)
+		return rc;
+	for (size_t i = 0; i < n; i++) {
+		rc = submit_one(q, &specs[i], now, &bc, &ids[i],
+				existed ? &existed[i] : NULL, err);
+		if (rc < 0) {
+			tq_pg_rollback(q);
+			if (n > 1)
+				tq_err_prefix(err, "task %zu", i);
+			return rc;
+		}
+	}
+	if ((rc = tq_pg_commit(q, err)) < 0) {
+		tq_pg_rollback(q);
+		return rc;
+	}
+	return 0;
+}
+
+int tq_pg_submit(struct tq_queue *base, const struct tq_task_spec *spec,
+		 int64_t *id, int *existed, struct tq_err *err)
+{
+	return tq_pg_submit_many(base, spec, 1, id, existed, err);
+}
+
+int tq_pg_wants_worker(struct tq_queue *base, int64_t id)
+{
+	struct tq_pg_params p = { 0 };
+	PGresult *r;
+	int rows;
+
+	tq_pg_i64(&p, id);
+	tq_pg_i64(&p, tq_now_ms());
+	r = tq_pg_query(tq_pg_of(base), "SELECT 1 FROM tasks t JOIN groups g ON g.name = t.grp"
+			" WHERE t.id = $1 AND t.state IN ('queued', 'blocked')"
+			" AND (g.paused != 0 OR g.paused_until > $2 OR (g.probe != 0 AND EXISTS"
+			" (SELECT 1 FROM tasks p WHERE p.id = g.probe_task AND p.state = 'running')))",
+			&p, NULL, "wants worker");
+	if (r == NULL)
+		return 1;
+	rows = tq_pg_rows(r);
+	tq_pg_clear(r);
+	return rows == 0;
+}
