@@ -22,6 +22,7 @@
 #include "ops/shutdown.h"
 #include "output.h"
 #include "proc/proc.h"
+#include "queue/home.h"
 #include "worker/endrec.h"
 #include "worker/supervisor.h"
 #include "worker/worker.h"
@@ -279,7 +280,13 @@ struct status {
 	size_t nws;
 	struct tq_group *gs;
 	size_t ngs;
+	char self[TQ_NODE_MAX + 1]; /* this node ("": not known: every worker ours) */
 };
+
+/* How long another node's idle worker may go without a heartbeat before
+ * status calls it dead: three of its idle beats (worker.c beats every 10 s
+ * while idle). One that runs a task is alive while it holds the lease. */
+#define FOREIGN_BEAT_MS (3 * 10000)
 
 static int64_t meta_int(struct tq_queue *q, const char *key)
 {
@@ -342,12 +349,22 @@ static int by_slot(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
+/* Whether w runs on another node than this one (issue 20): its pid names
+ * nothing here. */
+static int foreign(const struct status *s, const struct tq_worker_info *w)
+{
+	return s->self[0] != '\0' && w->node[0] != '\0' && strcmp(w->node, s->self) != 0;
+}
+
 /* A worker's row says it runs until a supervisor records its end; one that
  * was killed while no supervisor watched (or a moment ago) still has its
  * row. Whether it lives is the kernel's answer: its pid with its start
- * time. */
-static int worker_alive(const struct tq_worker_info *w)
+ * time; for another node's worker, which no pid here tells, its heartbeat
+ * or the lease of the task it runs. */
+static int worker_alive(const struct status *s, const struct tq_worker_info *w, int64_t now)
 {
+	if (foreign(s, w))
+		return w->task_id != 0 || now - w->heartbeat_at < FOREIGN_BEAT_MS;
 	return w->pid > 0 && tq_proc_alive(w->pid, w->proc_start);
 }
 
@@ -357,6 +374,8 @@ static int load_status(const struct cli_ctx *c, struct tq_queue *q, const char *
 	struct tq_err err = TQ_ERR_INIT;
 
 	s->running = tq_supervisor_running(home, &s->pid);
+	if (tq_node_self(s->self, sizeof(s->self), NULL) < 0)
+		s->self[0] = '\0';
 	s->retention_ms = retention_of(q);
 	s->log_size = log_bound_of(q, TQ_META_LOG_SIZE, TQ_DIAG_LOG_SIZE_MIN,
 				   TQ_DIAG_LOG_SIZE_MAX, TQ_DIAG_LOG_SIZE);
@@ -403,13 +422,26 @@ static int group_shown(const struct tq_group *g, int64_t now)
 
 /* "worker 1: pid 42, running task 7 (seen 1.0s ago)"; a dead one says so,
  * and what becomes of the task it held. */
-static void print_worker(const char *home, const struct tq_worker_info *w, int supervisor,
-			 int64_t now)
+static void print_worker(const char *home, const struct status *s,
+			 const struct tq_worker_info *w, int supervisor, int64_t now)
 {
 	char seen[64];
-	int alive = worker_alive(w);
+	int alive = worker_alive(s, w, now);
 
 	tq_format_duration(now - w->heartbeat_at, seen, sizeof(seen));
+	if (foreign(s, w)) {
+		/* another node's: its pid and its end records are that node's */
+		if (alive && w->task_id)
+			printf("worker %d: pid %d on %s, running task %lld (seen %s ago)\n",
+			       w->slot, w->pid, w->node, (long long)w->task_id, seen);
+		else if (alive)
+			printf("worker %d: pid %d on %s, idle (seen %s ago)\n", w->slot, w->pid,
+			       w->node, seen);
+		else
+			printf("worker %d: pid %d on %s, not heard from (seen %s ago)\n", w->slot,
+			       w->pid, w->node, seen);
+		return;
+	}
 	if (alive && recording(home, w->task_id))
 		printf("worker %d: pid %d, recording the end of task %lld, which the "
 		       "database has not taken yet (seen %s ago)\n", w->slot, w->pid,
@@ -469,7 +501,7 @@ static void print_status_human(const struct status *s, const char *home)
 		       (long long)s->counts[i]);
 	printf("\n");
 	for (size_t i = 0; i < s->nws; i++)
-		print_worker(home, &s->ws[i], s->running, now);
+		print_worker(home, s, &s->ws[i], s->running, now);
 	for (size_t i = 0; i < s->ngs; i++) {
 		const struct tq_group *g = &s->gs[i];
 		char *name;
@@ -541,7 +573,7 @@ static cJSON *status_json(const struct status *s, const char *home)
 			cJSON_AddNullToObject(x, "task");
 		cJSON_AddNumberToObject(x, "heartbeat_at", (double)s->ws[i].heartbeat_at);
 		cJSON_AddBoolToObject(x, "recording", recording(home, s->ws[i].task_id));
-		cJSON_AddBoolToObject(x, "alive", worker_alive(&s->ws[i]));
+		cJSON_AddBoolToObject(x, "alive", worker_alive(s, &s->ws[i], tq_now_ms()));
 		cJSON_AddItemToArray(w, x);
 	}
 	g = cJSON_AddArrayToObject(o, "groups");

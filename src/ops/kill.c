@@ -12,10 +12,12 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/sys.h"
 #include "ops/wait.h"
 #include "proc/proc.h"
+#include "queue/home.h"
 #include "worker/endrec.h"
 
 int tq_ops_end_recording(const char *home, const struct tq_task *t, char *how, size_t n)
@@ -44,19 +46,29 @@ int tq_ops_task_worker(struct tq_queue *q, const struct tq_task *t, pid_t *pid,
 		       int64_t *start, struct tq_err *err)
 {
 	struct tq_worker_info *ws = NULL;
+	char self[TQ_NODE_MAX + 1];
 	size_t n = 0;
 	int found = 0, rc;
 
 	if (t->worker_id == 0)
 		return 0;
-	if ((rc = tq_queue_workers(q, &ws, &n, err)) < 0)
+	if ((rc = tq_node_self(self, sizeof(self), err)) < 0 ||
+	    (rc = tq_queue_workers(q, &ws, &n, err)) < 0)
 		return rc;
-	for (size_t i = 0; i < n && !found; i++)
-		if (ws[i].id == t->worker_id && tq_proc_alive(ws[i].pid, ws[i].proc_start)) {
+	for (size_t i = 0; i < n && !found; i++) {
+		if (ws[i].id != t->worker_id)
+			continue;
+		/* another node's pid means nothing here: its worker acts on a
+		 * stored request at its renewal, and its lease says whether it
+		 * lives (issue 20) */
+		if (ws[i].node[0] != '\0' && strcmp(ws[i].node, self) != 0)
+			found = 2;
+		else if (tq_proc_alive(ws[i].pid, ws[i].proc_start)) {
 			*pid = ws[i].pid;
 			*start = ws[i].proc_start;
 			found = 1;
 		}
+	}
 	free(ws);
 	return found;
 }
@@ -66,7 +78,7 @@ int tq_ops_poke_worker(struct tq_queue *q, const struct tq_task *t)
 	int64_t start = 0;
 	pid_t pid = 0;
 
-	if (t->state != TQ_RUNNING || tq_ops_task_worker(q, t, &pid, &start, NULL) <= 0)
+	if (t->state != TQ_RUNNING || tq_ops_task_worker(q, t, &pid, &start, NULL) != 1)
 		return 0;
 	/* through a pidfd opened for that identity: a pid reused since the
 	 * read is never signalled */
@@ -128,7 +140,7 @@ int tq_ops_kill_request(struct tq_queue *q, const char *home, int64_t id, int si
 	}
 	if ((rc = tq_queue_request_kill(q, id, sig, err)) < 0)
 		goto out;
-	if (live > 0) /* act now, not at its next renewal */
+	if (live == 1) /* act now, not at its next renewal: a worker of this node */
 		tq_proc_signal(pid, start, SIGUSR1, NULL);
 	rc = TQ_OPS_KILL_REQUESTED;
 out:

@@ -35,7 +35,9 @@ int tq_ops_end_recording(const char *home, const struct tq_task *t, char *how, s
 /*
  * The worker running task t, if it lives (checked by pid and start time; a
  * zombie is dead): 1 with *pid and *start, 0 when it is dead or t has none,
- * TQ_E* when the store could not say (err set).
+ * 2 when it is another node's (its pid names nothing here: never signalled,
+ * taken as alive; its lease expiring says otherwise), TQ_E* when the store
+ * could not say (err set).
  */
 int tq_ops_task_worker(struct tq_queue *q, const struct tq_task *t, pid_t *pid,
 		       int64_t *start, struct tq_err *err);

@@ -4,7 +4,13 @@
  * (log, poll, follow, wait) without a supervisor, even after every writer is
  * gone.
  *
- * Format (logs/ID.log): a sequence of records, one per line of output:
+ * Records, the same on every backend: the SQLite backend keeps them in a
+ * file per task (logs/ID.log, and the index below), the PostgreSQL backend
+ * in rows of the database (queue/pg/log.c: chunks of whole records, each
+ * knowing its first line number, so that any node reads any task's output).
+ *
+ * Format (the SQLite backend's logs/ID.log): a sequence of records, one per
+ * line of output:
  *     TAG BYTES... '\n'
  * TAG 'o' or 'e': a line of stdout or stderr that ended with a newline;
  * 'O' or 'E': a piece of a line with no newline after it in the output (the
@@ -183,7 +189,8 @@ int tq_log_read(struct tq_queue *q, int64_t id, const struct tq_log_range *r,
 		tq_log_line_cb cb, void *arg, int64_t *total, struct tq_err *err);
 
 /* Which file a reader read at a log's path (zeros: none yet; dev 0 with an
- * inode: the inode alone, as a poll cursor keeps it). */
+ * inode: the inode alone, as a poll cursor keeps it). PostgreSQL: dev 0 and
+ * ino the log's generation (a new one each time the log is made again). */
 struct tq_log_file {
 	uint64_t dev, ino;
 };

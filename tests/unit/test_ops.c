@@ -265,19 +265,30 @@ static void test_kill_through_real_worker(void **state)
 /* A worker row naming a live process: with its true start time the process
  * is poked (SIGUSR1 kills a sleep); with another start time (the pid
  * reused since the worker died) it is a dead worker, never signalled. */
-static int64_t claim_as(struct tq_queue *q, pid_t pid, int64_t start)
+static int64_t claim_on(struct tq_queue *q, const char *node, pid_t pid, int64_t start)
 {
 	struct tq_err err = TQ_ERR_INIT;
 	struct tq_task t;
 	int64_t wid = 0, id;
 
-	if (tq_queue_worker_add(q, "h1", (int)pid, start, 0, 0, &wid, &err) != 0)
+	if (tq_queue_worker_add(q, node, (int)pid, start, 0, 0, &wid, &err) != 0)
 		fail_msg("worker_add: %s", err.msg);
 	if (tq_queue_claim(q, wid, 60000, &t, NULL, &err) != 0)
 		fail_msg("claim: %s", err.msg);
 	id = t.id;
 	tq_task_release(&t);
 	return id;
+}
+
+/* As this node's worker. */
+static int64_t claim_as(struct tq_queue *q, pid_t pid, int64_t start)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	char self[TQ_NODE_MAX + 1];
+
+	if (tq_node_self(self, sizeof(self), &err) != 0)
+		fail_msg("node: %s", err.msg);
+	return claim_on(q, self, pid, start);
 }
 
 static void test_kill_refuses_reused_pid(void **state)
@@ -312,6 +323,37 @@ static void test_kill_refuses_reused_pid(void **state)
 	tq_spawn_release(&c);
 	assert_true(WIFSIGNALED(status));
 	assert_int_equal(WTERMSIG(status), SIGUSR1);
+}
+
+/* Another node's worker (issue 20): a kill is only stored, for that worker
+ * to act on at its renewal, and its pid -- which on this node may name any
+ * process, here a live sleep with the very start time recorded -- is never
+ * signalled, by the kill or by a poke (taskq write). */
+static void test_kill_of_another_nodes_worker_only_stored(void **state)
+{
+	struct fx *f = *state;
+	struct tq_child c = TQ_CHILD_INIT;
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_ops_killed k;
+	struct tq_task t;
+	int64_t start = 0, id;
+	int status;
+
+	spawn(&c, argv_sleep);
+	assert_int_equal(tq_proc_start_time(c.pid, &start, &err), 0);
+	submit_sleep(f->q);
+	id = claim_on(f->q, "another-node", c.pid, start);
+	assert_int_equal(tq_ops_kill_request(f->q, f->home, id, SIGTERM, NULL, &k, &err),
+			 TQ_OPS_KILL_REQUESTED);
+	assert_int_equal(tq_queue_get(f->q, id, 0, &t, &err), 0);
+	assert_int_equal(t.kill_signal, SIGTERM); /* stored for its worker */
+	assert_int_equal(tq_ops_poke_worker(f->q, &t), 0);
+	tq_task_release(&t);
+	assert_int_equal(tq_waitpid(c.pid, &status, WNOHANG), 0);
+	assert_true(tq_proc_alive(c.pid, start));
+	kill(c.pid, SIGKILL);
+	assert_int_equal(tq_spawn_wait(&c, &status, &err), 0);
+	tq_spawn_release(&c);
 }
 
 /* A task not started is canceled when the caller says so (kill), left
@@ -1004,6 +1046,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_kill_through_real_worker, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_kill_refuses_reused_pid, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_kill_of_another_nodes_worker_only_stored, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_kill_not_started, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remove_running, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_delivers, setup, teardown),
