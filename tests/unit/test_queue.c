@@ -2625,6 +2625,28 @@ static void test_pg_locators_and_secrets(void **state)
 	assert_int_equal(tq_log_open(q, id, 0, &l2, &err), 0);
 	assert_int_equal(tq_log_close(l2, &err), 0);
 	tq_queue_close(q);
+	/* another store, in another schema of the same database, has a task
+	 * of the same id: its writer is not this one's (advisory locks are the
+	 * database's; the key has the schema) */
+	{
+		char sql[160], url[1100];
+		int64_t id2;
+
+		snprintf(sql, sizeof(sql), "DROP SCHEMA IF EXISTS %s_b CASCADE; CREATE SCHEMA %s_b",
+			 pg_schema, pg_schema);
+		pg_run(sql);
+		snprintf(url, sizeof(url), "%s_b", pg_url);
+		assert_int_equal(tq_queue_open(&q, url, 0, &err), 0);
+		id2 = submit_simple(q, 0, NULL);
+		assert_int_equal(id2, id);
+		assert_int_equal(tq_log_open(f->q, id, 0, &l, &err), 0);
+		assert_int_equal(tq_log_open(q, id2, 0, &l2, &err), 0);
+		assert_int_equal(tq_log_close(l2, &err), 0);
+		assert_int_equal(tq_log_close(l, &err), 0);
+		tq_queue_close(q);
+		snprintf(sql, sizeof(sql), "DROP SCHEMA %s_b CASCADE", pg_schema);
+		pg_run(sql);
+	}
 }
 
 int main(void)

@@ -13,7 +13,7 @@
  * numbering is one index probe and a scan of one chunk (at most the
  * writer's batch, 256 KiB): paging costs O(page) whatever the log's size.
  *
- * One writer per log: a session advisory lock on the task id, released by
+ * One writer per log: a session advisory lock on (schema, task id), released by
  * close or by the writer's connection ending (the process dying). A log
  * removed while its task runs (tq_log_remove) is started again with a new
  * generation (the logs row's gen, a file's inode to the SQLite backend:
@@ -38,8 +38,10 @@
 
 #define BATCH_MAX (256 * 1024)      /* bytes of records in one chunk */
 #define CHUNKS_PER_READ 64          /* chunks a reader fetches at a time */
-/* the advisory lock of task id's writer: 'tq' in the top bytes */
-#define LOCK_KEY(id) ((int64_t)((uint64_t)0x7471 << 48 | ((uint64_t)(id) & 0xffffffffffffULL)))
+/* The advisory lock of task id's writer, in the two-key space: the store's
+ * schema (advisory locks are the database's: two stores in two schemas of
+ * one database, each with its task 1, must not share one) and the id. */
+#define LOCK_SQL(f) "SELECT " f "(hashtext(current_schema()), ($1 % 2147483648)::int)"
 
 struct counts {
 	int64_t lines, out_lines, bytes, obytes, ebytes;
@@ -142,9 +144,8 @@ int tq_pg_log_open(struct tq_queue *base, int64_t id, int64_t max_output,
 	*lp = NULL;
 	if (max_output < 0)
 		return tq_err_set(err, TQ_EINVAL, "log: negative output cap");
-	tq_pg_i64(&p, LOCK_KEY(id));
-	if ((r = tq_pg_query(q, "SELECT pg_try_advisory_lock($1)", &p, err,
-			     "open log")) == NULL)
+	tq_pg_i64(&p, id);
+	if ((r = tq_pg_query(q, LOCK_SQL("pg_try_advisory_lock"), &p, err, "open log")) == NULL)
 		return err ? err->code : TQ_EIO;
 	got = strcmp(tq_pg_get_txt(r, 0, 0), "t") == 0;
 	tq_pg_clear(r);
@@ -169,7 +170,7 @@ int tq_pg_log_open(struct tq_queue *base, int64_t id, int64_t max_output,
 	*lp = &l->base;
 	return 0;
 fail:
-	tq_pg_exec(q, "SELECT pg_advisory_unlock($1)", &p, NULL, NULL, "close log");
+	tq_pg_exec(q, LOCK_SQL("pg_advisory_unlock"), &p, NULL, NULL, "close log");
 	if (l != NULL) {
 		free(l->batch);
 		free(l->part[0].buf);
@@ -480,8 +481,8 @@ int tq_pg_log_close(struct tq_log *base, struct tq_err *err)
 		rc = flush_part(l, TQ_STREAM_STDERR, err);
 	if (rc == 0)
 		rc = flush_batch(l, err);
-	tq_pg_i64(&p, LOCK_KEY(l->id));
-	tq_pg_exec(l->q, "SELECT pg_advisory_unlock($1)", &p, NULL, NULL, "close log");
+	tq_pg_i64(&p, l->id);
+	tq_pg_exec(l->q, LOCK_SQL("pg_advisory_unlock"), &p, NULL, NULL, "close log");
 	free(l->batch);
 	free(l->part[0].buf);
 	free(l->part[1].buf);
