@@ -107,13 +107,14 @@ int tq_sqlite_warm_list(struct tq_queue *base, const char *node, struct tq_sessi
 			size_t *n, struct tq_err *err)
 {
 	struct tq_sqlite *q = tq_sqlite_of(base);
-	sqlite3_stmt *st = tq_db_stmt(q, ST_WARM_LIST, err);
+	sqlite3_stmt *st = tq_db_stmt(q, node ? ST_WARM_LIST_NODE : ST_WARM_LIST_ALL, err);
 
 	*list = NULL;
 	*n = 0;
 	if (st == NULL)
 		return err ? err->code : TQ_EIO;
-	tq_bind_text(st, 1, node);
+	if (node != NULL)
+		tq_bind_text(st, 1, node);
 	return read_rows(q, st, list, n, err);
 }
 
