@@ -951,7 +951,9 @@ struct tq_session_row {
 /*
  * Every session (key NULL), or the one of key, in key order; *list is an
  * array of *n rows (NULL and 0 when there are none: an unknown key is not
- * an error here), freed with tq_session_row_list_free.
+ * an error here), freed with tq_session_row_list_free. The list leaves out
+ * a session with nothing left: no agent session, no warm process, no task
+ * (its next task starts it afresh).
  */
 int tq_queue_sessions(struct tq_queue *q, const char *key, struct tq_session_row **list,
 		      size_t *n, struct tq_err *err);

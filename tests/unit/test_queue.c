@@ -2184,7 +2184,7 @@ static void test_warm_task_and_sessions_list(void **state)
 	struct tq_session_row *rows = NULL;
 	struct tq_task t;
 	size_t n = 0;
-	int64_t a, b, id;
+	int64_t a, b, id, id_other;
 	int attempt = 0;
 
 	s.session = "w";
@@ -2224,7 +2224,7 @@ static void test_warm_task_and_sessions_list(void **state)
 	}
 	s.session = "other";
 	s.agent = NULL;
-	submit(f->q, &s);
+	id_other = submit(f->q, &s);
 
 	assert_int_equal(tq_queue_sessions(f->q, NULL, &rows, &n, &err), 0);
 	assert_int_equal(n, 2);
@@ -2251,6 +2251,18 @@ static void test_warm_task_and_sessions_list(void **state)
 	assert_int_equal(tq_queue_sessions(f->q, "nope", &rows, &n, &err), 0);
 	assert_int_equal(n, 0);
 	assert_null(rows);
+
+	/* a session with nothing left is not listed (asked by key, it is) */
+	assert_int_equal(tq_queue_cancel(f->q, id_other, NULL, NULL, &err), 0);
+	assert_int_equal(tq_queue_remove(f->q, id_other, &err), 0);
+	assert_int_equal(tq_queue_sessions(f->q, NULL, &rows, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(rows[0].key, "w");
+	tq_session_row_list_free(rows, n);
+	assert_int_equal(tq_queue_sessions(f->q, "other", &rows, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(rows[0].messages, 0);
+	tq_session_row_list_free(rows, n);
 }
 
 /*
