@@ -376,15 +376,18 @@ int main(int argc, char **argv)
 		/* Long-running processes retitle themselves ("taskq: worker 2:
 		 * task 41 claude"); libbsd needs the original argv for that. Only
 		 * they pay for it, after which argv's memory is theirs to reuse
-		 * (every value they keep is copied while parsing). */
-		if (cmd == &cli_cmd_serve || cmd == &cli_cmd_drain)
-			setproctitle_init(argc, argv, environ);
-		else if (cmd == &cli_cmd_worker)
-			/* A worker's title gets argv's memory only (its argv,
-			 * which names the state directory, is long enough):
-			 * its environment must stay where the kernel shows it,
-			 * in /proc/PID/environ, since it holds the worker's
-			 * mark (TASKQ_WORKER_PROC, proc/proc.h). */
+		 * (every value they keep is copied while parsing). The title
+		 * gets argv's memory only, never the environment's: that must
+		 * stay where the kernel shows it, in /proc/PID/environ, since
+		 * processes are found by the marks it holds (a worker's
+		 * TASKQ_WORKER_PROC, proc/proc.h; the marks a test run or a
+		 * user's tooling gives the supervisor). Given environ, libbsd
+		 * would move it and write the title over it; with libbsd
+		 * shared its constructor's earlier init hid that, and with
+		 * libbsd linked static (9730893) a supervisor's environment
+		 * read back as its title. */
+		if (cmd == &cli_cmd_serve || cmd == &cli_cmd_drain ||
+		    cmd == &cli_cmd_worker)
 			setproctitle_init(argc, argv, (char *[]){ NULL });
 		rc = cmd->run(&c, argc - at, argv + at);
 	}
