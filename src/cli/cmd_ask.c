@@ -58,6 +58,7 @@ static const char ask_help[] =
 	"  --warm           with --session: a turn on the session's agent process,\n"
 	"                   kept up between messages (taskq help sessions); claude.\n"
 	"                   kill, --timeout: the turn interrupted, the process kept\n"
+	"                   (another --model, --env, ...: a new one that resumes)\n"
 	"  --idle-timeout DUR  with --warm: end it after DUR idle (default 10m)\n"
 	"  --no-warm        not warm, whatever the profile says\n"
 	"  --prompt-file F  read the prompt from F\n"

@@ -44,6 +44,18 @@
 #define TQ_WARM_FDS 4                  /* stdin, stdout, stderr, pidfd */
 #define TQ_WARM_KEY_MAX 256            /* a session key (TQ_NAME_MAX fits) */
 
+/* A TAKE's fingerprint of the command it would start, by part: the
+ * supervisor keeps the one of what it started, and ends an idle process
+ * whose command differs from a message's (a 64-bit FNV-1a of each part's
+ * bytes: compared, never trusted). Zero: unknown, matches anything. */
+enum tq_warm_fp {
+	TQ_WARM_FP_MODEL,  /* the task's --model */
+	TQ_WARM_FP_ARGS,   /* the agent and its command (MCP flags, args) */
+	TQ_WARM_FP_ENV,    /* its environment */
+	TQ_WARM_FP_CWD,    /* its working directory */
+	TQ_WARM_FP_N
+};
+
 enum tq_warm_op {
 	TQ_WARM_TAKE = 1,  /* worker: lend me the session's process */
 	TQ_WARM_GIVE,      /* supervisor: here it is (fds attached) */
@@ -66,6 +78,7 @@ struct tq_warm_hdr {
 	int64_t idle_ms;       /* TAKE: the session's idle timeout, 0: default */
 	uint32_t argc;         /* TAKE: strings in the payload: key, cwd, then */
 	uint32_t envc;         /* argc argv strings, then envc env strings */
+	uint64_t fp[TQ_WARM_FP_N]; /* TAKE: the command's fingerprint */
 };
 
 /* Listen on HOME/warm.sock (non-blocking, CLOEXEC), replacing a stale

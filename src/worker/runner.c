@@ -43,6 +43,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -254,6 +255,46 @@ static int spawn_contained(struct run *r, struct tq_err *err)
 	return rc;
 }
 
+/* 64-bit FNV-1a over s and its NUL (so "ab","c" and "a","bc" differ). */
+static uint64_t fnv(uint64_t h, const char *s)
+{
+	const unsigned char *c = (const unsigned char *)(s != NULL ? s : "");
+
+	do {
+		h ^= *c;
+		h *= UINT64_C(0x100000001b3);
+	} while (*c++ != '\0');
+	return h;
+}
+
+#define FNV_BASIS UINT64_C(0xcbf29ce484222325)
+
+/*
+ * What a warm message's command is, by part (warmsock.h, enum tq_warm_fp),
+ * for the supervisor to compare with the process it holds: taken from the
+ * task as stored (its agent, model, command template, environment, cwd),
+ * not from the expanded command, which holds what changes with every
+ * message of one conversation (--resume ID once the session has one, the
+ * task's id, its isolated workspace) and must not start a new process.
+ * The prompt is left out (it travels in the message line).
+ */
+static void warm_fingerprint(const struct tq_task *t, uint64_t fp[TQ_WARM_FP_N])
+{
+	char num[32];
+
+	fp[TQ_WARM_FP_MODEL] = fnv(FNV_BASIS, t->model);
+	fp[TQ_WARM_FP_ARGS] = fnv(FNV_BASIS, t->agent);
+	for (size_t i = 0; i < t->argc; i++)
+		if (t->prompt == NULL || strcmp(t->argv[i], t->prompt) != 0)
+			fp[TQ_WARM_FP_ARGS] = fnv(fp[TQ_WARM_FP_ARGS], t->argv[i]);
+	snprintf(num, sizeof(num), "%d %d", t->isolate, t->umask);
+	fp[TQ_WARM_FP_ARGS] = fnv(fp[TQ_WARM_FP_ARGS], num);
+	fp[TQ_WARM_FP_ENV] = FNV_BASIS;
+	for (size_t i = 0; i < t->envc; i++)
+		fp[TQ_WARM_FP_ENV] = fnv(fp[TQ_WARM_FP_ENV], t->env[i]);
+	fp[TQ_WARM_FP_CWD] = fnv(FNV_BASIS, t->cwd);
+}
+
 /*
  * A warm message: borrow the session's agent process (started by the
  * supervisor from this task's command in its stream-input mode when none
@@ -284,6 +325,7 @@ static int start_warm(struct run *r, struct tq_env *env, struct tq_err *err)
 		return rc;
 	k.argv = argv;
 	k.envp = env->vars;
+	warm_fingerprint(r->t, k.fp);
 	rc = tq_warm_turn_take(&r->wt, &k, err);
 	tq_profile_argv_free(argv);
 	if (rc == TQ_EBUSY)

@@ -53,6 +53,7 @@ struct warm_proc {
 	int close_after;           /* LENT: `taskq sessions close` asked: end it
 				    * when its turn gives it back */
 	char why[96];              /* why it is ending, for the log */
+	uint64_t fp[TQ_WARM_FP_N]; /* the fingerprint of the command it runs */
 };
 
 struct warm_conn {
@@ -306,7 +307,7 @@ static int split(char *pl, size_t len, uint32_t count, char **v)
 }
 
 static int start_proc(struct tq_warm *w, const char *key, char **argv, char **envp,
-		      const char *cwd, int umask_v, struct tq_err *err)
+		      const char *cwd, int umask_v, const uint64_t *fp, struct tq_err *err)
 {
 	struct tq_child c = TQ_CHILD_INIT;
 	int i, rc;
@@ -330,6 +331,7 @@ static int start_proc(struct tq_warm *w, const char *key, char **argv, char **en
 				 .out_fd = c.out_fd, .err_fd = c.err_fd, .conn = -1,
 				 .reply = -1, .idle_since = tq_mono_ms() };
 	strlcpy(p->key, key, sizeof(p->key));
+	memcpy(p->fp, fp, sizeof(p->fp));
 	tq_proc_start_time(c.pid, &p->start, NULL);
 	p->pidfd = (int)pidfd_open(c.pid, 0);
 	/* the session's row names its live process: not one still ending */
@@ -450,6 +452,28 @@ void tq_warm_store_tick(struct tq_warm *w)
 	tq_session_row_list_free(rows, n);
 }
 
+/* Whether p runs another command than the fingerprint fp names: 1 with
+ * the parts that differ in why ("model, environment"), else 0. A part
+ * either side does not know (0) matches. */
+static int differs(const struct warm_proc *p, const uint64_t *fp, char *why, size_t n)
+{
+	static const char *const part[TQ_WARM_FP_N] = {
+		[TQ_WARM_FP_MODEL] = "model", [TQ_WARM_FP_ARGS] = "agent command",
+		[TQ_WARM_FP_ENV] = "environment", [TQ_WARM_FP_CWD] = "working directory",
+	};
+	int d = 0;
+
+	why[0] = '\0';
+	for (int k = 0; k < TQ_WARM_FP_N; k++) {
+		if (p->fp[k] == 0 || fp[k] == 0 || p->fp[k] == fp[k])
+			continue;
+		if (d++)
+			strlcat(why, ", ", n);
+		strlcat(why, part[k], n);
+	}
+	return d > 0;
+}
+
 static void on_take(struct tq_warm *w, int c, const struct tq_warm_hdr *h, char *pl,
 		    size_t len)
 {
@@ -479,6 +503,14 @@ static void on_take(struct tq_warm *w, int c, const struct tq_warm_hdr *h, char 
 		end_proc(w, i, -1, "it died between messages");
 		i = -1;
 	}
+	/* the message runs another command (its --model, environment, ...):
+	 * the process ends, and one of its command starts and resumes */
+	if (i >= 0 && differs(&w->procs[i], h->fp, why, sizeof(why))) {
+		w->log("warm session %s: the message's command differs (%s); starting it anew",
+		       v[0], why);
+		end_proc(w, i, -1, "the session's next message runs another command");
+		i = -1;
+	}
 	if (i < 0 && w->stopping) {
 		refuse(w, c, "busy: the supervisor is stopping");
 		free(v);
@@ -491,7 +523,7 @@ static void on_take(struct tq_warm *w, int c, const struct tq_warm_hdr *h, char 
 	}
 	if (i < 0) {
 		enforce_max(w, 1);
-		if ((i = start_proc(w, v[0], argv, envp, v[1], h->umask, &err)) < 0) {
+		if ((i = start_proc(w, v[0], argv, envp, v[1], h->umask, h->fp, &err)) < 0) {
 			refuse(w, c, err.msg);
 			free(v);
 			return;

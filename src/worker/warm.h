@@ -26,7 +26,8 @@
  * Lifecycle of one process (struct warm_proc in warm.c):
  *   (none) --TAKE, start--> LENT --DONE--> IDLE --TAKE--> LENT ...
  *   LENT --END, or its connection closed--> ENDING --reaped--> (none)
- *   IDLE --idle timeout, max-warm LRU, close request, stop--> ENDING
+ *   IDLE --idle timeout, max-warm LRU, close request, stop, a TAKE whose
+ *          command differs (its fingerprint, warmsock.h)--> ENDING
  *   any --reaped (it died)--> (none)
  * ENDING: stdin closed (the CLI's clean exit), SIGTERM to its group, then
  * SIGKILL to the group after the grace (proc/term.h), decided by waitpid.

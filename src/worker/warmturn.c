@@ -82,6 +82,7 @@ int tq_warm_turn_take(struct tq_warm_turn *t, const struct tq_warm_take *k,
 	char *pl;
 
 	*t = (struct tq_warm_turn)TQ_WARM_TURN_INIT;
+	memcpy(h.fp, k->fp, sizeof(h.fp));
 	if ((pl = payload(k, &h.argc, &h.envc, &len)) == NULL)
 		return tq_err_set(err, TQ_ENOMEM, "warm turn: out of memory");
 	rc = tq_warmsock_dial(k->home, &t->sock, err);

@@ -18,6 +18,7 @@
 #include <sys/types.h>
 
 #include "common/err.h"
+#include "ipc/warmsock.h"
 
 /* Waiting for the supervisor's GIVE (it starts the process first when none
  * is up: an exec, not the CLI's own start). */
@@ -47,6 +48,7 @@ struct tq_warm_take {
 	const char *cwd;
 	int umask;                 /* -1: the supervisor's */
 	int64_t idle_ms;           /* the session's idle timeout, 0: default */
+	uint64_t fp[TQ_WARM_FP_N]; /* the command's fingerprint (warmsock.h) */
 };
 
 /*

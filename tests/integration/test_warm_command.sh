@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# test_warm_command.sh - a warm session's message whose command differs from
+# the one its held process was started with (issue 19), with the fake claude
+# in its stream-input mode:
+#   - another --model: the idle process is ended, a new one of the message's
+#     command starts and resumes the conversation (--resume of the first
+#     message's agent session, the first prompt in its history); the
+#     supervisor's log says why;
+#   - the same command again: the same process (no restart);
+#   - another environment (--env): a new process again, said as such.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib_agents.sh"
+. "$(dirname "$0")/lib_serve.sh"
+. "$(dirname "$0")/lib_warm.sh"
+
+PATH="$(fake_agents_path):$PATH"
+export PATH
+fake_agent_args claude --key-order real --result 'R:{prompt} turn{turns} pid{pid} h[{history}]'
+mkdir -p "$TQ_TMP/proj"
+cd "$TQ_TMP/proj" || exit 1
+
+serve_start 1
+
+cmdline() { tr '\0' ' ' <"/proc/$1/cmdline"; }
+
+check "another --model: a new process of that model, resuming the conversation"
+a=$(warm_ask k1 --model model-a "first")
+wait_state "$a" succeeded
+pa=$(turn_pid "$a")
+sid=$(attempt_field "$a" last agent_session)
+assert_contains "$(cmdline "$pa")" "--model model-a" "the first process's command"
+b=$(warm_ask k1 --model model-b "second")
+wait_state "$b" succeeded
+pb=$(turn_pid "$b")
+[[ $pb =~ ^[0-9]+$ ]] || fail "no agent pid recorded for task $b: [$pb]"
+[ "$pb" != "$pa" ] || fail "the message with --model model-b ran on the model-a process $pa"
+argv=$(cmdline "$pb")
+assert_contains "$argv" "--model model-b" "the second process's command"
+assert_not_contains "$argv" "model-a" "the second process's command"
+assert_contains "$argv" "--resume $sid" "the second process's command"
+assert_eq "R:second turn2 pid$pb h[first]" "$(attempt_field "$b" last result)" "second result"
+wait_for "! _tq_alive $pa" 10 || fail "the model-a process (pid $pa) was left running"
+serve_log_has "warm session k1: the message's command differs (model); starting it anew" ||
+	fail "the supervisor's log does not say why: $(cat "$TQ_TMP/serve.log")"
+
+check "the same command again: the same process"
+c=$(warm_ask k1 --model model-b "third")
+wait_state "$c" succeeded
+assert_eq "$pb" "$(turn_pid "$c")" "the third message's agent pid"
+assert_eq "R:third turn3 pid$pb h[first | second]" "$(attempt_field "$c" last result)" \
+	"third result"
+
+check "another environment: a new process that resumes"
+d=$(warm_ask k1 --model model-b --env WARM_TEST_VAR=1 "fourth")
+wait_state "$d" succeeded
+pd=$(turn_pid "$d")
+[ "$pd" != "$pb" ] || fail "the message with another environment ran on process $pb"
+tr '\0' '\n' <"/proc/$pd/environ" | grep -qx WARM_TEST_VAR=1 ||
+	fail "the new process (pid $pd) lacks the message's environment"
+assert_eq "R:fourth turn4 pid$pd h[first | second | third]" \
+	"$(attempt_field "$d" last result)" "fourth result"
+serve_log_has "warm session k1: the message's command differs (environment); starting it anew" ||
+	fail "the supervisor's log does not say why: $(cat "$TQ_TMP/serve.log")"
+
+"$TASKQ_BIN" shutdown >/dev/null
+wait_for "! _tq_alive $SERVE_PID" 20 || fail "the supervisor did not stop"
+wait_for '[ -z "$(warm_pids)" ]' 10 || fail "warm agents left after shutdown: $(warm_pids)"
