@@ -90,7 +90,11 @@ int tq_pg_sessions(struct tq_queue *base, const char *key, struct tq_session_row
 	struct tq_pg_params p = { 0 };
 
 	if (key == NULL)
+		/* as SQLite's ST_SESSIONS_ALL: a session with nothing left (no
+		 * agent session, no warm process, no task) is not listed */
 		return read_rows(tq_pg_of(base), SESSION_COLS SESSION_SUMS
+				 " WHERE s.agent_session IS NOT NULL OR s.warm_pid IS NOT NULL"
+				 " OR EXISTS (SELECT 1 FROM tasks t WHERE t.session = s.key)"
 				 " ORDER BY s.key COLLATE \"C\"", NULL, list, n, err);
 	tq_pg_txt(&p, key);
 	return read_rows(tq_pg_of(base), SESSION_COLS SESSION_SUMS " WHERE s.key = $1", &p,
