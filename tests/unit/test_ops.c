@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -927,14 +928,26 @@ static void test_changes_ring_the_doorbell(void **state)
  * processes listed, as a supervisor's tick reads them), take it, then
  * clear the process, as a supervisor does once it has ended it. Exits 0,
  * or 1 when no request came within WAIT_MS.
+ *
+ * It starts only once bell (the doorbell's read end, drained by the
+ * parent) rings: the request it takes is stored already, by the parent's
+ * earlier close, so without that the stand-in could end the process before
+ * the parent's close had looked, which then saw no process ("none").
  */
-static void stand_in_runtime(const char *home, const char *node, const char *key)
+static void stand_in_runtime(const char *home, const char *node, const char *key, int bell)
 {
 	struct tq_err err = TQ_ERR_INIT;
 	struct tq_queue *q = NULL;
 	int64_t until = tq_mono_ms() + WAIT_MS, at = 0;
 	int cleared = 0;
+	struct pollfd pfd = { .fd = bell, .events = POLLIN };
+	int pr;
 
+	do
+		pr = poll(&pfd, 1, WAIT_MS);
+	while (pr < 0 && errno == EINTR);
+	if (pr != 1)
+		_exit(5);
 	if (tq_queue_open(&q, home, 0, &err) != 0)
 		_exit(2);
 	while (tq_mono_ms() < until) {
@@ -1023,10 +1036,11 @@ static void test_session_close_through_store(void **state)
 	assert_int_equal(r.this_node, 1);
 	assert_int_equal(r.supervisor_here, 0);
 
+	assert_true(tq_doorbell_drain(fd) >= 0); /* the PENDING close's ring */
 	kid = fork();
 	assert_true(kid >= 0);
 	if (kid == 0)
-		stand_in_runtime(f->home, node, "w");
+		stand_in_runtime(f->home, node, "w", fd);
 	assert_int_equal(tq_ops_session_close(f->q, f->home, "w", tq_mono_ms() + WAIT_MS, &r,
 					      &err), 0);
 	assert_int_equal(r.outcome, TQ_OPS_CLOSE_ENDED);
