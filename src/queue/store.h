@@ -23,6 +23,13 @@
 
 struct tq_store_ops;
 
+/* The longest submit token (tq_task_spec.token) a store keeps, in bytes. */
+#define TQ_SUBMIT_TOKEN_MAX 64
+
+/* What every backend refuses in a spec before storing anything (spec.c):
+ * 0, or TQ_EINVAL with one line naming the field. err may be NULL. */
+int tq_spec_check(const struct tq_task_spec *s, struct tq_err *err);
+
 /* The heads of a backend's handles: the first member of each. */
 struct tq_queue {
 	const struct tq_store_ops *ops;

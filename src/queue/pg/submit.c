@@ -19,7 +19,7 @@
 
 #include "common/sys.h"
 
-#define TOKEN_MAX 64
+#define TOKEN_MAX TQ_SUBMIT_TOKEN_MAX
 
 /* The key's advisory lock, held until the transaction ends. */
 static int lock_key(struct tq_pg *q, const char *kind, const char *key, struct tq_err *err)
@@ -175,63 +175,6 @@ static int env_id(struct tq_pg *q, const struct tq_task_spec *s, int64_t *id,
 			    &p, id, err, "store environment");
 	free(blob);
 	return rc;
-}
-
-static int check_name(const char *what, const char *s, int required, struct tq_err *err)
-{
-	if (s == NULL)
-		return required ? tq_err_set(err, TQ_EINVAL, "%s is required", what) : 0;
-	if (*s == '\0')
-		return tq_err_set(err, TQ_EINVAL, "%s is empty", what);
-	if (strlen(s) >= TQ_NAME_MAX)
-		return tq_err_set(err, TQ_EINVAL, "%s is longer than %d bytes", what,
-				  TQ_NAME_MAX - 1);
-	for (const char *p = s; *p; p++)
-		if ((unsigned char)*p < ' ' || *p == 0x7f)
-			return tq_err_set(err, TQ_EINVAL,
-					  "%s contains a control character", what);
-	return 0;
-}
-
-static int check_spec(const struct tq_task_spec *s, struct tq_err *err)
-{
-	int rc;
-
-	if (s->argc == 0 || s->argv == NULL || s->argv[0] == NULL || s->argv[0][0] == '\0')
-		return tq_err_set(err, TQ_EINVAL, "no command given");
-	if (s->cwd == NULL || s->cwd[0] != '/')
-		return tq_err_set(err, TQ_EINVAL, "working directory must be an absolute path");
-	if ((rc = check_name("name", s->name, 0, err)) < 0 ||
-	    (rc = check_name("batch", s->batch, 0, err)) < 0 ||
-	    (rc = check_name("group", s->group, 0, err)) < 0 ||
-	    (rc = check_name("session", s->session, 0, err)) < 0 ||
-	    (rc = check_name("unique key", s->unique_key, 0, err)) < 0)
-		return rc;
-	for (size_t i = 0; i < s->nlabels; i++) {
-		if ((rc = check_name("label key", s->labels[i].key, 1, err)) < 0)
-			return rc;
-		if (s->labels[i].value == NULL)
-			return tq_err_set(err, TQ_EINVAL, "label %s has no value",
-					  s->labels[i].key);
-	}
-	if (s->timeout_ms < 0 || s->kill_grace_ms < 0 || s->max_output < 0 ||
-	    s->max_retries < 0 || s->backoff_ms < 0 || s->backoff_max_ms < 0 ||
-	    s->stall_timeout_ms < 0)
-		return tq_err_set(err, TQ_EINVAL, "negative limit");
-	if (s->umask < -1 || s->umask > TQ_UMASK_MAX)
-		return tq_err_set(err, TQ_EINVAL, "umask %d is not 0 to 0%o", s->umask,
-				  TQ_UMASK_MAX);
-	if (s->token != NULL && (s->token[0] == '\0' || strlen(s->token) > TOKEN_MAX))
-		return tq_err_set(err, TQ_EINVAL, "submit token must be 1 to %d bytes", TOKEN_MAX);
-	if (s->warm && (s->session == NULL || s->agent == NULL))
-		return tq_err_set(err, TQ_EINVAL, "a warm task needs a session and an agent");
-	if (s->warm ? s->idle_timeout_ms <= 0 : s->idle_timeout_ms != 0)
-		return tq_err_set(err, TQ_EINVAL, s->warm ? "a warm task needs an idle timeout" :
-				  "an idle timeout is for a warm task");
-	if (s->stdin_mode == TQ_STDIN_FILE && (int64_t)s->stdin_len > TQ_STDIN_FILE_MAX)
-		return tq_err_set(err, TQ_EINVAL, "stdin file is larger than %lld bytes",
-				  (long long)TQ_STDIN_FILE_MAX);
-	return 0;
 }
 
 static int find_unique(struct tq_pg *q, const char *key, int64_t *id, struct tq_err *err)
@@ -498,7 +441,7 @@ static int submit_one(struct tq_pg *q, const struct tq_task_spec *s, int64_t now
 
 	if (existed)
 		*existed = 0;
-	if ((rc = check_spec(s, err)) < 0)
+	if ((rc = tq_spec_check(s, err)) < 0)
 		return rc;
 	if (s->token != NULL) {
 		if ((rc = lock_key(q, "submit:", s->token, err)) < 0 ||

@@ -18,7 +18,7 @@
 
 #include "common/sys.h"
 
-#define TOKEN_MAX 64
+#define TOKEN_MAX TQ_SUBMIT_TOKEN_MAX
 
 /*
  * Submit tokens (tq_task_spec.token) live in meta as "submit:TOKEN" ->
@@ -171,64 +171,6 @@ static int env_id(struct tq_sqlite *q, const struct tq_task_spec *s, int64_t *id
 fail:
 	free(blob);
 	return err ? err->code : TQ_EIO;
-}
-
-static int check_name(const char *what, const char *s, int required,
-		      struct tq_err *err)
-{
-	if (s == NULL)
-		return required ? tq_err_set(err, TQ_EINVAL, "%s is required", what) : 0;
-	if (*s == '\0')
-		return tq_err_set(err, TQ_EINVAL, "%s is empty", what);
-	if (strlen(s) >= TQ_NAME_MAX)
-		return tq_err_set(err, TQ_EINVAL, "%s is longer than %d bytes", what,
-				  TQ_NAME_MAX - 1);
-	for (const char *p = s; *p; p++)
-		if ((unsigned char)*p < ' ' || *p == 0x7f)
-			return tq_err_set(err, TQ_EINVAL,
-					  "%s contains a control character", what);
-	return 0;
-}
-
-static int check_spec(const struct tq_task_spec *s, struct tq_err *err)
-{
-	int rc;
-
-	if (s->argc == 0 || s->argv == NULL || s->argv[0] == NULL || s->argv[0][0] == '\0')
-		return tq_err_set(err, TQ_EINVAL, "no command given");
-	if (s->cwd == NULL || s->cwd[0] != '/')
-		return tq_err_set(err, TQ_EINVAL, "working directory must be an absolute path");
-	if ((rc = check_name("name", s->name, 0, err)) < 0 ||
-	    (rc = check_name("batch", s->batch, 0, err)) < 0 ||
-	    (rc = check_name("group", s->group, 0, err)) < 0 ||
-	    (rc = check_name("session", s->session, 0, err)) < 0 ||
-	    (rc = check_name("unique key", s->unique_key, 0, err)) < 0)
-		return rc;
-	for (size_t i = 0; i < s->nlabels; i++) {
-		if ((rc = check_name("label key", s->labels[i].key, 1, err)) < 0)
-			return rc;
-		if (s->labels[i].value == NULL)
-			return tq_err_set(err, TQ_EINVAL, "label %s has no value",
-					  s->labels[i].key);
-	}
-	if (s->timeout_ms < 0 || s->kill_grace_ms < 0 || s->max_output < 0 ||
-	    s->max_retries < 0 || s->backoff_ms < 0 || s->backoff_max_ms < 0 ||
-	    s->stall_timeout_ms < 0)
-		return tq_err_set(err, TQ_EINVAL, "negative limit");
-	if (s->umask < -1 || s->umask > TQ_UMASK_MAX)
-		return tq_err_set(err, TQ_EINVAL, "umask %d is not 0 to 0%o", s->umask,
-				  TQ_UMASK_MAX);
-	if (s->token != NULL && (s->token[0] == '\0' || strlen(s->token) > TOKEN_MAX))
-		return tq_err_set(err, TQ_EINVAL, "submit token must be 1 to %d bytes", TOKEN_MAX);
-	if (s->warm && (s->session == NULL || s->agent == NULL))
-		return tq_err_set(err, TQ_EINVAL, "a warm task needs a session and an agent");
-	if (s->warm ? s->idle_timeout_ms <= 0 : s->idle_timeout_ms != 0)
-		return tq_err_set(err, TQ_EINVAL, s->warm ? "a warm task needs an idle timeout" :
-				  "an idle timeout is for a warm task");
-	if (s->stdin_mode == TQ_STDIN_FILE && (int64_t)s->stdin_len > TQ_STDIN_FILE_MAX)
-		return tq_err_set(err, TQ_EINVAL, "stdin file is larger than %lld bytes",
-				  (long long)TQ_STDIN_FILE_MAX);
-	return 0;
 }
 
 /* The unfinished task holding key, if any: *id > 0. */
@@ -567,7 +509,7 @@ static int submit_one(struct tq_sqlite *q, const struct tq_task_spec *s, int64_t
 
 	if (existed)
 		*existed = 0;
-	if ((rc = check_spec(s, err)) < 0)
+	if ((rc = tq_spec_check(s, err)) < 0)
 		return rc;
 	if (s->token != NULL) {
 		/* this very submit, stored already (by the supervisor, whose
@@ -695,7 +637,7 @@ int tq_sqlite_submit(struct tq_queue *base, const struct tq_task_spec *spec,
 	 * snapshot held it at that instant, so the answer is as atomic as the
 	 * locked check; a key found free is checked again under the lock.
 	 */
-	if (spec->unique_key != NULL && check_spec(spec, NULL) == 0) {
+	if (spec->unique_key != NULL && tq_spec_check(spec, NULL) == 0) {
 		if ((rc = find_unique(q, spec->unique_key, id, err)) < 0)
 			return rc;
 		if (*id > 0) {
