@@ -269,6 +269,20 @@ static uint64_t fnv(uint64_t h, const char *s)
 
 #define FNV_BASIS UINT64_C(0xcbf29ce484222325)
 
+/* Whether var ("NAME=value") is one a shell changes on its own between
+ * two commands typed in the same place: the previous directory after a cd,
+ * the last command's path, the nesting depth (PWD is the cwd, its own
+ * part). A message from a shell that moved about is the same command. */
+static int shell_bookkeeping(const char *var)
+{
+	static const char *const names[] = { "_=", "OLDPWD=", "PWD=", "SHLVL=" };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strncmp(var, names[i], strlen(names[i])) == 0)
+			return 1;
+	return 0;
+}
+
 /*
  * What a warm message's command is, by part (warmsock.h, enum tq_warm_fp),
  * for the supervisor to compare with the process it holds: taken from the
@@ -291,7 +305,8 @@ static void warm_fingerprint(const struct tq_task *t, uint64_t fp[TQ_WARM_FP_N])
 	fp[TQ_WARM_FP_ARGS] = fnv(fp[TQ_WARM_FP_ARGS], num);
 	fp[TQ_WARM_FP_ENV] = FNV_BASIS;
 	for (size_t i = 0; i < t->envc; i++)
-		fp[TQ_WARM_FP_ENV] = fnv(fp[TQ_WARM_FP_ENV], t->env[i]);
+		if (!shell_bookkeeping(t->env[i]))
+			fp[TQ_WARM_FP_ENV] = fnv(fp[TQ_WARM_FP_ENV], t->env[i]);
 	fp[TQ_WARM_FP_CWD] = fnv(FNV_BASIS, t->cwd);
 }
 

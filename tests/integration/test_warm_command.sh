@@ -6,7 +6,9 @@
 #     command starts and resumes the conversation (--resume of the first
 #     message's agent session, the first prompt in its history); the
 #     supervisor's log says why;
-#   - the same command again: the same process (no restart);
+#   - the same command again: the same process (no restart), also from a
+#     shell whose OLDPWD, _ and SHLVL differ (a shell's bookkeeping, not
+#     the user's wish);
 #   - another environment (--env): a new process again, said as such.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_agents.sh"
@@ -50,6 +52,12 @@ assert_eq "$pb" "$(turn_pid "$c")" "the third message's agent pid"
 assert_eq "R:third turn3 pid$pb h[first | second]" "$(attempt_field "$c" last result)" \
 	"third result"
 
+check "a shell's own bookkeeping changed (OLDPWD, _, SHLVL): still the same process"
+e=$(cd / && cd "$TQ_TMP/proj" && OLDPWD=/elsewhere SHLVL=7 _=/some/other/program \
+	"$TASKQ_BIN" ask --session k1 --warm --model model-b "third and a half")
+wait_state "$e" succeeded
+assert_eq "$pb" "$(turn_pid "$e")" "the agent pid of a message from a shell that moved about"
+
 check "another environment: a new process that resumes"
 d=$(warm_ask k1 --model model-b --env WARM_TEST_VAR=1 "fourth")
 wait_state "$d" succeeded
@@ -57,7 +65,7 @@ pd=$(turn_pid "$d")
 [ "$pd" != "$pb" ] || fail "the message with another environment ran on process $pb"
 tr '\0' '\n' <"/proc/$pd/environ" | grep -qx WARM_TEST_VAR=1 ||
 	fail "the new process (pid $pd) lacks the message's environment"
-assert_eq "R:fourth turn4 pid$pd h[first | second | third]" \
+assert_eq "R:fourth turn5 pid$pd h[first | second | third | third and a half]" \
 	"$(attempt_field "$d" last result)" "fourth result"
 serve_log_has "warm session k1: the message's command differs (environment); starting it anew" ||
 	fail "the supervisor's log does not say why: $(cat "$TQ_TMP/serve.log")"
