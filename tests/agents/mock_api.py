@@ -187,6 +187,27 @@ class State:
             self.log.flush()
 
 
+def json_of_schema(schema):
+    """The smallest value a JSON schema (OpenAPI or JSON Schema spelling, so
+    "INTEGER" or "integer") accepts: every property of an object (required
+    or not), one item of an array, the first enum value, a number's minimum
+    (else 1), "mock" for a string."""
+    if not isinstance(schema, dict):
+        return None
+    if schema.get("enum"):
+        return schema["enum"][0]
+    kind = str(schema.get("type", "object")).lower()
+    if kind == "object":
+        return {k: json_of_schema(v) for k, v in (schema.get("properties") or {}).items()}
+    if kind == "array":
+        return [json_of_schema(schema.get("items") or {})]
+    if kind in ("integer", "number"):
+        return schema.get("minimum", 1)
+    if kind == "boolean":
+        return False
+    return "mock"
+
+
 def sse(event, data):
     return ("event: %s\ndata: %s\n\n" % (event, json.dumps(data, separators=(",", ":")))).encode()
 
@@ -500,7 +521,16 @@ class Handler(BaseHTTPRequestHandler):
         answered = any(isinstance(p, dict) and "functionResponse" in p
                        for p in last.get("parts") or [])
         part = {"text": text}
-        if name == "tool" and not answered:
+        gen = body.get("generationConfig") if isinstance(body.get("generationConfig"), dict) else {}
+        if gen.get("responseMimeType") == "application/json":
+            # A structured-output request (Gemini CLI's generateJson: the
+            # model router's complexity classifier before every turn on a
+            # Gemini 3 model): the real API answers JSON of the schema, so
+            # does the mock. Plain text made the CLI retry it 5 times with
+            # backoff, ~100 s, before falling back to the default model.
+            part = {"text": json.dumps(json_of_schema(
+                gen.get("responseJsonSchema") or gen.get("responseSchema") or {}))}
+        elif name == "tool" and not answered:
             # Gemini CLI's shell tool
             part = {"functionCall": {"name": "run_shell_command",
                                      "args": {"command": tool_cmd,

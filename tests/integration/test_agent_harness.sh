@@ -325,6 +325,13 @@ assert_eq "Hello from the mock." "$(mock_http POST '/v1beta/models/gemini-2.5-fl
 	sed '1,/^$/d' | pyjson 'd["candidates"][0]["content"]["parts"][0]["text"]')"
 mock_http POST '/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse' '{}' >g.out
 assert_contains "$(cat g.out)" 'data: {"candidates"'
+# Gemini CLI's model router asks for JSON of a schema before every turn on a
+# Gemini 3 model: plain text there cost each such run ~100 s of retries
+# (test_session_cwd_real took 200 s)
+assert_eq '{"complexity_reasoning": "mock", "complexity_score": 1}' \
+	"$(mock_http POST '/v1beta/models/gemini-3.5-flash-lite:generateContent' \
+		'{"generationConfig":{"responseMimeType":"application/json","responseJsonSchema":{"type":"OBJECT","properties":{"complexity_reasoning":{"type":"STRING"},"complexity_score":{"type":"INTEGER"}},"required":["complexity_reasoning","complexity_score"]}}}' |
+		sed '1,/^$/d' | pyjson 'd["candidates"][0]["content"]["parts"][0]["text"]')"
 mock_mode 429
 assert_eq RESOURCE_EXHAUSTED "$(mock_http POST '/v1beta/models/m:generateContent' '{}' |
 	sed '1,/^$/d' | pyjson 'd["error"]["status"]')"
