@@ -263,6 +263,8 @@ static void rebuild(const struct lines *ls, enum tq_stream s, struct bytes *b)
 /* ------------------------------------------------------------------ */
 /* Format                                                             */
 
+static void write_numbered(struct fx *f, int64_t id, int from, int to);
+
 static void test_format_bytes(void **state)
 {
 	struct fx *f = *state;
@@ -289,11 +291,16 @@ static void test_format_bytes(void **state)
 	assert_int_equal(n, sizeof(want) - 1);
 	assert_memory_equal(got, want, n);
 	free(got);
-	/* One index entry: record 1 at offset 0, nothing before it; its check
-	 * word; three reserved zero words. */
+	/* No index file: a log of fewer than E records reads from its start
+	 * anyway (test_index_made_when_second_entry_due). */
 	path_of(f, 1, "idx", path, sizeof(path));
+	assert_int_equal(file_size(path), -1);
+	/* Entry 0 of a log that has an index: record 1 at offset 0, nothing
+	 * before it; its check word; three reserved zero words. */
+	write_numbered(f, 2, 1, E + 1);
+	path_of(f, 2, "idx", path, sizeof(path));
 	got = slurp(path, &n);
-	assert_int_equal(n, 64);
+	assert_int_equal(n, 2 * 64);
 	assert_memory_equal(got, zero, 32);
 	assert_int_equal(get_le64((unsigned char *)got + 32), entry_check(0, 0, 0, 0, 0));
 	assert_memory_equal(got + 40, zero, 24);
@@ -602,6 +609,66 @@ static void write_numbered(struct fx *f, int64_t id, int from, int to)
 	wclose(l);
 }
 
+/*
+ * A log's index file is made only when its second entry is due (issue 21:
+ * an inode fewer for every task of fewer than E lines, most of them): E
+ * records, written by one writer and closed, leave no .idx and read as
+ * before; a second writer (a retry) that adds record E + 1 makes the file
+ * with entries 0 and 1, each as a reader checks it, and every read agrees.
+ */
+static void test_index_made_when_second_entry_due(void **state)
+{
+	struct fx *f = *state;
+	struct lines ls = { 0 };
+	char ipath[600], buf[64];
+	unsigned char zero[32] = { 0 };
+	int64_t lines, bytes, off1 = 0;
+	struct tq_log *l;
+	size_t n;
+	char *got;
+
+	write_numbered(f, 20, 1, E);
+	path_of(f, 20, "idx", ipath, sizeof(ipath));
+	assert_int_equal(file_size(ipath), -1);
+	st(f, 20, TQ_STREAM_ALL, &lines, &bytes);
+	assert_int_equal(lines, E);
+	assert_int_equal(rd(f, 20, TQ_STREAM_STDOUT, E, 1, 0, &ls), E);
+	assert_int_equal(ls.n, 1);
+	snprintf(buf, sizeof(buf), "line %d", E);
+	assert_string_equal(ls.v[0].text, buf);
+	lines_free(&ls);
+	for (int i = 1; i <= E; i++) {
+		snprintf(buf, sizeof(buf), "line %d\n", i);
+		off1 += (int64_t)strlen(buf) + 1; /* its tag */
+	}
+
+	l = wopen(f, 20, 0);
+	wr(l, TQ_STREAM_STDERR, "one more\n", 0);
+	assert_int_equal(file_size(ipath), 2 * 64);
+	wclose(l);
+	got = slurp(ipath, &n);
+	assert_int_equal(n, 2 * 64);
+	assert_memory_equal(got, zero, 32);
+	assert_int_equal(get_le64((unsigned char *)got + 32), entry_check(0, 0, 0, 0, 0));
+	/* entry 1: the state before record E + 1 */
+	assert_int_equal(get_le64((unsigned char *)got + 64), off1);
+	assert_int_equal(get_le64((unsigned char *)got + 72), E);
+	assert_int_equal(get_le64((unsigned char *)got + 80), off1 - E);
+	assert_int_equal(get_le64((unsigned char *)got + 88), 0);
+	assert_int_equal(get_le64((unsigned char *)got + 96),
+			 entry_check(1, off1, E, off1 - E, 0));
+	free(got);
+	st(f, 20, TQ_STREAM_ALL, &lines, NULL);
+	assert_int_equal(lines, E + 1);
+	assert_int_equal(rd(f, 20, TQ_STREAM_STDERR, 1, -1, 0, &ls), 1);
+	assert_int_equal(ls.n, 1);
+	assert_string_equal(ls.v[0].text, "one more");
+	lines_free(&ls);
+	assert_int_equal(rd(f, 20, TQ_STREAM_ALL, E + 1, 1, 0, &ls), E + 1);
+	assert_string_equal(ls.v[0].text, "one more");
+	lines_free(&ls);
+}
+
 static void test_torn_record(void **state)
 {
 	struct fx *f = *state;
@@ -836,7 +903,7 @@ static void test_deleted_under_writer(void **state)
 	wr(l, TQ_STREAM_STDERR, "part", 0);                  /* 25, buffered */
 	assert_int_equal(tq_log_exists(f->q, 12), 1);
 	assert_int_equal(unlink(path), 0);
-	assert_int_equal(unlink(ipath), 0);
+	assert_int_equal(file_size(ipath), -1); /* fewer than E records: none */
 	assert_int_equal(tq_log_exists(f->q, 12), 0);
 	assert_int_equal(tq_log_relinked(l), 0);
 	wr(l, TQ_STREAM_STDOUT, "after\n", 0);              /* 31 */
@@ -869,7 +936,7 @@ static void test_deleted_under_writer(void **state)
 	path_of(f, 13, "log", path, sizeof(path));
 	path_of(f, 13, "idx", ipath, sizeof(ipath));
 	assert_int_equal(unlink(path), 0);
-	assert_int_equal(unlink(ipath), 0);
+	assert_int_equal(file_size(ipath), -1);
 	path_of(f, 12, "log", path, sizeof(path));
 	path_of(f, 12, "idx", ipath, sizeof(ipath));
 	assert_int_equal(unlink(path), 0);
@@ -1058,7 +1125,7 @@ static void test_remove(void **state)
 	char log[600], idx[600];
 	struct lines ls = { 0 };
 
-	write_numbered(f, 14, 1, 3);
+	write_numbered(f, 14, 1, E + 1); /* an index too */
 	path_of(f, 14, "log", log, sizeof(log));
 	path_of(f, 14, "idx", idx, sizeof(idx));
 	assert_true(file_size(log) > 0 && file_size(idx) > 0);
@@ -1484,6 +1551,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_missing_log, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_paging, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_index_damage, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_index_made_when_second_entry_due, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_torn_record, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_garbage, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cap, setup, teardown),

@@ -810,6 +810,7 @@ struct tq_sqlite_log {
 	struct lstate done;        /* what is in the file */
 	struct lstate pend;        /* ... plus the batch */
 	int64_t nidx;              /* entries in the index file; -1: not kept */
+	int idx_later;             /* no index file yet: made when entry 1 is due */
 	struct lstate pidx[PENDING_MAX]; /* entries for records in the batch */
 	int npidx;
 	char *batch;
@@ -845,22 +846,52 @@ static int cap_error(const struct tq_sqlite_log *l, struct tq_err *err)
 	return tq_err_set(err, TQ_ECAP, "output cap of %s reached", size);
 }
 
-/* Append the batch's index entries; on any error stop keeping the index
- * (trimmed to whole entries) rather than fail a write that succeeded. */
+/*
+ * Append the batch's index entries; on any error stop keeping the index
+ * (trimmed to whole entries) rather than fail a write that succeeded.
+ *
+ * A log's index file is made only when its second entry is due (record
+ * TQ_LOG_INDEX_EVERY + 1): entry 0, the state before record 1, is all
+ * zeros, and a reader without an index starts there anyway (view_build),
+ * so a log of fewer records reads the same without one. Most tasks' logs
+ * are that small, and a new inode an attempt is the costliest part of a
+ * short task on a busy ext4 (contain.h; measured here: 45% of a drain's
+ * CPU was ext4's inode allocation for the log and its index). Until then
+ * entry 0 is held (nidx counts it) and written first into the new file.
+ */
 static void write_index(struct tq_sqlite_log *l)
 {
-	unsigned char b[PENDING_MAX * INDEX_ENTRY];
+	unsigned char b[(PENDING_MAX + 1) * INDEX_ENTRY];
+	size_t n = 0;
+	int64_t on_disk = l->nidx;
 
 	if (l->nidx < 0 || l->npidx == 0)
 		return;
+	if (l->idx_later) {
+		if (l->nidx + l->npidx <= 1) {
+			l->nidx += l->npidx; /* entry 0: held */
+			return;
+		}
+		l->idx_later = 0;
+		l->ifd = tq_open(l->paths.idx, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
+		if (l->ifd < 0) {
+			l->nidx = -1;
+			return;
+		}
+		if (l->nidx == 1)
+			entry_encode(b, &(struct lstate){ 0 });
+		n = (size_t)l->nidx;
+		on_disk = 0;
+	}
 	for (int i = 0; i < l->npidx; i++)
-		entry_encode(b + i * INDEX_ENTRY, &l->pidx[i]);
-	if (tq_write_all(l->ifd, b, (size_t)l->npidx * INDEX_ENTRY) < 0) {
-		retry_ftruncate(l->ifd, l->nidx * INDEX_ENTRY);
+		entry_encode(b + (n + (size_t)i) * INDEX_ENTRY, &l->pidx[i]);
+	n += (size_t)l->npidx;
+	if (tq_write_all(l->ifd, b, n * INDEX_ENTRY) < 0) {
+		retry_ftruncate(l->ifd, on_disk * INDEX_ENTRY);
 		l->nidx = -1;
 		return;
 	}
-	l->nidx += l->npidx;
+	l->nidx = on_disk + (int64_t)n;
 }
 
 /* A batch write failed after put bytes reached the file. Keep the whole
@@ -1313,7 +1344,7 @@ static int load_state(struct tq_sqlite_log *l, const struct paths *p, int64_t si
 	/* The view borrows the writer's descriptors. */
 	struct view v = { .name = p->name, .fd = l->fd, .ifd = -1 };
 	size_t ntorn = 0;
-	int rc;
+	int rc, missing;
 
 	if ((v.buf = malloc(SCAN_CAP)) == NULL)
 		return tq_err_set(err, TQ_ENOMEM, "open %s: out of memory", p->name);
@@ -1321,9 +1352,18 @@ static int load_state(struct tq_sqlite_log *l, const struct paths *p, int64_t si
 	if ((rc = find_end(l->fd, p->name, v.buf, size, &v.end, err)) == 0 && v.end < size)
 		rc = read_torn(l, v.end, size, l->batch, &ntorn, err);
 	if (rc == 0) {
-		v.ifd = l->ifd = tq_open(p->idx, O_RDWR | O_CREAT | O_NOFOLLOW, 0600);
-		if ((rc = view_build(&v, 1, err)) == 0)
+		v.ifd = l->ifd = tq_open(p->idx, O_RDWR | O_NOFOLLOW, 0);
+		missing = l->ifd < 0 && errno == ENOENT;
+		l->idx_later = 0;
+		if ((rc = view_build(&v, 1, err)) == 0 && missing && v.nmem <= 1) {
+			/* at most entry 0 so far: the file comes later (write_index) */
+			l->idx_later = 1;
+			l->nidx = (int64_t)v.nmem;
+		} else if (rc == 0) {
+			if (missing)
+				v.ifd = l->ifd = tq_open(p->idx, O_RDWR | O_CREAT | O_NOFOLLOW, 0600);
 			heal_index(l, &v);
+		}
 	}
 	view_release(&v);
 	if (rc < 0)
