@@ -761,6 +761,47 @@ int tq_queue_worker_results(struct tq_queue *q, const int64_t *ids, size_t n,
 			    int64_t *ran, int64_t *failed, int64_t *pending,
 			    struct tq_err *err);
 
+/*
+ * Waking another node's idle workers (issue 20). A change that makes a task
+ * runnable or due (a submit of a queued or scheduled task, a retry, a
+ * resume, a group's limit set, a retry or requeue written by a finish, a
+ * dependency ended that unblocked one, a probe that passed) is announced
+ * by the store itself, in the change's transaction, to the wake handles of
+ * every other node sharing it: a writer needs to do nothing more. Within
+ * one node the doorbell (ipc/doorbell.h) does the same, rung by whoever
+ * made the change; a wake handle only hears other nodes, so one change does
+ * not wake a node twice.
+ *
+ * The supervisor holds one handle for its node and polls its descriptor
+ * beside its own; when it is readable, tq_queue_wake_take says how many
+ * announcements of other nodes arrived, and the supervisor rings its
+ * node's doorbell, which wakes one idle worker (it claims, and rings on
+ * while more is runnable). One listener per node, not per worker: each
+ * announcement costs each node one wake-up, not one per idle worker.
+ *
+ * The SQLite backend is one node's store: every writer shares the node's
+ * doorbell, and open gives *wp NULL (nothing to poll). PostgreSQL:
+ * LISTEN on a connection of the handle's own, NOTIFY in the changes'
+ * transactions, the writer's node as the payload.
+ */
+struct tq_wake; /* opaque */
+
+/* Open node's handle for q's store: 0 with *wp set, or NULL when the
+ * backend needs none; an error (*wp NULL) when it cannot listen (the
+ * database unreachable): the caller tries again later. The handle owns
+ * its descriptor (O_CLOEXEC). */
+int tq_queue_wake_open(struct tq_queue *q, const char *node, struct tq_wake **wp,
+		       struct tq_err *err);
+/* The descriptor to poll for POLLIN. */
+int tq_queue_wake_fd(const struct tq_wake *w);
+/* Take what arrived, without waiting: how many announcements of other
+ * nodes (>= 0), or a TQ_E* code when the handle is broken (its connection
+ * lost: close it and open another; announcements may have been missed
+ * meanwhile, so wake the node's workers once then). */
+int tq_queue_wake_take(struct tq_wake *w, struct tq_err *err);
+/* Close it and free it; NULL is a no-op. */
+void tq_queue_wake_close(struct tq_wake *w);
+
 /* Small named values (the supervisor's pid, start time, worker count). */
 int tq_queue_meta_set(struct tq_queue *q, const char *key, const char *value,
 		      struct tq_err *err);

@@ -262,6 +262,14 @@ const char *tq_store_missing(const struct tq_store_ops *ops)
 		return "log_watch_hit";
 	if (ops->log_watch_close == NULL)
 		return "log_watch_close";
+	if (ops->wake_open == NULL)
+		return "wake_open";
+	if (ops->wake_fd == NULL)
+		return "wake_fd";
+	if (ops->wake_take == NULL)
+		return "wake_take";
+	if (ops->wake_close == NULL)
+		return "wake_close";
 	return NULL;
 }
 
@@ -738,4 +746,27 @@ void tq_log_watch_close(struct tq_log_watch *w)
 {
 	if (w != NULL)
 		w->ops->log_watch_close(w);
+}
+
+int tq_queue_wake_open(struct tq_queue *q, const char *node, struct tq_wake **wp,
+	struct tq_err *err)
+{
+	*wp = NULL;
+	return q->ops->wake_open(q, node, wp, err);
+}
+
+int tq_queue_wake_fd(const struct tq_wake *w)
+{
+	return w->ops->wake_fd(w);
+}
+
+int tq_queue_wake_take(struct tq_wake *w, struct tq_err *err)
+{
+	return w->ops->wake_take(w, err);
+}
+
+void tq_queue_wake_close(struct tq_wake *w)
+{
+	if (w != NULL)
+		w->ops->wake_close(w);
 }

@@ -5,7 +5,8 @@
  * struct ref_storage_be), and the heads of the handles a backend hands
  * out: a backend's queue begins with a struct tq_queue (SQLite's struct
  * tq_sqlite does), its log writer with a struct tq_log, its watch with a
- * struct tq_log_watch, each naming the backend's table. store.c's
+ * struct tq_log_watch, its wake handle with a struct tq_wake, each naming
+ * the backend's table. store.c's
  * functions are the interface: each calls through the handle's table, one
  * load and an indirect call (no lookup, no lock).
  *
@@ -40,6 +41,10 @@ struct tq_log {
 };
 
 struct tq_log_watch {
+	const struct tq_store_ops *ops;
+};
+
+struct tq_wake {
 	const struct tq_store_ops *ops;
 };
 
@@ -191,6 +196,12 @@ struct tq_store_ops {
 	int (*log_watch_fd)(const struct tq_log_watch *w);
 	int (*log_watch_hit)(struct tq_log_watch *w);
 	void (*log_watch_close)(struct tq_log_watch *w);
+	/* wake_open may leave *wp NULL (a backend of one node: SQLite) */
+	int (*wake_open)(struct tq_queue *q, const char *node, struct tq_wake **wp,
+		struct tq_err *err);
+	int (*wake_fd)(const struct tq_wake *w);
+	int (*wake_take)(struct tq_wake *w, struct tq_err *err);
+	void (*wake_close)(struct tq_wake *w);
 };
 
 /* The SQLite backend (sqlite/ops.c). */

@@ -82,6 +82,8 @@
 #define TOKEN_KEEP_MS ((int64_t)24 * 3600 * 1000) /* submit tokens (queue.h) */
 #define RECORD_BUSY_MS 1000          /* writing an end from its record: one try */
 #define WARM_SWEEP_MS 2000           /* after a warm agent ends: orphans swept */
+#define WAKE_RETRY_MIN_MS 1000       /* listening for other nodes failed: again */
+#define WAKE_RETRY_MAX_MS 30000
 
 extern char **environ;
 
@@ -121,6 +123,11 @@ struct sup {
 	struct tq_statedir home;     /* held open: gone or replaced? */
 	struct tq_file_id pid_id;    /* our serve.pid, to remove only it */
 	int home_lost;               /* stopped because home went */
+	struct tq_wake *wake;        /* other nodes' changes (queue.h); NULL:
+				      * none needed, or not open yet */
+	int wake_wanted;             /* the store has other nodes to hear */
+	int64_t wake_at;             /* mono ms: try to open it again then */
+	int64_t wake_backoff;
 };
 
 static void slog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -1059,7 +1066,67 @@ static void housekeep(struct sup *s)
 	retention_sweep(s);
 }
 
-_Static_assert(TQ_MAX_WORKERS + TQ_SUBMITD_POLL_MAX + TQ_WARM_POLL_MAX <= TQ_LOOP_FD_MAX,
+/*
+ * Other nodes' changes (issue 20; queue.h, tq_queue_wake_open): a task
+ * submitted, retried or resumed on another node sharing the store is
+ * announced to this handle, and each announcement rings this node's
+ * doorbell, which wakes one idle worker at once instead of at its idle
+ * beat. The supervisor listens for the node: one connection, one wake-up
+ * an announcement. Opened at start, and again with a backoff when it broke
+ * (the database restarted): announcements may have been missed meanwhile,
+ * so the workers are woken once then. A SQLite store needs none.
+ */
+static void wake_open(struct sup *s, int again)
+{
+	struct tq_err err = TQ_ERR_INIT;
+
+	if (tq_queue_wake_open(s->q, s->node, &s->wake, &err) < 0) {
+		if (s->wake_backoff == 0)
+			slog("%s; other nodes' tasks wake this node's workers at their idle "
+			     "beat until it works again", err.msg);
+		s->wake_wanted = 1;
+		s->wake_backoff = s->wake_backoff ? s->wake_backoff * 2 : WAKE_RETRY_MIN_MS;
+		if (s->wake_backoff > WAKE_RETRY_MAX_MS)
+			s->wake_backoff = WAKE_RETRY_MAX_MS;
+		s->wake_at = tq_mono_ms() + s->wake_backoff;
+		return;
+	}
+	s->wake_wanted = s->wake != NULL;
+	if (s->wake == NULL)
+		return;
+	if (s->wake_backoff > 0)
+		slog("listening for other nodes' tasks again");
+	s->wake_backoff = 0;
+	if (again)
+		tq_doorbell_ring(s->o->home);
+}
+
+/* The handle's descriptor was polled (revents): take what came, ring the
+ * doorbell if another node announced something, and close a broken one. */
+static void wake_serve(struct sup *s, short revents)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	int n;
+
+	if (s->wake == NULL) {
+		if (s->wake_wanted && !s->stopping && tq_mono_ms() >= s->wake_at)
+			wake_open(s, 1);
+		return;
+	}
+	if (revents == 0)
+		return;
+	if ((n = tq_queue_wake_take(s->wake, &err)) > 0) {
+		tq_doorbell_ring(s->o->home);
+	} else if (n < 0) {
+		slog("%s; listening again in %d s", err.msg, WAKE_RETRY_MIN_MS / 1000);
+		tq_queue_wake_close(s->wake);
+		s->wake = NULL;
+		s->wake_backoff = WAKE_RETRY_MIN_MS;
+		s->wake_at = tq_mono_ms() + s->wake_backoff;
+	}
+}
+
+_Static_assert(TQ_MAX_WORKERS + TQ_SUBMITD_POLL_MAX + TQ_WARM_POLL_MAX + 1 <= TQ_LOOP_FD_MAX,
 	       "the supervisor's descriptors fit one wait of the event loop");
 
 /*
@@ -1079,10 +1146,10 @@ static void loop(struct sup *s)
 	struct tq_err err = TQ_ERR_INIT;
 
 	for (;;) {
-		struct pollfd p[TQ_MAX_WORKERS + TQ_SUBMITD_POLL_MAX + TQ_WARM_POLL_MAX];
+		struct pollfd p[TQ_MAX_WORKERS + TQ_SUBMITD_POLL_MAX + TQ_WARM_POLL_MAX + 1];
 		int slot_of[TQ_MAX_WORKERS], np = 0;
 		int64_t sd_at = INT64_MAX;
-		size_t nsd = 0, nw = 0;
+		size_t nsd = 0, nw = 0, nk = 0;
 
 		if (s->stopping && workers_left(s) == 0 && tq_warm_left(s->warm) == 0)
 			break;
@@ -1097,11 +1164,16 @@ static void loop(struct sup *s)
 			nsd = tq_submitd_poll(s->sd, p + np, &sd_at);
 		/* and the warm socket, its connections (warm.h) */
 		nw = tq_warm_poll(s->warm, p + np + nsd);
-		if (tq_loop_wait(&l, p, NULL, (size_t)np + nsd + nw, next_deadline(s, sd_at),
-				 &err) < 0)
+		/* and other nodes' announcements */
+		if (s->wake != NULL)
+			p[np + nsd + nw + nk++] = (struct pollfd){ tq_queue_wake_fd(s->wake),
+								   POLLIN, 0 };
+		if (tq_loop_wait(&l, p, NULL, (size_t)np + nsd + nw + nk,
+				 next_deadline(s, sd_at), &err) < 0)
 			slog("%s", err.msg);
 		check_adopted(s, p, slot_of, np);
 		tq_warm_serve(s->warm, p + np + nsd, nw);
+		wake_serve(s, nk ? p[np + nsd + nw].revents : 0);
 		tq_warm_tick(s->warm, tq_mono_ms());
 		/* s->sd is gone if a signal just began the stop; served even
 		 * without events, to close connections past their deadline */
@@ -1233,6 +1305,8 @@ static void release(struct sup *s)
 	s->sd = NULL;
 	tq_warm_close(s->warm);
 	s->warm = NULL;
+	tq_queue_wake_close(s->wake);
+	s->wake = NULL;
 	tq_queue_close(s->q);
 	tq_close(s->sigfd);
 }
@@ -1397,6 +1471,9 @@ int tq_supervisor_main(const struct tq_serve_opts *o)
 			slog("no warm socket (warm sessions run cold): %s", err.msg);
 		tq_warm_store_tick(s.warm);
 	}
+	/* before the workers' first claims: a task another node submits
+	 * after them wakes them */
+	wake_open(&s, 0);
 	restart_due(&s);
 	/* Listen before saying we are up: a client that sees the supervisor
 	 * running can submit through it at once. Without the socket clients

@@ -2599,6 +2599,114 @@ static void test_log_roundtrip_paged(void **state)
 
 /* PostgreSQL: a URL's password never shows in an error (common/secret.c),
  * the forms it takes are its own, and one writer holds a log. */
+/* ------------------------------------------------------------------ */
+/* Waking other nodes (queue.h, tq_queue_wake_open)                   */
+
+/* How many announcements of other nodes w took: until want arrived or ms
+ * passed, then settle_ms more for any beyond want. */
+static int wake_heard(struct tq_wake *w, int want, int64_t ms, int64_t settle_ms)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	int64_t until = tq_mono_ms() + ms;
+	int got = 0, settled = 0;
+
+	for (;;) {
+		struct pollfd p = { tq_queue_wake_fd(w), POLLIN, 0 };
+		int64_t left = until - tq_mono_ms();
+		int n;
+
+		if (got >= want && !settled) {
+			until = tq_mono_ms() + settle_ms;
+			left = settle_ms;
+			settled = 1;
+		}
+		if (left <= 0)
+			return got;
+		if (poll(&p, 1, (int)left) < 0)
+			fail_msg("poll: %s", strerror(errno));
+		if ((n = tq_queue_wake_take(w, &err)) < 0)
+			fail_msg("wake take: %s", err.msg);
+		got += n;
+	}
+}
+
+/* A store's changes that make a task runnable or due are announced to
+ * every other node's wake handle, in their transaction; the handle's own
+ * node's are not (its doorbell rang), nor ends that start nothing. SQLite,
+ * one node's store, has no handle. */
+static void test_wake_other_nodes(void **state)
+{
+	struct fx *f = *state;
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_task_spec s = spec_of(argv_true);
+	struct tq_queue *own = NULL;
+	struct tq_wake *w = (struct tq_wake *)1;
+	int64_t a, b, id, deps[1];
+	int attempt = 0;
+
+	assert_int_equal(tq_queue_wake_open(f->q, "hx", &w, &err), 0);
+	if (pg_base == NULL) {
+		assert_null(w);
+		return;
+	}
+	assert_non_null(w);
+	assert_true(tq_queue_wake_fd(w) >= 0);
+	/* a connection of the handle's node, hx */
+	setenv("TASKQ_NODE", "hx", 1);
+	assert_int_equal(tq_queue_open(&own, store_at(), 0, &err), 0);
+	unsetenv("TASKQ_NODE");
+
+	/* a submit on another node: heard once; on its own node: not */
+	id = submit_simple(f->q, 0, NULL);
+	assert_int_equal(wake_heard(w, 1, 5000, 100), 1);
+	submit_simple(own, 0, NULL);
+	submit_simple(f->q, 0, NULL);
+	assert_int_equal(wake_heard(w, 1, 5000, 200), 1);
+	/* many in one transaction: one announcement */
+	{
+		struct tq_task_spec many[3] = { spec_of(argv_true), spec_of(argv_true),
+						spec_of(argv_true) };
+		int64_t ids[3];
+
+		assert_int_equal(tq_queue_submit_many(f->q, many, 3, ids, NULL, &err), 0);
+		assert_int_equal(wake_heard(w, 1, 5000, 200), 1);
+	}
+	/* a plain end starts nothing: silent (then one submit, heard alone) */
+	assert_int_equal(claim_id(f->q, &attempt), id);
+	finish(f->q, id, attempt, TQ_OUT_SUCCEEDED, TQ_NEXT_FINAL, 0);
+	submit_simple(f->q, 0, NULL);
+	assert_int_equal(wake_heard(w, 1, 5000, 200), 1);
+	/* a retry by hand */
+	assert_int_equal(tq_queue_retry(f->q, id, &err), 0);
+	assert_int_equal(wake_heard(w, 1, 5000, 100), 1);
+	/* a blocked submit is silent; its dependency's end unblocks it: heard */
+	s.priority = 10;
+	a = submit(f->q, &s);
+	assert_int_equal(wake_heard(w, 1, 5000, 100), 1);
+	deps[0] = a;
+	s.after = deps;
+	s.nafter = 1;
+	b = submit(f->q, &s);
+	assert_int_equal(state_of(f->q, b), TQ_BLOCKED);
+	assert_int_equal(claim_id(f->q, &attempt), a);
+	finish(f->q, a, attempt, TQ_OUT_SUCCEEDED, TQ_NEXT_FINAL, 0);
+	assert_int_equal(wake_heard(w, 1, 5000, 200), 1);
+	/* a retry written by a finish (scheduled: its time is news) */
+	assert_int_equal(claim_id(f->q, &attempt), b);
+	finish(f->q, b, attempt, TQ_OUT_FAILED, TQ_NEXT_RETRY, tq_now_ms() + 60000);
+	assert_int_equal(state_of(f->q, b), TQ_SCHEDULED);
+	assert_int_equal(wake_heard(w, 1, 5000, 100), 1);
+	/* a pause is silent; a resume and a limit are heard */
+	assert_int_equal(tq_queue_group_pause(f->q, "true", &err), 0);
+	assert_int_equal(tq_queue_group_resume(f->q, "true", &err), 0);
+	assert_int_equal(wake_heard(w, 1, 5000, 200), 1);
+	assert_int_equal(tq_queue_group_set_parallel(f->q, "true", 3, &err), 0);
+	assert_int_equal(wake_heard(w, 1, 5000, 100), 1);
+
+	tq_queue_wake_close(w);
+	tq_queue_close(own);
+}
+
 static void test_pg_locators_and_secrets(void **state)
 {
 	struct fx *f = *state;
@@ -2717,6 +2825,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_pause_by_hand_not_probed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_finish_claim, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_log_roundtrip_paged, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_wake_other_nodes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pg_locators_and_secrets, setup, teardown),
 	};
 

@@ -154,7 +154,8 @@ int tq_pg_retry(struct tq_queue *base, int64_t id, struct tq_err *err)
 
 	if ((rc = tq_pg_begin(q, err)) < 0)
 		return rc;
-	if ((rc = retry_in_txn(q, id, err)) < 0 || (rc = tq_pg_commit(q, err)) < 0) {
+	if ((rc = retry_in_txn(q, id, err)) < 0 || (rc = tq_pg_wake(q, err)) < 0 ||
+	    (rc = tq_pg_commit(q, err)) < 0) {
 		tq_pg_rollback(q);
 		return rc;
 	}
@@ -184,7 +185,8 @@ int tq_pg_retry_failed(struct tq_queue *base, const char *batch, int64_t *n,
 	for (int i = 0; i < rows && rc == 0; i++)
 		rc = retry_in_txn(q, tq_pg_get_i64(r, i, 0, 0), err);
 	tq_pg_clear(r);
-	if (rc < 0 || (rc = tq_pg_commit(q, err)) < 0)
+	if (rc < 0 || (rows > 0 && (rc = tq_pg_wake(q, err)) < 0) ||
+	    (rc = tq_pg_commit(q, err)) < 0)
 		goto fail;
 	*n = rows;
 	return 0;
@@ -193,7 +195,28 @@ fail:
 	return rc;
 }
 
-static int group_update(struct tq_pg *q, const char *sql, const char *name,
+/* One statement and, when it changed a row and wake is set, the other
+ * nodes woken (tq_pg_wake), in one transaction. */
+static int exec_wake(struct tq_pg *q, const char *sql, const struct tq_pg_params *p,
+		     int wake, int64_t *changed, struct tq_err *err, const char *what)
+{
+	int rc;
+
+	if (!wake)
+		return tq_pg_exec(q, sql, p, changed, err, what);
+	if ((rc = tq_pg_begin(q, err)) < 0)
+		return rc;
+	if ((rc = tq_pg_exec(q, sql, p, changed, err, what)) < 0 ||
+	    (*changed > 0 && (rc = tq_pg_wake(q, err)) < 0) ||
+	    (rc = tq_pg_commit(q, err)) < 0) {
+		tq_pg_rollback(q);
+		return rc;
+	}
+	return 0;
+}
+
+/* A group's row changed; wake: what it changed may let tasks start. */
+static int group_update(struct tq_pg *q, const char *sql, const char *name, int wake,
 			struct tq_err *err)
 {
 	struct tq_pg_params p = { 0 };
@@ -201,7 +224,7 @@ static int group_update(struct tq_pg *q, const char *sql, const char *name,
 	int rc;
 
 	tq_pg_txt(&p, name);
-	if ((rc = tq_pg_exec(q, sql, &p, &changed, err, "change group")) < 0)
+	if ((rc = exec_wake(q, sql, &p, wake, &changed, err, "change group")) < 0)
 		return rc;
 	if (changed == 0)
 		return tq_err_set(err, TQ_ENOTFOUND, "group %s: no such group (no task "
@@ -212,20 +235,21 @@ static int group_update(struct tq_pg *q, const char *sql, const char *name,
 int tq_pg_group_pause(struct tq_queue *base, const char *name, struct tq_err *err)
 {
 	return group_update(tq_pg_of(base), "INSERT INTO groups(name, paused) VALUES ($1, 1)"
-			    " ON CONFLICT (name) DO UPDATE SET paused = 1", name, err);
+			    " ON CONFLICT (name) DO UPDATE SET paused = 1", name, 0, err);
 }
 
 int tq_pg_group_resume(struct tq_queue *base, const char *name, struct tq_err *err)
 {
 	return group_update(tq_pg_of(base), "UPDATE groups SET paused = 0, paused_until = 0,"
 			    " pause_reason = NULL, probe = 0, probe_task = NULL WHERE name = $1",
-			    name, err);
+			    name, 1, err);
 }
 
 int tq_pg_group_set_parallel(struct tq_queue *base, const char *name, int64_t parallel,
 			     struct tq_err *err)
 {
 	struct tq_pg_params p = { 0 };
+	int64_t changed = 0;
 	size_t len = name ? strlen(name) : 0;
 
 	if (len == 0 || len >= TQ_NAME_MAX)
@@ -236,9 +260,10 @@ int tq_pg_group_set_parallel(struct tq_queue *base, const char *name, int64_t pa
 				  (long long)parallel, TQ_PARALLEL_MAX);
 	tq_pg_txt(&p, name);
 	tq_pg_i64(&p, parallel);
-	return tq_pg_exec(tq_pg_of(base), "INSERT INTO groups(name, parallel) VALUES ($1, $2)"
-			  " ON CONFLICT (name) DO UPDATE SET parallel = $2", &p, NULL, err,
-			  "set group");
+	/* a limit raised or lifted lets queued tasks start */
+	return exec_wake(tq_pg_of(base), "INSERT INTO groups(name, parallel) VALUES ($1, $2)"
+			 " ON CONFLICT (name) DO UPDATE SET parallel = $2", &p, 1, &changed,
+			 err, "set group");
 }
 
 /* Remove the logs of ids[0..n); the first failure is returned, the rest are

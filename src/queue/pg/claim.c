@@ -471,8 +471,9 @@ static int pause_group(struct tq_pg *q, const struct tq_finish *f, struct tq_err
 			  "pause group");
 }
 
+/* *ended: a probe of the task's group ended (its next task may start). */
 static int probe_end(struct tq_pg *q, const struct tq_finish *f, int64_t now,
-		     struct tq_err *err)
+		     int64_t *ended, struct tq_err *err)
 {
 	struct tq_pg_params p = { 0 };
 
@@ -482,7 +483,7 @@ static int probe_end(struct tq_pg *q, const struct tq_finish *f, int64_t now,
 	return tq_pg_exec(q, "UPDATE groups SET probe_task = NULL, probe = CASE WHEN $2 != 0"
 			  " AND paused_until <= $3 THEN 0 ELSE probe END"
 			  " WHERE name = (SELECT grp FROM tasks WHERE id = $1) AND probe_task = $1",
-			  &p, NULL, err, "end the group's probe");
+			  &p, ended, err, "end the group's probe");
 }
 
 int tq_pg_finish(struct tq_queue *base, const struct tq_finish *f, enum tq_state *state,
@@ -492,18 +493,25 @@ int tq_pg_finish(struct tq_queue *base, const struct tq_finish *f, enum tq_state
 	int64_t now = tq_now_ms();
 	int64_t ended = f->ended_at > 0 && f->ended_at < now ? f->ended_at : now;
 	enum tq_state s = next_state(f, now);
+	int64_t probed = 0;
 	int rc;
 
 	if ((rc = tq_pg_begin(q, err)) < 0)
 		return rc;
+	/* Other nodes are woken (tq_pg_wake) for a retry or a requeue, and
+	 * for a probe that ended; deps_resolve wakes them for a dependant it
+	 * unblocked. A plain end wakes nobody: the worker that wrote it
+	 * claims next, and a notification a finish would serialize every
+	 * node's finishes on PostgreSQL's notification queue. */
 	if ((rc = fence(q, f, err)) < 0 ||
 	    (rc = end_attempt(q, f, ended, err)) < 0 ||
 	    (rc = store_result(q, f, err)) < 0 ||
 	    (rc = advance_session(q, f, s, now, err)) < 0 ||
 	    (rc = end_task(q, f, s, ended, err)) < 0 ||
 	    (rc = pause_group(q, f, err)) < 0 ||
-	    (rc = probe_end(q, f, now, err)) < 0 ||
+	    (rc = probe_end(q, f, now, &probed, err)) < 0 ||
 	    (tq_state_final(s) && (rc = tq_pg_deps_resolve(q, f->task_id, s, now, err)) < 0) ||
+	    ((!tq_state_final(s) || probed > 0) && (rc = tq_pg_wake(q, err)) < 0) ||
 	    (rc = tq_pg_commit(q, err)) < 0) {
 		tq_pg_rollback(q);
 		return rc;
@@ -672,22 +680,28 @@ static int cancel_task(struct tq_pg *q, int64_t id, const char *reason, int64_t 
 			  " ('queued','scheduled','blocked')", &p, NULL, err, "cancel task");
 }
 
-static int unblock(struct tq_pg *q, int64_t d, int64_t now, struct tq_err *err)
-{
-	struct tq_pg_params p = { 0 };
-
-	tq_pg_i64(&p, d);
-	tq_pg_i64(&p, now);
-	return tq_pg_exec(q, "UPDATE tasks SET state = CASE WHEN run_after > $2 THEN"
-			  " 'scheduled' ELSE 'queued' END WHERE id = $1 AND state = 'blocked'",
-			  &p, NULL, err, "unblock task");
-}
-
 struct worklist {
 	int64_t *ids;
 	enum tq_state *states;
 	size_t n, cap;
+	int64_t unblocked;       /* dependants made queued or scheduled */
 };
+
+static int unblock(struct tq_pg *q, struct worklist *w, int64_t d, int64_t now,
+		   struct tq_err *err)
+{
+	struct tq_pg_params p = { 0 };
+	int64_t changed = 0;
+	int rc;
+
+	tq_pg_i64(&p, d);
+	tq_pg_i64(&p, now);
+	rc = tq_pg_exec(q, "UPDATE tasks SET state = CASE WHEN run_after > $2 THEN"
+			" 'scheduled' ELSE 'queued' END WHERE id = $1 AND state = 'blocked'",
+			&p, &changed, err, "unblock task");
+	w->unblocked += changed;
+	return rc;
+}
 
 static int push(struct worklist *w, int64_t id, enum tq_state s)
 {
@@ -740,7 +754,7 @@ static int resolve_one(struct tq_pg *q, struct worklist *w, int64_t id, enum tq_
 			    push(w, d, TQ_CANCELED) < 0)
 				rc = tq_err_set(err, TQ_ENOMEM, "out of memory");
 		} else if (left <= 0) {
-			rc = unblock(q, d, now, err);
+			rc = unblock(q, w, d, now, err);
 		}
 	}
 	tq_pg_clear(r);
@@ -757,6 +771,9 @@ int tq_pg_deps_resolve(struct tq_pg *q, int64_t id, enum tq_state state, int64_t
 		return tq_err_set(err, TQ_ENOMEM, "out of memory");
 	for (size_t i = 0; i < w.n && rc == 0; i++)
 		rc = resolve_one(q, &w, w.ids[i], w.states[i], now, err);
+	/* a dependant that can start: the other nodes hear of it */
+	if (rc == 0 && w.unblocked > 0)
+		rc = tq_pg_wake(q, err);
 	free(w.ids);
 	free(w.states);
 	return rc;

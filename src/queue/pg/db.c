@@ -26,6 +26,7 @@
 
 #include "common/secret.h"
 #include "common/sys.h"
+#include "queue/home.h"
 #include "pg_schema.h"
 
 /* The schema version this binary writes (the version row of pg_schema.sql,
@@ -457,6 +458,10 @@ int tq_pg_open(struct tq_queue **qp, const char *url, unsigned flags, struct tq_
 	q->flags = flags;
 	q->busy_timeout = TQ_BUSY_TIMEOUT_MS;
 	shown_of(url, q->shown, sizeof(q->shown));
+	/* the node a wake names (wake.c): unknown, every node's handle takes
+	 * it as another's, which costs a wake-up, never a task */
+	if (tq_node_self(q->node, sizeof(q->node), NULL) < 0)
+		q->node[0] = '\0';
 	if ((q->url = strdup(url)) == NULL) {
 		rc = tq_err_set(err, TQ_ENOMEM, "out of memory");
 		goto fail;

@@ -67,6 +67,8 @@ struct tq_pg {
 	char *url;               /* the locator as given: a log watch connects with it */
 	char shown[TQ_PG_URL_MAX]; /* the locator with its password hidden */
 	char *export_path;       /* tq_log_export's file, removed at close */
+	char node[TQ_NODE_MAX + 1]; /* this process's node, what tq_pg_wake
+				      * announces ("": not known) */
 };
 
 static inline struct tq_pg *tq_pg_of(struct tq_queue *base)
@@ -123,6 +125,12 @@ int tq_pg_bytea(const PGresult *r, int row, int col, unsigned char **data, size_
 int tq_pg_begin(struct tq_pg *q, struct tq_err *err);
 int tq_pg_commit(struct tq_pg *q, struct tq_err *err);
 void tq_pg_rollback(struct tq_pg *q);
+
+/* Announce to the other nodes' wake handles, at the commit of the
+ * transaction q is in (or at once outside one), that a task became
+ * runnable or due (wake.c; queue.h, tq_queue_wake_open). 0 or a TQ_E*
+ * code, which fails the transaction like any statement. */
+int tq_pg_wake(struct tq_pg *q, struct tq_err *err);
 
 /* Task rows: the columns every task read selects (alias t), and the row
  * decoder (fills t; TQ_ENOMEM with t released). */
@@ -285,5 +293,10 @@ int tq_pg_log_watch_open(struct tq_queue *base, int64_t id, struct tq_log_watch 
 int tq_pg_log_watch_fd(const struct tq_log_watch *base);
 int tq_pg_log_watch_hit(struct tq_log_watch *base);
 void tq_pg_log_watch_close(struct tq_log_watch *base);
+int tq_pg_wake_open(struct tq_queue *base, const char *node, struct tq_wake **wp,
+	struct tq_err *err);
+int tq_pg_wake_fd(const struct tq_wake *base);
+int tq_pg_wake_take(struct tq_wake *base, struct tq_err *err);
+void tq_pg_wake_close(struct tq_wake *base);
 
 #endif

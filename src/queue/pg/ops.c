@@ -121,4 +121,8 @@ const struct tq_store_ops tq_pg_ops = {
 	.log_watch_fd = tq_pg_log_watch_fd,
 	.log_watch_hit = tq_pg_log_watch_hit,
 	.log_watch_close = tq_pg_log_watch_close,
+	.wake_open = tq_pg_wake_open,
+	.wake_fd = tq_pg_wake_fd,
+	.wake_take = tq_pg_wake_take,
+	.wake_close = tq_pg_wake_close,
 };

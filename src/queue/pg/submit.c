@@ -426,6 +426,7 @@ struct batch_cache {
 	size_t envc;
 	int64_t env_id;
 	char group[TQ_NAME_MAX];
+	int wake;          /* a task stored queued or scheduled: wake other nodes */
 };
 
 static int submit_one(struct tq_pg *q, const struct tq_task_spec *s, int64_t now,
@@ -512,6 +513,8 @@ static int submit_one(struct tq_pg *q, const struct tq_task_spec *s, int64_t now
 	    (rc = insert_extras(q, s, *id, deps, ndeps, err)) < 0 ||
 	    (s->token != NULL && (rc = token_add(q, s->token, *id, now, err)) < 0))
 		goto out;
+	if (c.state == TQ_QUEUED || c.state == TQ_SCHEDULED)
+		bc->wake = 1;
 out:
 	free(deps);
 	free(argv_blob);
@@ -539,7 +542,9 @@ int tq_pg_submit_many(struct tq_queue *base, const struct tq_task_spec *specs,
 			return rc;
 		}
 	}
-	if ((rc = tq_pg_commit(q, err)) < 0) {
+	/* in the transaction: the other nodes hear of the tasks when they
+	 * can claim them, and only if they were stored */
+	if ((bc.wake && (rc = tq_pg_wake(q, err)) < 0) || (rc = tq_pg_commit(q, err)) < 0) {
 		tq_pg_rollback(q);
 		return rc;
 	}

@@ -12,6 +12,37 @@ static int accepts(const char *where)
 	return where != NULL && !tq_store_is_url(where);
 }
 
+/* Waking other nodes (queue.h, tq_queue_wake_open): a SQLite store is one
+ * node's, and every writer rings the node's doorbell itself, so there is
+ * no handle to hand out; the others are never called. */
+static int wake_open(struct tq_queue *q, const char *node, struct tq_wake **wp,
+		     struct tq_err *err)
+{
+	(void)q;
+	(void)node;
+	(void)err;
+	*wp = NULL;
+	return 0;
+}
+
+static int wake_fd(const struct tq_wake *w)
+{
+	(void)w;
+	return -1;
+}
+
+static int wake_take(struct tq_wake *w, struct tq_err *err)
+{
+	(void)w;
+	(void)err;
+	return 0;
+}
+
+static void wake_close(struct tq_wake *w)
+{
+	(void)w;
+}
+
 const struct tq_store_ops tq_sqlite_ops = {
 	.name = "sqlite",
 	.accepts = accepts,
@@ -98,4 +129,8 @@ const struct tq_store_ops tq_sqlite_ops = {
 	.log_watch_fd = tq_sqlite_log_watch_fd,
 	.log_watch_hit = tq_sqlite_log_watch_hit,
 	.log_watch_close = tq_sqlite_log_watch_close,
+	.wake_open = wake_open,
+	.wake_fd = wake_fd,
+	.wake_take = wake_take,
+	.wake_close = wake_close,
 };
