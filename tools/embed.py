@@ -74,10 +74,10 @@ def main():
             sys.exit(f"{src}: invalid JSON: {e}")
         # What the program parses: the same JSON without its comments
         # ("_doc", "_found": keys starting with "_", which every loader
-        # skips) and without the spaces between tokens. agent-env.json's
-        # 4,677 bytes become 1,233, and every `taskq submit`, which parses
-        # it to scrub the environment, parsed the comments too: 206,014
-        # instructions of its 621,102 (callgrind; 60,000 after).
+        # skips) and without the spaces between tokens: the program parses
+        # less (agent-env.json's 4,677 bytes became 1,233, when every
+        # submit parsed it: 206,014 instructions of its 621,102 with the
+        # comments; it is a C table now, tools/scrub_table.py).
         data = json.dumps(uncommented(doc), ensure_ascii=False,
                           separators=(",", ":")).encode("utf-8")
     guard = "TQ_EMBED_" + symbol.upper() + "_H"

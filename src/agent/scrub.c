@@ -2,9 +2,15 @@
  * scrub.c - the list of agent marker variables (scrub.h): agent-env.json
  * compiled in, the user's "scrub_env" over it, and the match.
  *
- * Invariant: a loaded list owns every string; entries are in file order,
- * the user's additions after the built-ins. The match is by exact name or
- * by prefix, case-sensitive as variable names are.
+ * The built-in entries are a C table made from agent-env.json at build
+ * time (tools/scrub_table.py, which checks them as merge() checks a
+ * user's): every submit scrubs its environment, and parsing the JSON was a
+ * fifth of its instructions. Only a user's config is parsed here.
+ *
+ * Invariant: a loaded list owns the strings of its user entries (owned
+ * set) and points into the table for the built-in ones; entries are in
+ * file order, the user's additions after the built-ins. The match is by
+ * exact name or by prefix, case-sensitive as variable names are.
  */
 #include "scrub.h"
 
@@ -15,19 +21,30 @@
 #include <bsd/stdlib.h>
 #include <cjson/cJSON.h>
 
-#include "agent_env_json.h"
 #include "common/config.h"
 
-#define BUILTIN_FILE "agent-env.json (built in)"
 #define ID_MAX 63
 
-struct entry {
-	char *id;
-	char **names;
+/* One entry of the built-in table (agent_env_table.h). */
+struct tq_scrub_builtin {
+	const char *id;
+	const char *const *names;
 	size_t nnames;
-	char **prefixes;
+	const char *const *prefixes;
 	size_t nprefixes;
-	char *when;        /* marker variable, or NULL: always */
+	const char *when;
+};
+
+#include "agent_env_table.h"
+
+struct entry {
+	const char *id;
+	const char *const *names;
+	size_t nnames;
+	const char *const *prefixes;
+	size_t nprefixes;
+	const char *when;  /* marker variable, or NULL: always */
+	int owned;         /* a user's: its strings and arrays are ours to free */
 };
 
 struct tq_scrub {
@@ -35,19 +52,21 @@ struct tq_scrub {
 	size_t n;
 };
 
-static void strv_free(char **v, size_t n)
+static void strv_free(const char *const *v, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		free(v[i]);
-	free(v);
+		free((void *)v[i]);
+	free((void *)v);
 }
 
 static void entry_release(struct entry *e)
 {
-	free(e->id);
-	strv_free(e->names, e->nnames);
-	strv_free(e->prefixes, e->nprefixes);
-	free(e->when);
+	if (e->owned) {
+		free((void *)e->id);
+		strv_free(e->names, e->nnames);
+		strv_free(e->prefixes, e->nprefixes);
+		free((void *)e->when);
+	}
 	*e = (struct entry){ 0 };
 }
 
@@ -76,26 +95,28 @@ static int bad(struct tq_err *err, const char *file, const char *id, const char 
 			  id != NULL ? id : "?", what);
 }
 
-/* A JSON array of names into *v, *n. */
-static int names_of(const cJSON *a, char ***v, size_t *n, const char *file, const char *id,
-		    const char *key, struct tq_err *err)
+/* A JSON array of names into *out, *n (the entry's, owned). */
+static int names_of(const cJSON *a, const char *const **out, size_t *n, const char *file,
+		    const char *id, const char *key, struct tq_err *err)
 {
 	const cJSON *it;
 	size_t cnt = 0;
+	char **v;
 
-	*v = NULL;
+	*out = NULL;
 	*n = 0;
 	if (a == NULL)
 		return 0;
 	if (!cJSON_IsArray(a))
 		return bad(err, file, id, key[0] == 'n' ? "names: expected an array of strings"
 							: "prefixes: expected an array of strings");
-	if ((*v = calloc((size_t)cJSON_GetArraySize(a) + 1, sizeof(**v))) == NULL)
+	if ((v = calloc((size_t)cJSON_GetArraySize(a) + 1, sizeof(*v))) == NULL)
 		return tq_err_set(err, TQ_ENOMEM, "scrub list: out of memory");
+	*out = (const char *const *)v;
 	cJSON_ArrayForEach(it, a) {
 		if (!cJSON_IsString(it) || !valid_name(it->valuestring))
 			return bad(err, file, id, "a name is not a variable name");
-		if (((*v)[cnt] = strdup(it->valuestring)) == NULL)
+		if ((v[cnt] = strdup(it->valuestring)) == NULL)
 			return tq_err_set(err, TQ_ENOMEM, "scrub list: out of memory");
 		*n = ++cnt;
 	}
@@ -126,6 +147,7 @@ static int parse_entry(const cJSON *o, struct entry *e, int *disabled, const cha
 		if (keys[i] == NULL)
 			return bad(err, file, id->valuestring, "unknown key");
 	}
+	e->owned = 1;
 	if ((e->id = strdup(id->valuestring)) == NULL)
 		return tq_err_set(err, TQ_ENOMEM, "scrub list: out of memory");
 	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "disabled"))) {
@@ -156,15 +178,14 @@ static ssize_t find(const struct tq_scrub *s, const char *id)
 	return -1;
 }
 
-/* Merge the entries of array a (from file) into s. */
-static int merge(struct tq_scrub *s, const cJSON *a, const char *file, int builtin,
-		 struct tq_err *err)
+/* Merge the entries of a user's array a (from file) into s. */
+static int merge(struct tq_scrub *s, const cJSON *a, const char *file, struct tq_err *err)
 {
 	const cJSON *o;
 
 	if (!cJSON_IsArray(a))
-		return tq_err_set(err, TQ_EINVAL, "%s: \"%s\" must be an array of entries", file,
-				  builtin ? "scrub" : "scrub_env");
+		return tq_err_set(err, TQ_EINVAL, "%s: \"scrub_env\" must be an array of entries",
+				  file);
 	cJSON_ArrayForEach(o, a) {
 		struct entry e = { 0 };
 		int disabled, rc = parse_entry(o, &e, &disabled, file, err);
@@ -175,11 +196,6 @@ static int merge(struct tq_scrub *s, const cJSON *a, const char *file, int built
 			return rc;
 		}
 		at = find(s, e.id);
-		if (builtin && at >= 0) {
-			rc = bad(err, file, e.id, "duplicate id");
-			entry_release(&e);
-			return rc;
-		}
 		if (disabled) {
 			if (at < 0) {
 				rc = bad(err, file, e.id, "disables an id no built-in entry has");
@@ -211,9 +227,9 @@ static int merge(struct tq_scrub *s, const cJSON *a, const char *file, int built
 	return 0;
 }
 
-/* Parse text (n bytes) of file and merge its list (key). */
+/* Parse a user's config text (n bytes) of file and merge its "scrub_env". */
 static int load_text(struct tq_scrub *s, const char *file, const char *text, size_t n,
-		     int builtin, struct tq_err *err)
+		     struct tq_err *err)
 {
 	cJSON *doc = NULL;
 	const cJSON *a;
@@ -221,10 +237,27 @@ static int load_text(struct tq_scrub *s, const char *file, const char *text, siz
 
 	if ((rc = tq_config_parse(file, text, n, &doc, err)) < 0)
 		return rc;
-	a = cJSON_GetObjectItemCaseSensitive(doc, builtin ? "scrub" : "scrub_env");
-	rc = a == NULL && !builtin ? 0 : merge(s, a, file, builtin, err);
+	a = cJSON_GetObjectItemCaseSensitive(doc, "scrub_env");
+	rc = a == NULL ? 0 : merge(s, a, file, err);
 	cJSON_Delete(doc);
 	return rc;
+}
+
+/* The built-in entries, pointing into the table. */
+static int load_builtin(struct tq_scrub *s, struct tq_err *err)
+{
+	size_t n = sizeof(tq_agent_env) / sizeof(tq_agent_env[0]);
+
+	if ((s->e = calloc(n, sizeof(*s->e))) == NULL)
+		return tq_err_set(err, TQ_ENOMEM, "scrub list: out of memory");
+	for (size_t i = 0; i < n; i++) {
+		const struct tq_scrub_builtin *b = &tq_agent_env[i];
+
+		s->e[i] = (struct entry){ b->id, b->names, b->nnames, b->prefixes,
+					  b->nprefixes, b->when, 0 };
+	}
+	s->n = n;
+	return 0;
 }
 
 int tq_scrub_load(struct tq_scrub **out, const char *path, struct tq_err *err)
@@ -237,8 +270,7 @@ int tq_scrub_load(struct tq_scrub **out, const char *path, struct tq_err *err)
 	*out = NULL;
 	if (s == NULL)
 		return tq_err_set(err, TQ_ENOMEM, "scrub list: out of memory");
-	rc = load_text(s, BUILTIN_FILE, tq_agent_env_json, sizeof(tq_agent_env_json) - 1, 1,
-		       err);
+	rc = load_builtin(s, err);
 	if (rc == 0 && path == NULL) {
 		if ((rc = tq_config_path(file, sizeof(file), &must_exist, err)) >= 0) {
 			path = rc == 0 ? file : "";
@@ -248,7 +280,7 @@ int tq_scrub_load(struct tq_scrub **out, const char *path, struct tq_err *err)
 	if (rc == 0 && *path != '\0')
 		rc = tq_config_read(path, must_exist, TQ_SCRUB_CONFIG_MAX, &text, &len, err);
 	if (rc == 0 && text != NULL)
-		rc = load_text(s, path, text, len, 0, err);
+		rc = load_text(s, path, text, len, err);
 	free(text);
 	if (rc < 0) {
 		tq_scrub_free(s);
@@ -315,6 +347,26 @@ static int in_list(const char *name, size_t n, const char *list)
 	return 0;
 }
 
+/* Whether the name of n bytes (no NUL in them) is s. Stops at the first
+ * byte that differs, most often the first: no strlen of every name of the
+ * list for every variable of an environment. */
+static int same_name(const char *name, size_t n, const char *s)
+{
+	for (size_t i = 0; i < n; i++)
+		if (s[i] != name[i])
+			return 0; /* also where s ends first */
+	return s[n] == '\0';
+}
+
+/* Whether prefix p begins the name of n bytes. */
+static int has_prefix(const char *name, size_t n, const char *p)
+{
+	for (size_t i = 0; p[i] != '\0'; i++)
+		if (i >= n || p[i] != name[i])
+			return 0;
+	return 1;
+}
+
 int tq_scrub_match(const struct tq_scrub *s, const char *name, size_t n, char *const *src,
 		   const char *extra)
 {
@@ -323,11 +375,9 @@ int tq_scrub_match(const struct tq_scrub *s, const char *name, size_t n, char *c
 		int hit = 0;
 
 		for (size_t k = 0; !hit && k < e->nnames; k++)
-			hit = strlen(e->names[k]) == n && memcmp(e->names[k], name, n) == 0;
-		for (size_t k = 0; !hit && k < e->nprefixes; k++) {
-			size_t p = strlen(e->prefixes[k]);
-			hit = n >= p && memcmp(e->prefixes[k], name, p) == 0;
-		}
+			hit = same_name(name, n, e->names[k]);
+		for (size_t k = 0; !hit && k < e->nprefixes; k++)
+			hit = has_prefix(name, n, e->prefixes[k]);
 		if (hit && (e->when == NULL || present(src, e->when)))
 			return 1;
 	}
