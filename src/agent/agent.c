@@ -185,14 +185,14 @@ int tq_agent_prepare(struct tq_queue *q, const char *home, const struct tq_task 
 		 (rc = cap_retries(q, t, def, env, ar, err)) == 0)
 		conf_model(def, ar->argv, ar->argc, env, ar);
 out:
-	free(sid);
+	ar->session_id = sid; /* the stream-input mode resumes it (stream.c) */
 	free(owner);
 	free(pwd);
 	cJSON_Delete(sources);
 	return rc;
 }
 
-const char *tq_agent_model(const struct tq_task *t, const struct tq_agent_run *ar)
+const char *tq_agent_model_asked(const struct tq_task *t, const struct tq_agent_run *ar)
 {
 	char *const *v = ar != NULL && ar->argv != NULL ? ar->argv : t->argv;
 	size_t n = ar != NULL && ar->argv != NULL ? ar->argc : t->argc;
@@ -207,7 +207,14 @@ const char *tq_agent_model(const struct tq_task *t, const struct tq_agent_run *a
 		if (strncmp(v[i], "--model=", 8) == 0 && v[i][8] != '\0')
 			return v[i] + 8;
 	}
-	return ar != NULL ? ar->conf_model : NULL;
+	return NULL;
+}
+
+const char *tq_agent_model(const struct tq_task *t, const struct tq_agent_run *ar)
+{
+	const char *m = tq_agent_model_asked(t, ar);
+
+	return m != NULL ? m : ar != NULL ? ar->conf_model : NULL;
 }
 
 void tq_agent_cleanup(struct tq_agent_run *ar)
@@ -223,6 +230,8 @@ void tq_agent_cleanup(struct tq_agent_run *ar)
 	ar->aux[0] = '\0';
 	free(ar->conf_model);
 	ar->conf_model = NULL;
+	free(ar->session_id);
+	ar->session_id = NULL;
 }
 
 /* ------------------------------------------------------------------ */

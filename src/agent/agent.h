@@ -67,6 +67,8 @@ struct tq_agent_run {
 				    * (its entry's conf_model), or NULL */
 	const char *home;          /* the state directory (tq_agent_prepare's
 				    * caller's): workspaces live under it */
+	char *session_id;          /* the agent session the run resumes (the
+				    * session's, {session_id}), or NULL */
 };
 
 #define TQ_AGENT_RUN_INIT { .argv = NULL }
@@ -97,6 +99,11 @@ int tq_agent_prepare(struct tq_queue *q, const char *home, const struct tq_task 
  * command run (ar->argv, else t->argv). NULL: none. Points into t or ar. */
 const char *tq_agent_model(const struct tq_task *t, const struct tq_agent_run *ar);
 
+/* The model task t asked for: t->model, else the value of "-m M", "--model
+ * M" or "--model=M" in the command run; not the one its CLI's config names
+ * (tq_agent_model's last resort). NULL: none. Points into t or ar. */
+const char *tq_agent_model_asked(const struct tq_task *t, const struct tq_agent_run *ar);
+
 /* The stream-input mode (registry.h) of the agent ar runs, after
  * tq_agent_prepare; NULL when it has none (or ar runs no agent). */
 const struct tq_agent_stream *tq_agent_stream_of(const struct tq_agent_run *ar);
@@ -104,19 +111,21 @@ const struct tq_agent_stream *tq_agent_stream_of(const struct tq_agent_run *ar);
 /*
  * The command that starts ar's agent in its stream-input mode (stream.c):
  * ar->argv, as tq_agent_prepare expanded it, with the entry's stream args
- * after the program and without the prompt (what follows "--", and an
- * argument equal to prompt). *out is NULL-terminated, *outc elements, freed
- * with tq_profile_argv_free. TQ_EINVAL when the agent has no such mode.
+ * after the program, without the prompt (what follows "--", and an
+ * argument equal to prompt) and with only the options the mode takes
+ * (registry.h, struct tq_agent_stream). *out is NULL-terminated, *outc
+ * elements, freed with tq_profile_argv_free. TQ_EINVAL when the agent has
+ * no such mode.
  */
 int tq_agent_stream_argv(const struct tq_agent_run *ar, const char *prompt, char ***out,
 			 size_t *outc, struct tq_err *err);
 
 /*
- * A warm process (pid, its start time) was started in ar's isolated
- * workspace: the workspace becomes the process's (its owner file names
- * it, so the sweep removes it once the process is gone), and
- * tq_agent_cleanup leaves it. Nothing without a workspace. Errors say what
- * failed; the workspace is then still the task's.
+ * A warm process (pid, its start time) was started for run ar: ar's
+ * isolated workspace and its private directory become the process's (their
+ * owner file names it, so the sweep removes them once the process is gone),
+ * and tq_agent_cleanup leaves them. Nothing without either. Errors say what
+ * failed; what was not handed over is then still the task's.
  */
 int tq_agent_stream_keep(struct tq_agent_run *ar, pid_t pid, int64_t start,
 			 struct tq_err *err);

@@ -22,7 +22,9 @@
  * after the first message. A turn is interrupted, the process kept, by
  * {"type":"control_request","request_id":ID,"request":{"subtype":
  * "interrupt"}}: a control_response, then a result error_during_execution.
- * EOF on stdin ends it with exit 0 after the turn.
+ * EOF on stdin ends it with exit 0 after the turn. No handshake: each turn
+ * is its message line, and a process started for a session resumes it by
+ * its command's --resume; a turn leaves no state.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +35,7 @@
 #include "agent.h"
 #include "agent_int.h"
 #include "result_int.h"
+#include "stream_int.h"
 
 /* ------------------------------------------------------------------ */
 /* Result                                                             */
@@ -143,18 +146,8 @@ static int cap_retries(struct tq_queue *q, const struct tq_task *t, struct tq_en
 /* ------------------------------------------------------------------ */
 /* Stream input (issue 19)                                            */
 
-static char *line_of(cJSON *o)
-{
-	char *s = o != NULL ? cJSON_PrintUnformatted(o) : NULL, *l = NULL;
-
-	if (s != NULL && asprintf(&l, "%s\n", s) < 0)
-		l = NULL;
-	cJSON_free(s);
-	cJSON_Delete(o);
-	return l;
-}
-
-static char *stream_message(const char *prompt)
+/* The message line: the prompt as one text block. */
+static void stream_begin(struct tq_result_parser *p)
 {
 	cJSON *o = cJSON_CreateObject(), *m, *content, *block;
 
@@ -164,46 +157,57 @@ static char *stream_message(const char *prompt)
 	    (content = cJSON_AddArrayToObject(m, "content")) == NULL ||
 	    (block = cJSON_CreateObject()) == NULL) {
 		cJSON_Delete(o);
-		return NULL;
+		return;
 	}
 	cJSON_AddItemToArray(content, block);
 	if (cJSON_AddStringToObject(block, "type", "text") == NULL ||
-	    cJSON_AddStringToObject(block, "text", prompt) == NULL) {
+	    cJSON_AddStringToObject(block, "text", p->st->prompt) == NULL) {
 		cJSON_Delete(o);
-		return NULL;
+		return;
 	}
-	return line_of(o);
+	tq_stream_write_json(p, o);
 }
 
-static char *stream_interrupt(const char *id)
+/* The interrupt control message; its request id one of the turn's. */
+static int stream_interrupt(struct tq_result_parser *p)
 {
 	cJSON *o = cJSON_CreateObject(), *r;
+	char id[TQ_RPC_ID_MAX];
 
+	snprintf(id, sizeof(id), "%s%d", p->st->ids, ++p->st->n);
 	if (o == NULL || cJSON_AddStringToObject(o, "type", "control_request") == NULL ||
 	    cJSON_AddStringToObject(o, "request_id", id) == NULL ||
 	    (r = cJSON_AddObjectToObject(o, "request")) == NULL ||
 	    cJSON_AddStringToObject(r, "subtype", "interrupt") == NULL) {
 		cJSON_Delete(o);
-		return NULL;
+		return -1;
 	}
-	return line_of(o);
+	tq_stream_write_json(p, o);
+	return 0;
 }
 
 static const char *const stream_args[] = { "--input-format", "stream-json", NULL };
 
+/* The result line and the init line (the entry's needles). */
+static const char *const needles[] = { "\"result\"", "\"init\"", NULL };
+
+/* Every option of the one-shot command goes (its --resume, --model, MCP
+ * flags); the prompt and what follows "--" do not. The turn's output is
+ * what a one-shot run prints, read by the same reader. */
 static const struct tq_agent_stream stream = {
 	.args = stream_args,
-	.message = stream_message,
+	.keep_other = 1,
+	.needles = needles,
+	.begin = stream_begin,
+	.read = read_obj,
 	.interrupt = stream_interrupt,
 };
 
 /* ------------------------------------------------------------------ */
 /* The entry                                                          */
 
-/* The result line and the init line (registry.h's needles): the multi-MB
- * tool result lines of a run are skipped after one scan. */
-static const char *const needles[] = { "\"result\"", "\"init\"", NULL };
-
+/* needles (above): the multi-MB tool result lines of a run are skipped
+ * after one scan. */
 const struct tq_agent_def tq_agent_claude = {
 	.name = "claude",
 	.needles = needles,

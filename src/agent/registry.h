@@ -80,25 +80,53 @@ struct tq_agent_file {
 	const char *text;          /* its whole content */
 };
 
+/* An option of a CLI's one-shot command and what its stream-input command
+ * does with it (struct tq_agent_stream's opts). */
+struct tq_stream_opt {
+	const char *name;          /* "-o", "--output-format" (also matches
+				    * "--output-format=VALUE"), or a word
+				    * ("exec", "resume") */
+	int values;                /* elements it takes after it (0 or 1) */
+	int keep;                  /* 1: into the stream command; 0: dropped */
+};
+
 /*
  * An agent CLI's stream-input mode (issue 19, warm sessions): one process
  * of it takes one message after another on its stdin and answers each with
  * a turn on its stdout, so a session's next message needs no new process.
- * The process is started from the agent's expanded command (its profile's
- * template, with the session to resume) less its prompt (tq_agent_stream_
- * argv, stream.c): the arguments after "--" and an argument that is the
- * prompt itself go, args are added after the program. A turn ends when the
- * entry's reader has read its result object (tq_result_seen, result.h).
+ *
+ * The command (tq_agent_stream_argv, stream.c): the program of the agent's
+ * expanded one-shot command (its profile's template, with the session to
+ * resume), then args, then the one-shot command's elements up to "--" but
+ * for an element equal to the prompt, each kept or dropped as opts says
+ * (an element opts does not name, and the values after it: kept when
+ * keep_other, else dropped).
+ *
+ * A turn is spoken through the result parser of the turn
+ * (tq_result_parser_stream, result.h), which these functions drive with
+ * the helpers of stream_int.h: begin queues what opens it (on a process
+ * started for it, whatever the protocol's handshake needs first: the
+ * session to resume, the model; then the message), read reads each JSON
+ * object of the process's stdout (the turn's result, usage and session,
+ * as a one-shot run's reader does for its output; answers to the agent's
+ * own requests are queued), and the turn ends when read has set the
+ * result (tq_result_seen). interrupt queues what stops the turn running
+ * and keeps the process, or returns -1 when it cannot now (the process is
+ * then ended, and the next message resumes on a new one).
  */
 struct tq_agent_stream {
-	const char *const *args;   /* added after argv[0], NULL-terminated */
-	/* The line (with its '\n', malloc'd; NULL: no memory) that gives the
-	 * process one message, prompt (UTF-8). */
-	char *(*message)(const char *prompt);
-	/* The line that interrupts the turn running, or NULL when the CLI has
-	 * none (the process is then ended, and the next message resumes);
-	 * id names the request (malloc'd; NULL: no memory). */
-	char *(*interrupt)(const char *id);
+	const char *const *args;   /* after argv[0], NULL-terminated */
+	const struct tq_stream_opt *opts; /* {NULL}-ended; NULL: none */
+	int keep_other;
+	/* the needles an object of its stdout holds to be read (as the
+	 * entry's needles: NULL every object) */
+	const char *const *needles;
+	void (*begin)(struct tq_result_parser *p);
+	void (*read)(struct tq_result_parser *p, const struct cJSON *o);
+	int (*interrupt)(struct tq_result_parser *p);
+	/* The agent's own tuning of a shared protocol (stream_int.h says
+	 * which protocol reads what); NULL: none. */
+	const void *tune;
 };
 
 struct tq_agent_def {

@@ -17,6 +17,7 @@
 #include "result.h"
 
 #define LIBBSD_NETBSD_VIS /* the NetBSD vis API; silences libbsd's #warning */
+#include <bsd/string.h>
 #include <bsd/vis.h>
 #include <cjson/cJSON.h>
 #include <ctype.h>
@@ -25,9 +26,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/sys.h"
+
 #include "agent_int.h"
 #include "registry.h"
 #include "result_int.h"
+#include "stream_int.h"
 
 /* ------------------------------------------------------------------ */
 /* Dispatch                                                           */
@@ -36,7 +40,8 @@
  * needles (registry.c says why they are enough)? */
 static int worth_parsing(const struct tq_result_parser *p)
 {
-	const char *const *n = p->def != NULL ? p->def->needles : NULL;
+	const char *const *n = p->st != NULL ? p->st->def->needles :
+			       p->def != NULL ? p->def->needles : NULL;
 
 	if (n == NULL)
 		return 1;
@@ -54,7 +59,9 @@ static void dispatch(struct tq_result_parser *p)
 		return;
 	/* obj is NUL-terminated; cJSON 1.7.15 reads up to length */
 	o = cJSON_ParseWithLength(p->obj.p, p->obj.len);
-	if (cJSON_IsObject(o) && p->def != NULL)
+	if (cJSON_IsObject(o) && p->st != NULL)
+		p->st->def->read(p, o);
+	else if (cJSON_IsObject(o) && p->def != NULL)
 		p->def->read_obj(p, o);
 	cJSON_Delete(o);
 }
@@ -133,13 +140,14 @@ static int blank(char c)
 	return c == ' ' || c == '\t' || c == '\r';
 }
 
-void tq_result_feed(struct tq_result_parser *p, const void *buf, size_t len)
+/* Feed len bytes; with stop, return after the line that ended a quiet
+ * start (stream_int.h), else after all of them. The bytes taken. */
+static size_t feed(struct tq_result_parser *p, const char *s, size_t len, int stop)
 {
-	const char *s = buf;
 	size_t i = 0;
 
 	if (p == NULL || p->def == NULL)
-		return;
+		return len;
 	while (i < len) {
 		const char *nl;
 
@@ -159,7 +167,7 @@ void tq_result_feed(struct tq_result_parser *p, const void *buf, size_t len)
 			break;
 		case FR_SKIP:
 			if ((nl = memchr(s + i, '\n', len - i)) == NULL)
-				return;
+				return len;
 			i = (size_t)(nl - s) + 1;
 			p->fr = FR_START;
 			break;
@@ -170,6 +178,8 @@ void tq_result_feed(struct tq_result_parser *p, const void *buf, size_t len)
 			if (s[i] == '\n') {
 				dispatch(p);
 				obj_reset(p, FR_START);
+				if (stop && !tq_result_quiet(p))
+					return i + 1;
 			} else if (!blank(s[i])) {
 				obj_reset(p, FR_SKIP);
 				break;
@@ -178,6 +188,17 @@ void tq_result_feed(struct tq_result_parser *p, const void *buf, size_t len)
 			break;
 		}
 	}
+	return len;
+}
+
+void tq_result_feed(struct tq_result_parser *p, const void *buf, size_t len)
+{
+	feed(p, buf, len, 0);
+}
+
+size_t tq_result_feed_quiet(struct tq_result_parser *p, const void *buf, size_t len)
+{
+	return tq_result_quiet(p) ? feed(p, buf, len, 1) : 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -242,10 +263,26 @@ struct tq_result_parser *tq_result_parser_new(const char *parser)
 	return p;
 }
 
+static void stream_free(struct stream_turn *st)
+{
+	if (st == NULL)
+		return;
+	free(st->sid);
+	free(st->turn);
+	free(st->prompt);
+	free(st->model);
+	free(st->cwd);
+	free(st->resume);
+	free(st->extra);
+	text_free(&st->in);
+	free(st);
+}
+
 void tq_result_parser_free(struct tq_result_parser *p)
 {
 	if (p == NULL)
 		return;
+	stream_free(p->st);
 	text_free(&p->obj);
 	text_free(&p->text);
 	free(p->result);
@@ -255,6 +292,79 @@ void tq_result_parser_free(struct tq_result_parser *p)
 	free(p->model);
 	free(p->init_model);
 	free(p);
+}
+
+/* A copy of s, or of "" for NULL; -1 when out of memory. */
+static int dup_to(char **dst, const char *s)
+{
+	*dst = strdup(s != NULL ? s : "");
+	return *dst != NULL ? 0 : -1;
+}
+
+struct tq_result_parser *tq_result_parser_stream(const char *parser,
+						 const struct tq_stream_turn *turn)
+{
+	const struct tq_agent_def *def = tq_registry_find(parser);
+	struct tq_result_parser *p;
+	struct stream_turn *st;
+
+	if (def == NULL || def->stream == NULL || (p = tq_result_parser_new(parser)) == NULL)
+		return NULL;
+	if ((st = p->st = calloc(1, sizeof(*st))) == NULL ||
+	    dup_to(&st->prompt, turn->prompt) < 0 || dup_to(&st->cwd, turn->cwd) < 0 ||
+	    (turn->model != NULL && dup_to(&st->model, turn->model) < 0) ||
+	    (turn->resume != NULL && dup_to(&st->resume, turn->resume) < 0)) {
+		tq_result_parser_free(p);
+		return NULL;
+	}
+	st->def = def->stream;
+	st->fresh = turn->fresh;
+	snprintf(st->ids, sizeof(st->ids), "taskq-%lld-%d-", (long long)turn->task,
+		 turn->attempt);
+	/* a kept process's conversation goes on: what the last turn left */
+	strlcpy(st->state, turn->fresh || turn->state == NULL ? "" : turn->state,
+		sizeof(st->state));
+	st->arg = turn;
+	st->def->begin(p);
+	st->arg = NULL;
+	return p;
+}
+
+int tq_result_stream_input(struct tq_result_parser *p, char **buf, size_t *len, int64_t *at)
+{
+	struct stream_turn *st = p != NULL ? p->st : NULL;
+
+	*buf = NULL;
+	*len = 0;
+	*at = 0;
+	if (st == NULL || st->in.len == 0)
+		return 0;
+	if (st->not_before > 0 && tq_now_ms() < st->not_before) {
+		*at = st->not_before;
+		return 0;
+	}
+	st->not_before = 0;
+	*buf = st->in.p;
+	*len = st->in.len;
+	st->in = (struct text){ 0 };
+	return 1;
+}
+
+int tq_result_quiet(const struct tq_result_parser *p)
+{
+	return p != NULL && p->st != NULL && p->st->quiet;
+}
+
+int tq_result_interrupt(struct tq_result_parser *p)
+{
+	if (p == NULL || p->st == NULL || p->st->def->interrupt == NULL)
+		return -1;
+	return p->st->def->interrupt(p);
+}
+
+const char *tq_result_stream_state(const struct tq_result_parser *p)
+{
+	return p != NULL && p->st != NULL ? p->st->state : "";
 }
 
 int tq_result_seen(const struct tq_result_parser *p)

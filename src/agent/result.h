@@ -36,6 +36,8 @@
 
 #include <stddef.h>
 
+#include <stdint.h>
+
 #include "queue/queue.h"
 
 #define TQ_RESULT_LINE_MAX ((size_t)16 * 1024 * 1024)
@@ -65,6 +67,71 @@ void tq_result_end(struct tq_result_parser *p, struct tq_result *r);
  * far: in an agent's stream-input mode (registry.h, struct
  * tq_agent_stream), the end of the turn. 0 for NULL. */
 int tq_result_seen(const struct tq_result_parser *p);
+
+/* ------------------------------------------------------------------ */
+/* A warm turn (issue 19): the parser speaks the agent's stream-input mode */
+
+/* What a turn's state (tq_result_stream_state) may take, NUL included. */
+#define TQ_STREAM_STATE_MAX 256
+
+/* One turn on a warm agent process. Strings are borrowed for the call of
+ * tq_result_parser_stream only. */
+struct tq_stream_turn {
+	const char *prompt;        /* the message */
+	const char *model;         /* the model asked for (tq_agent_model_asked),
+				    * NULL: the CLI's own */
+	const char *cwd;           /* the process's working directory */
+	const char *resume;        /* the agent session a process started for
+				    * this turn resumes, NULL: a new one */
+	const char *state;         /* what the last turn on the process left
+				    * (tq_result_stream_state); "" or NULL for
+				    * a process started for this turn */
+	int fresh;                 /* the process was started for this turn */
+	char *const *argv;         /* the agent's expanded one-shot command */
+	size_t argc;
+	char *const *envp;         /* the process's environment */
+	int64_t task;              /* the message's task and attempt: the */
+	int attempt;               /* requests' ids ("taskq-T-A-N") */
+};
+
+/*
+ * A parser for one turn of agent parser's stream-input mode (registry.h,
+ * struct tq_agent_stream): it reads the turn's output (its result, as
+ * tq_result_end gives it, is the turn's) and says what to write to the
+ * process (tq_result_stream_input). NULL when the agent has no such mode,
+ * or on no memory.
+ */
+struct tq_result_parser *tq_result_parser_stream(const char *parser,
+						 const struct tq_stream_turn *turn);
+
+/*
+ * What to write to the turn's process now, in order: 1 with *buf (malloc'd,
+ * the caller's) and *len; 0 when there is nothing, or when it must wait:
+ * then *at is the wall-clock time (ms) before which nothing is written, or
+ * 0. TQ_ENOMEM. Call after creating the parser and after each feed and
+ * interrupt.
+ */
+int tq_result_stream_input(struct tq_result_parser *p, char **buf, size_t *len, int64_t *at);
+
+/* Whether the output read so far is still the process's start for this
+ * turn (a handshake, a resumed session's history replayed), which is not
+ * the turn's: not for its log. 0 for a one-shot parser. */
+int tq_result_quiet(const struct tq_result_parser *p);
+
+/* As tq_result_feed, while the parser is quiet: it stops after the line
+ * that ended the quiet start. Returns the bytes it took (len when still
+ * quiet at their end); feed the rest with tq_result_feed. */
+size_t tq_result_feed_quiet(struct tq_result_parser *p, const void *buf, size_t len);
+
+/* Interrupt the turn running, keeping the process: 0 with what to write
+ * queued (tq_result_stream_input), -1 when the protocol cannot now (then
+ * the process must be ended). */
+int tq_result_interrupt(struct tq_result_parser *p);
+
+/* The state the turn leaves its process in, for the next turn on it
+ * (struct tq_stream_turn's state): a string of at most
+ * TQ_STREAM_STATE_MAX - 1 bytes, owned by p. "" for a one-shot parser. */
+const char *tq_result_stream_state(const struct tq_result_parser *p);
 
 /* After tq_result_end: NULL, or one line saying why the agent's session id
  * was not kept ("agent session id \"--x\" refused: ...; the session cannot

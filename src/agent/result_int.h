@@ -19,6 +19,8 @@
 #include "registry.h"
 #include "result.h"
 
+struct stream_turn;
+
 enum frame {
 	FR_START, /* at the start of a line (blanks skipped) */
 	FR_SKIP,  /* in a line that is not JSON: skip to its end */
@@ -61,6 +63,8 @@ struct tq_result_parser {
 	int step_fresh;    /* a reader's own flag (a step began and has no
 			    * text yet) */
 	char note[4 * NOTE_ID_SHOWN + 160]; /* why the session id was refused */
+	struct stream_turn *st;    /* a warm turn's protocol (stream_int.h);
+				    * NULL: a one-shot run */
 };
 
 /* ------------------------------------------------------------------ */

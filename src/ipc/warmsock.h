@@ -43,6 +43,9 @@
 #define TQ_WARM_MSG_MAX (192 * 1024)
 #define TQ_WARM_FDS 4                  /* stdin, stdout, stderr, pidfd */
 #define TQ_WARM_KEY_MAX 256            /* a session key (TQ_NAME_MAX fits) */
+/* A process's protocol state between turns (what the last turn on it
+ * left: its conversation's id), NUL included: DONE's payload, GIVE's. */
+#define TQ_WARM_STATE_MAX 256
 
 /* A TAKE's fingerprint of the command it would start, by part: the
  * supervisor keeps the one of what it started, and ends an idle process
@@ -58,9 +61,11 @@ enum tq_warm_fp {
 
 enum tq_warm_op {
 	TQ_WARM_TAKE = 1,  /* worker: lend me the session's process */
-	TQ_WARM_GIVE,      /* supervisor: here it is (fds attached) */
+	TQ_WARM_GIVE,      /* supervisor: here it is (fds attached; payload:
+			    * the state its last turn left, "" when new) */
 	TQ_WARM_REFUSE,    /* supervisor: cannot (payload: why) */
-	TQ_WARM_DONE,      /* worker: the turn ended, the process is idle */
+	TQ_WARM_DONE,      /* worker: the turn ended, the process is idle
+			    * (payload: the state the turn leaves it in) */
 	TQ_WARM_END,       /* worker: end the process; answer STATUS */
 	TQ_WARM_STATUS,    /* supervisor: it is reaped (status) */
 };

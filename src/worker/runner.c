@@ -172,6 +172,8 @@ struct run {
 	int turn_over;             /* its result line was read */
 	int interrupted;           /* the interrupt line was written */
 	int64_t end_at;            /* no result by then after it: END */
+	int64_t in_hold;           /* mono ms: its protocol writes nothing
+				    * before (0: no hold) */
 };
 
 /* Whether t is a message of a warm session (issue 19, ask --warm): its
@@ -310,27 +312,60 @@ static void warm_fingerprint(const struct tq_task *t, uint64_t fp[TQ_WARM_FP_N])
 	fp[TQ_WARM_FP_CWD] = fnv(FNV_BASIS, t->cwd);
 }
 
+/* What the warm turn's protocol has to write, after what is queued
+ * (tq_result_stream_input); held while it must wait (r->in_hold). */
+static void warm_input(struct run *r)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	int64_t at = 0;
+	unsigned char *more;
+
+	r->in_hold = 0;
+	if (tq_result_stream_input(r->rp, &buf, &len, &at) <= 0) {
+		if (at > 0) /* the wall clock's wait, on the loop's clock */
+			r->in_hold = tq_mono_ms() + (at - tq_now_ms());
+		return;
+	}
+	if (r->in_data == NULL) {
+		r->in_data = (unsigned char *)buf;
+		r->in_len = len;
+		r->in_off = 0;
+		return;
+	}
+	/* behind what is still queued, in order */
+	if ((more = realloc(r->in_data, r->in_len + len)) == NULL) {
+		free(buf);
+		return;
+	}
+	memcpy(more + r->in_len, buf, len);
+	r->in_data = more;
+	r->in_len += len;
+	free(buf);
+}
+
 /*
  * A warm message: borrow the session's agent process (started by the
  * supervisor from this task's command in its stream-input mode when none
- * is up, resuming the session's conversation) and queue the message line.
- * Its pipes go in r->child; the process is the supervisor's child, carrying
- * the warm mark instead of this task's (warm.h): recovery of this message
- * must not end the session's process.
+ * is up, resuming the session's conversation) and queue what opens the
+ * turn (the agent's protocol: on a new process its handshake, then the
+ * message). Its pipes go in r->child; the process is the supervisor's
+ * child, carrying the warm mark instead of this task's (warm.h): recovery
+ * of this message must not end the session's process.
  */
 static int start_warm(struct run *r, struct tq_env *env, struct tq_err *err)
 {
-	const struct tq_agent_stream *st = tq_agent_stream_of(&r->agent);
 	struct tq_warm_take k = { .home = r->w->o->home, .key = r->t->session,
 				  .task = r->t->id, .attempt = r->t->attempt,
 				  .cwd = r->agent.cwd != NULL ? r->agent.cwd : r->t->cwd,
 				  .umask = r->t->umask, .idle_ms = warm_idle_ms(r->t) };
-	char **argv = NULL, *line = NULL;
+	struct tq_result_parser *rp;
+	char **argv = NULL;
 	int64_t off = 0, line_no = 0;
 	size_t argc = 0;
 	int rc;
 
-	if (st == NULL || r->t->session == NULL)
+	if (tq_agent_stream_of(&r->agent) == NULL || r->t->session == NULL)
 		return tq_err_set(err, TQ_EINVAL, "agent \"%s\" has no stream-input mode: its "
 				  "session cannot be warm", r->agent.parser[0] ? r->agent.parser :
 				  "none");
@@ -353,16 +388,22 @@ static int start_warm(struct run *r, struct tq_env *env, struct tq_err *err)
 		tq_worker_log(r->w, "task %lld: %s; its workspace goes with this message",
 			      (long long)r->t->id, err->msg);
 	*err = (struct tq_err)TQ_ERR_INIT;
-	if ((line = st->message(r->t->prompt != NULL ? r->t->prompt : "")) == NULL)
+	rp = tq_result_parser_stream(r->agent.parser, &(struct tq_stream_turn){
+		.prompt = r->t->prompt != NULL ? r->t->prompt : "",
+		.model = tq_agent_model_asked(r->t, &r->agent), .cwd = k.cwd,
+		.resume = r->agent.session_id, .state = r->wt.state, .fresh = r->wt.fresh,
+		.argv = r->agent.argv, .argc = r->agent.argc, .envp = env->vars,
+		.task = r->t->id, .attempt = r->t->attempt });
+	if (rp == NULL)
 		return tq_err_set(err, TQ_ENOMEM, "warm turn: out of memory");
+	tq_result_parser_free(r->rp);
+	r->rp = rp;
 	r->child.in_fd = r->wt.in_fd;
 	r->child.out_fd = r->wt.out_fd;
 	r->child.err_fd = r->wt.err_fd;
 	r->wt.in_fd = r->wt.out_fd = r->wt.err_fd = -1; /* r->child's now */
-	r->in_data = (unsigned char *)line;
-	r->in_len = strlen(line);
-	r->in_off = 0;
 	r->in_close_after = 0; /* the process lives on after the turn */
+	warm_input(r);
 	tq_log_position(r->log, &off, &line_no);
 	r->log_line = line_no;
 	r->out_start = tq_log_output_bytes(r->log);
@@ -471,31 +512,23 @@ static void warm_end(struct run *r)
 
 /*
  * Stop a warm turn (a kill, the timeout, the stall clock, a cap, a
- * shutdown): the interrupt line, which ends the turn and keeps the process
- * (agent-clis.md 3.8), and a bounded wait (the task's kill grace) for its
- * result; without an answer by then, or with SIGKILL (the lease is lost),
- * or for a CLI that has no interrupt, the process is ended.
+ * shutdown): what interrupts the turn in the agent's protocol, which ends
+ * the turn and keeps the process (agent-clis.md 3.8, 4.1, 5.1), and a
+ * bounded wait (the task's kill grace) for its result; without an answer
+ * by then, or with SIGKILL (the lease is lost), or when the protocol
+ * cannot interrupt now (a new process still in its handshake), the
+ * process is ended.
  */
 static void warm_stop(struct run *r, int sig)
 {
-	const struct tq_agent_stream *st = tq_agent_stream_of(&r->agent);
-	char id[64], *line = NULL;
-
 	if (r->exited || r->turn_over || r->wt.end_asked)
 		return;
-	if (sig == SIGKILL || r->interrupted || st == NULL || st->interrupt == NULL ||
-	    r->child.in_fd < 0) {
+	if (sig == SIGKILL || r->interrupted || r->child.in_fd < 0 ||
+	    tq_result_interrupt(r->rp) < 0) {
 		warm_end(r);
 		return;
 	}
-	snprintf(id, sizeof(id), "taskq-%lld-%d", (long long)r->t->id, r->t->attempt);
-	if ((line = st->interrupt(id)) == NULL ||
-	    tq_write(r->child.in_fd, line, strlen(line)) != (ssize_t)strlen(line)) {
-		free(line);
-		warm_end(r);
-		return;
-	}
-	free(line);
+	warm_input(r);
 	r->interrupted = 1;
 	r->term.state = TQ_TERM_STOPPING;
 	r->term.deadline = TQ_TERM_NEVER;
@@ -649,6 +682,7 @@ static int pump_out(struct run *r, int fd, enum tq_stream s)
 {
 	struct tq_err err = TQ_ERR_INIT;
 	ssize_t n = tq_read(fd, r->buf, READ_CHUNK);
+	size_t quiet = 0;
 	int rc;
 
 	if (n == 0 || (n < 0 && errno == EIO))
@@ -658,16 +692,23 @@ static int pump_out(struct run *r, int fd, enum tq_stream s)
 	r->wrote[s - 1] = 1;
 	pipe_width(r, s); /* before the pipe refills */
 	tq_stall_feed(&r->stall, s == TQ_STREAM_STDERR, r->buf, (size_t)n, tq_mono_ms());
+	/* a warm turn's start on a new process (its protocol's handshake, a
+	 * resumed session's history) is not the turn's output: not logged */
+	if (s == TQ_STREAM_STDOUT && r->warm && tq_result_quiet(r->rp))
+		quiet = tq_result_feed_quiet(r->rp, r->buf, (size_t)n);
 	if (s == TQ_STREAM_STDOUT && r->rp != NULL)
-		tq_result_feed(r->rp, r->buf, (size_t)n);
-	if (r->warm && !r->turn_over && !r->exited && tq_result_seen(r->rp))
-		turn_over(r);
+		tq_result_feed(r->rp, r->buf + quiet, (size_t)n - quiet);
+	if (r->warm && !r->turn_over && !r->exited) {
+		warm_input(r); /* its answers, the next step of its handshake */
+		if (tq_result_seen(r->rp))
+			turn_over(r);
+	}
 	r->read_bytes += n;
 	if (r->log_failed)
 		count_dropped(r);
-	if (r->overflow || r->log_failed)
+	if (r->overflow || r->log_failed || quiet == (size_t)n)
 		return 0;
-	rc = tq_log_write(r->log, s, r->buf, (size_t)n, tq_mono_ms(), &err);
+	rc = tq_log_write(r->log, s, r->buf + quiet, (size_t)n - quiet, tq_mono_ms(), &err);
 	if (rc < 0)
 		on_log_error(r, rc, &err);
 	return 0;
@@ -892,6 +933,8 @@ static int64_t loop_deadline(struct run *r, int64_t now)
 		at = min64(at, r->term.deadline);
 	if (!r->exited && r->interrupted && !r->wt.end_asked)
 		at = min64(at, r->end_at);
+	if (!r->exited && r->in_hold != 0)
+		at = min64(at, r->in_hold);
 	if (!r->exited && r->term.state == TQ_TERM_RUNNING)
 		at = min64(at, r->stall.deadline);
 	if (!r->exited && r->w->stopping && !r->shutdown_stop)
@@ -918,6 +961,8 @@ static void warm_timers(struct run *r, int64_t now)
 {
 	if (r->exited)
 		return;
+	if (r->in_hold != 0 && now >= r->in_hold)
+		warm_input(r);
 	if (r->term.state == TQ_TERM_RUNNING && now >= r->term.deadline) {
 		r->term.timed_out = 1;
 		warm_stop(r, SIGTERM);
@@ -1502,7 +1547,7 @@ int tq_runner_run(struct worker *w, struct tq_task *t)
 	 * end is recorded, so the session's next message finds it idle */
 	if (r.warm && r.turn_over) {
 		close_in(&r);
-		if (tq_warm_turn_done(&r.wt) < 0)
+		if (tq_warm_turn_done(&r.wt, tq_result_stream_state(r.rp)) < 0)
 			tq_worker_log(w, "task %lld: the supervisor is gone: its warm agent "
 				      "was ended", (long long)t->id);
 	}

@@ -54,6 +54,8 @@ struct warm_proc {
 				    * when its turn gives it back */
 	char why[96];              /* why it is ending, for the log */
 	uint64_t fp[TQ_WARM_FP_N]; /* the fingerprint of the command it runs */
+	char proto[TQ_WARM_STATE_MAX]; /* its protocol's state, as its last
+				    * turn left it (DONE's payload), lent with it */
 };
 
 struct warm_conn {
@@ -352,8 +354,8 @@ static void lend(struct tq_warm *w, int c, int i, int fresh)
 	int fds[TQ_WARM_FDS] = { p->in_fd, p->out_fd, p->err_fd, p->pidfd };
 	struct tq_err err = TQ_ERR_INIT;
 
-	if (tq_warmsock_send(w->conns[c].fd, &h, NULL, 0, fds, p->pidfd >= 0 ? 4 : 3,
-			     &err) < 0) {
+	if (tq_warmsock_send(w->conns[c].fd, &h, p->proto, strlen(p->proto) + 1, fds,
+			     p->pidfd >= 0 ? 4 : 3, &err) < 0) {
 		w->log("warm session %s: %s", p->key, err.msg);
 		conn_close(w, c);
 		return;
@@ -552,12 +554,14 @@ static void drop_conn(struct tq_warm *w, int c)
 	conn_close(w, c);
 }
 
-/* DONE: the turn ended, the process is idle again (or, dead meanwhile,
- * forgotten). */
-static void on_done(struct tq_warm *w, int c, int i)
+/* DONE: the turn ended, the process is idle again, in the state its
+ * payload says (or, dead meanwhile, forgotten). */
+static void on_done(struct tq_warm *w, int c, int i, const char *pl, size_t len)
 {
 	struct warm_proc *p = &w->procs[i];
 
+	/* the payload is NUL-terminated within its length (warmsock.h) */
+	strlcpy(p->proto, len > 0 ? pl : "", sizeof(p->proto));
 	w->conns[c].proc = -1;
 	conn_close(w, c);
 	if (p->dead) {
@@ -614,7 +618,7 @@ static void on_message(struct tq_warm *w, int c)
 		return;
 	}
 	if (rc == 0 && h.op == TQ_WARM_DONE && i >= 0) {
-		on_done(w, c, i);
+		on_done(w, c, i, w->buf, len);
 		return;
 	}
 	if (rc == 0 && h.op == TQ_WARM_END && i >= 0) {

@@ -18,6 +18,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <bsd/string.h>
+
 #include "common/sys.h"
 #include "ipc/warmsock.h"
 
@@ -76,7 +78,7 @@ int tq_warm_turn_take(struct tq_warm_turn *t, const struct tq_warm_take *k,
 	struct tq_warm_hdr h = { .op = TQ_WARM_TAKE, .task = k->task, .attempt = k->attempt,
 				 .pid = (int32_t)getpid(), .umask = k->umask,
 				 .idle_ms = k->idle_ms };
-	char why[512];
+	char why[512 > TQ_WARM_STATE_MAX ? 512 : TQ_WARM_STATE_MAX];
 	int fds[TQ_WARM_FDS], nfds = 0, rc;
 	size_t len = 0;
 	char *pl;
@@ -122,6 +124,7 @@ int tq_warm_turn_take(struct tq_warm_turn *t, const struct tq_warm_take *k,
 	t->pid = h.pid;
 	t->start = h.start;
 	t->fresh = h.status == 1;
+	strlcpy(t->state, len > 0 ? why : "", sizeof(t->state));
 	return 0;
 fail:
 	tq_warm_turn_release(t);
@@ -141,12 +144,14 @@ static void abandon(struct tq_warm_turn *t)
 		pidfd_send_signal(t->pidfd, SIGKILL, NULL, 0);
 }
 
-int tq_warm_turn_done(struct tq_warm_turn *t)
+int tq_warm_turn_done(struct tq_warm_turn *t, const char *state)
 {
 	struct tq_warm_hdr h = { .op = TQ_WARM_DONE };
+	char st[TQ_WARM_STATE_MAX];
 	int rc = 0;
 
-	if (t->sock < 0 || tq_warmsock_send(t->sock, &h, NULL, 0, NULL, 0, NULL) < 0) {
+	strlcpy(st, state != NULL ? state : "", sizeof(st));
+	if (t->sock < 0 || tq_warmsock_send(t->sock, &h, st, strlen(st) + 1, NULL, 0, NULL) < 0) {
 		abandon(t);
 		rc = TQ_EIO;
 	}

@@ -31,6 +31,8 @@ struct tq_warm_turn {
 	int fresh;                 /* started for this turn */
 	int in_fd, out_fd, err_fd, pidfd;
 	int end_asked;             /* END sent: STATUS awaited on sock */
+	char state[TQ_WARM_STATE_MAX]; /* what the last turn on it left ("": a
+				    * process started for this turn) */
 };
 
 #define TQ_WARM_TURN_INIT { .sock = -1, .pid = -1, .in_fd = -1, .out_fd = -1, \
@@ -61,10 +63,11 @@ struct tq_warm_take {
 int tq_warm_turn_take(struct tq_warm_turn *t, const struct tq_warm_take *k,
 		      struct tq_err *err);
 
-/* The turn ended and the process lives: give it back and close ours. 0, or
- * TQ_EIO when the supervisor is gone (then the process was ended here:
- * nobody would hold its stdin). */
-int tq_warm_turn_done(struct tq_warm_turn *t);
+/* The turn ended and the process lives: give it back, with the state the
+ * turn leaves it in (state: at most TQ_WARM_STATE_MAX - 1 bytes, NULL
+ * ""), and close ours. 0, or TQ_EIO when the supervisor is gone (then the
+ * process was ended here: nobody would hold its stdin). */
+int tq_warm_turn_done(struct tq_warm_turn *t, const char *state);
 
 /* Ask the supervisor to end the process (TERM to its group, KILL after
  * grace_ms; -1: its default); the STATUS arrives on t->sock. When the

@@ -251,29 +251,32 @@ static void test_reserved_as_before(void **state)
 			fail_msg("source %s refused: %s", others[i], err.msg);
 }
 
-/* The stream-input modes (registry.h, struct tq_agent_stream): claude has
- * one (research agent-clis.md 3.8), the others none (submit refuses
- * --warm for them). */
+/* What a claude turn writes: its message line, then the interrupt. */
 static void test_stream_modes(void **state)
 {
 	const struct tq_agent_def *c = tq_registry_find("claude");
 	const struct tq_agent_stream *st = c->stream;
+	struct tq_stream_turn turn = { .prompt = "say \"hi\"\nand go", .cwd = "/",
+				       .fresh = 1, .task = 7, .attempt = 1 };
+	struct tq_result_parser *p;
 	char *line;
+	size_t len;
+	int64_t at;
 	cJSON *o;
 
 	(void)state;
 	assert_non_null(st);
-	assert_null(tq_registry_find("gemini")->stream);
-	assert_null(tq_registry_find("codex")->stream);
-	assert_null(tq_registry_find("opencode")->stream);
 	assert_string_equal(st->args[0], "--input-format");
 	assert_string_equal(st->args[1], "stream-json");
 	assert_null(st->args[2]);
+	p = tq_result_parser_stream("claude", &turn);
+	assert_non_null(p);
+	assert_false(tq_result_quiet(p));
 	/* one line, ending in its newline, the text as it is */
-	line = st->message("say \"hi\"\nand go");
-	assert_non_null(line);
-	assert_int_equal(line[strlen(line) - 1], '\n');
-	assert_ptr_equal(strchr(line, '\n') + 1, line + strlen(line)); /* one line */
+	assert_int_equal(tq_result_stream_input(p, &line, &len, &at), 1);
+	assert_int_equal(len, strlen(line));
+	assert_int_equal(line[len - 1], '\n');
+	assert_ptr_equal(strchr(line, '\n') + 1, line + len); /* one line */
 	o = cJSON_Parse(line);
 	assert_non_null(o);
 	assert_string_equal(cJSON_GetObjectItem(o, "type")->valuestring, "user");
@@ -284,11 +287,14 @@ static void test_stream_modes(void **state)
 	assert_string_equal(cJSON_GetObjectItem(b, "text")->valuestring, "say \"hi\"\nand go");
 	cJSON_Delete(o);
 	free(line);
-	line = st->interrupt("taskq-7-1");
-	assert_non_null(line);
-	assert_string_equal(line, "{\"type\":\"control_request\",\"request_id\":\"taskq-7-1\","
+	assert_int_equal(tq_result_stream_input(p, &line, &len, &at), 0);
+	assert_int_equal(tq_result_interrupt(p), 0);
+	assert_int_equal(tq_result_stream_input(p, &line, &len, &at), 1);
+	assert_string_equal(line, "{\"type\":\"control_request\",\"request_id\":\"taskq-7-1-1\","
 			    "\"request\":{\"subtype\":\"interrupt\"}}\n");
 	free(line);
+	assert_string_equal(tq_result_stream_state(p), "");
+	tq_result_parser_free(p);
 }
 
 /* The command of a warm process: the task's expanded one with the mode's
