@@ -326,6 +326,22 @@ CREATE TABLE workers (
     stopped_at    INTEGER
 );
 
+-- Each node's supervisor, one row a node: it says here that it runs, with a
+-- heartbeat, so that `taskq status` on any node sharing the store lists
+-- every node's supervisor (issue 20). stopped_at: it stopped (NULL: it has
+-- not said so; a heartbeat older than a few of its beats says it died).
+CREATE TABLE supervisors (
+    node          TEXT    PRIMARY KEY,
+    pid           INTEGER NOT NULL,
+    proc_start    INTEGER,
+    started_at    INTEGER NOT NULL,
+    heartbeat_at  INTEGER NOT NULL,
+    workers       INTEGER NOT NULL,                -- its --workers
+    max_warm      INTEGER NOT NULL DEFAULT 0,      -- its --max-warm
+    containment   TEXT,                            -- how its workers contain tasks
+    stopped_at    INTEGER
+) WITHOUT ROWID;
+
 -- Small settings and facts about this database (retention, who created it).
 CREATE TABLE meta (
     key    TEXT PRIMARY KEY,
@@ -344,4 +360,4 @@ SELECT id, state, name, grp, batch, priority, attempt,
 FROM tasks;
 
 PRAGMA application_id = 1953721201;  -- 'tskq'
-PRAGMA user_version = 9;
+PRAGMA user_version = 10;

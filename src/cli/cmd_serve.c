@@ -280,7 +280,11 @@ struct status {
 	size_t nws;
 	struct tq_group *gs;
 	size_t ngs;
+	struct tq_supervisor_info *sups; /* every node's supervisor row */
+	size_t nsups;
 	char self[TQ_NODE_MAX + 1]; /* this node ("": not known: every worker ours) */
+	int nodes;                  /* nodes the store knows of (rows of workers
+				     * and supervisors): > 1 lists them by node */
 };
 
 /* How long another node's idle worker may go without a heartbeat before
@@ -338,22 +342,91 @@ static int64_t log_bound_of(struct tq_queue *q, const char *key, int64_t lo, int
 	return n;
 }
 
-/* Workers in slot order (rows come in the order they registered: a
- * restarted worker 1 came after worker 2). */
+/* Whether node is another node than this one (issue 20): its pids name
+ * nothing here. A row without a node is of this one. */
+static int foreign_node(const struct status *s, const char *node)
+{
+	return s->self[0] != '\0' && node[0] != '\0' && strcmp(node, s->self) != 0;
+}
+
+/* Whether w runs on another node than this one. */
+static int foreign(const struct status *s, const struct tq_worker_info *w)
+{
+	return foreign_node(s, w->node);
+}
+
+/* This node first, then the others by name (qsort's comparator has no
+ * argument: the node is the process's own, set before the sort). */
+static const char *sort_self;
+
+static int node_order(const char *a, const char *b)
+{
+	int sa = a[0] == '\0' || strcmp(a, sort_self) == 0;
+	int sb = b[0] == '\0' || strcmp(b, sort_self) == 0;
+
+	if (sa != sb)
+		return sa ? -1 : 1;
+	return sa ? 0 : strcmp(a, b);
+}
+
+/* Workers by node, then in slot order (rows come in the order they
+ * registered: a restarted worker 1 came after worker 2). */
 static int by_slot(const void *a, const void *b)
 {
 	const struct tq_worker_info *x = a, *y = b;
+	int c = node_order(x->node, y->node);
 
+	if (c != 0)
+		return c;
 	if (x->slot != y->slot)
 		return x->slot < y->slot ? -1 : 1;
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* Whether w runs on another node than this one (issue 20): its pid names
- * nothing here. */
-static int foreign(const struct status *s, const struct tq_worker_info *w)
+static int by_node(const void *a, const void *b)
 {
-	return s->self[0] != '\0' && w->node[0] != '\0' && strcmp(w->node, s->self) != 0;
+	const struct tq_supervisor_info *x = a, *y = b;
+
+	return node_order(x->node, y->node);
+}
+
+/* The supervisor row of node, or NULL. */
+static const struct tq_supervisor_info *sup_of(const struct status *s, const char *node)
+{
+	for (size_t i = 0; i < s->nsups; i++)
+		if (strcmp(s->sups[i].node, node) == 0)
+			return &s->sups[i];
+	return NULL;
+}
+
+/* Whether a node's supervisor runs: this node's, by the lock of the state
+ * directory (and the row is its own: the same pid); another node's, by its
+ * row: not stopped, and heard from within TQ_SUPERVISOR_SILENT_MS. */
+static int sup_alive(const struct status *s, const struct tq_supervisor_info *v, int64_t now)
+{
+	if (!foreign_node(s, v->node))
+		return s->running && v->pid == (int)s->pid;
+	return v->stopped_at == 0 && now - v->heartbeat_at < TQ_SUPERVISOR_SILENT_MS;
+}
+
+/* The node a row names, this node's own for a row without one. */
+static const char *node_of(const struct status *s, const char *node)
+{
+	return foreign_node(s, node) ? node : s->self;
+}
+
+/* How many nodes the store knows of: this one, and those its supervisors'
+ * and workers' rows name (both lists are sorted by node). */
+static int count_nodes(const struct status *s)
+{
+	int n = 1;
+
+	for (size_t i = 0; i < s->nsups; i++)
+		n += foreign_node(s, s->sups[i].node);
+	for (size_t i = 0; i < s->nws; i++)
+		n += foreign_node(s, s->ws[i].node) && sup_of(s, s->ws[i].node) == NULL &&
+		     (i == 0 || strcmp(s->ws[i].node, s->ws[i - 1].node) != 0);
+	return n;
 }
 
 /* A worker's row says it runs until a supervisor records its end; one that
@@ -384,12 +457,32 @@ static int load_status(const struct cli_ctx *c, struct tq_queue *q, const char *
 	if (tq_queue_counts(q, s->counts, &err) < 0 ||
 	    tq_queue_on_exit_due(q, &s->on_exit_due, &err) < 0 ||
 	    tq_queue_workers(q, &s->ws, &s->nws, &err) < 0 ||
+	    tq_queue_supervisors(q, &s->sups, &s->nsups, &err) < 0 ||
 	    tq_queue_groups(q, &s->gs, &s->ngs, &err) < 0 ||
 	    warm_count(q, &s->nwarm, &err) < 0)
 		return cli_fail(c, &err);
+	sort_self = s->self;
 	if (s->nws > 1)
 		qsort(s->ws, s->nws, sizeof(*s->ws), by_slot);
+	if (s->nsups > 1)
+		qsort(s->sups, s->nsups, sizeof(*s->sups), by_node);
+	s->nodes = count_nodes(s);
 	if (s->running) {
+		/* this node's row, when it is the running supervisor's: with
+		 * several nodes on one store the meta values are the last
+		 * one's to start (a supervisor of an older taskq writes only
+		 * those) */
+		const struct tq_supervisor_info *me = sup_of(s, s->self);
+
+		if (me != NULL && me->pid == (int)s->pid) {
+			s->started_at = me->started_at;
+			s->workers_target = me->workers;
+			s->max_warm = me->max_warm;
+			if (me->containment != NULL &&
+			    (s->containment = strdup(me->containment)) == NULL)
+				return cli_runtime(c, "out of memory");
+			return CLI_OK;
+		}
 		s->started_at = meta_int(q, "supervisor_started_at");
 		s->workers_target = meta_int(q, "supervisor_workers");
 		s->max_warm = meta_int(q, TQ_META_MAX_WARM);
@@ -460,6 +553,60 @@ static void print_worker(const char *home, const struct status *s,
 		printf("worker %d: pid %d, dead (seen %s ago)\n", w->slot, w->pid, seen);
 }
 
+/* "node h2: supervisor pid 42, up 5m, 2 workers (seen 1.0s ago)": a node's
+ * heading, when the store has several (issue 20). This node's supervisor
+ * is judged by its state directory's lock, another's by its heartbeat. */
+static void print_node(const struct status *s, const char *node, int64_t now)
+{
+	const struct tq_supervisor_info *v = sup_of(s, node);
+	int self = !foreign_node(s, node);
+	char up[64], seen[64];
+
+	printf("node %s%s: ", node[0] ? node : "?", self ? " (this one)" : "");
+	if (v == NULL) {
+		printf("%s\n", self && s->running ? "supervisor running" : "no supervisor known");
+		return;
+	}
+	tq_format_duration(now - v->started_at, up, sizeof(up));
+	tq_format_duration(now - (v->stopped_at ? v->stopped_at : v->heartbeat_at), seen,
+			   sizeof(seen));
+	if (sup_alive(s, v, now))
+		printf("supervisor pid %d, up %s, %d worker%s (seen %s ago)\n", v->pid, up,
+		       v->workers, v->workers == 1 ? "" : "s", seen);
+	else if (v->stopped_at)
+		printf("no supervisor (pid %d stopped %s ago)\n", v->pid, seen);
+	else if (self)
+		printf("no supervisor (pid %d is gone, seen %s ago)\n", v->pid, seen);
+	else
+		printf("supervisor pid %d, not heard from (seen %s ago)\n", v->pid, seen);
+}
+
+/* Every worker, by node; with several nodes, each node's heading first
+ * (its supervisor), a node with a supervisor row and no worker too. */
+static void print_nodes(const struct status *s, const char *home, int64_t now)
+{
+	size_t w = 0, v = 0;
+
+	if (s->nodes <= 1) {
+		for (size_t i = 0; i < s->nws; i++)
+			print_worker(home, s, &s->ws[i], s->running, now);
+		return;
+	}
+	/* both lists are in node order: merge them */
+	while (w < s->nws || v < s->nsups) {
+		const char *node;
+		int c = w == s->nws ? 1 : v == s->nsups ? -1
+				     : node_order(s->ws[w].node, s->sups[v].node);
+
+		node = node_of(s, c <= 0 ? s->ws[w].node : s->sups[v].node);
+		print_node(s, node, now);
+		if (c >= 0)
+			v++;
+		while (w < s->nws && node_order(s->ws[w].node, node) == 0)
+			print_worker(home, s, &s->ws[w++], s->running, now);
+	}
+}
+
 static void print_status_human(const struct status *s, const char *home)
 {
 	int64_t now = tq_now_ms();
@@ -500,8 +647,7 @@ static void print_status_human(const struct status *s, const char *home)
 		printf("%s %s %lld", i ? "," : "", tq_state_name((enum tq_state)i),
 		       (long long)s->counts[i]);
 	printf("\n");
-	for (size_t i = 0; i < s->nws; i++)
-		print_worker(home, s, &s->ws[i], s->running, now);
+	print_nodes(s, home, now);
 	for (size_t i = 0; i < s->ngs; i++) {
 		const struct tq_group *g = &s->gs[i];
 		char *name;
@@ -552,6 +698,26 @@ static cJSON *status_json(const struct status *s, const char *home)
 		}
 	}
 	cli_json_int(o, "warm_agents", (int64_t)s->nwarm, 1, &oom);
+	if (s->self[0] != '\0')
+		cJSON_AddStringToObject(o, "node", s->self);
+	else
+		cJSON_AddNullToObject(o, "node");
+	w = cJSON_AddArrayToObject(o, "supervisors");
+	for (size_t i = 0; i < s->nsups; i++) {
+		const struct tq_supervisor_info *v = &s->sups[i];
+		cJSON *x = cJSON_CreateObject();
+
+		cJSON_AddStringToObject(x, "node", v->node);
+		cJSON_AddNumberToObject(x, "pid", v->pid);
+		cJSON_AddNumberToObject(x, "started_at", (double)v->started_at);
+		cJSON_AddNumberToObject(x, "heartbeat_at", (double)v->heartbeat_at);
+		cJSON_AddNumberToObject(x, "workers", v->workers);
+		cJSON_AddNumberToObject(x, "max_warm", v->max_warm);
+		cli_json_int(x, "stopped_at", v->stopped_at, v->stopped_at != 0, &oom);
+		cJSON_AddBoolToObject(x, "this_node", !foreign_node(s, v->node));
+		cJSON_AddBoolToObject(x, "alive", sup_alive(s, v, now));
+		cJSON_AddItemToArray(w, x);
+	}
 	cli_json_bytes(o, "home", home, &oom);
 	cJSON_AddNumberToObject(o, "retention_ms", (double)s->retention_ms);
 	cJSON_AddNumberToObject(o, "serve_log_size", (double)s->log_size);
@@ -644,6 +810,7 @@ static int run_status(struct cli_ctx *c, int argc, char **argv)
 		print_status_human(&s, home);
 	}
 	free(s.ws);
+	tq_supervisor_list_free(s.sups, s.nsups);
 	free(s.containment);
 	tq_group_list_free(s.gs, s.ngs);
 	tq_queue_close(q);
@@ -806,6 +973,12 @@ const struct cli_cmd cli_cmd_status = {
 	"running, queued, scheduled (waiting for a time, such as the retry after a\n"
 	"rate limit) and blocked tasks, the limit, the pause.\n"
 	"\n"
+	"On a store several nodes share (PostgreSQL: --db), the workers are listed\n"
+	"by node, this one first, each node headed by its supervisor: its pid,\n"
+	"uptime, workers and when it was last heard from (a supervisor writes a\n"
+	"heartbeat every 10 s; another node's is \"not heard from\" after 30 s\n"
+	"without one, or says when it stopped).\n"
+	"\n"
 	"After a rate limit's pause a group is probing: one task runs first, the\n"
 	"others start once it ended without a rate limit; if it hits the limit\n"
 	"again the group is paused again until the new retry time. A probe that\n"
@@ -821,7 +994,10 @@ const struct cli_cmd cli_cmd_status = {
 	"                      bounds: a supervisor's, or those the next one\n"
 	"                      takes); on_exit_due (true while an --on-exit hook\n"
 	"                      is owed: an end written by a recovery or from an\n"
-	"                      end record, whose hook a worker runs next)\n",
+	"                      end record, whose hook a worker runs next); node\n"
+	"                      (this one) and supervisors (a row a node: node,\n"
+	"                      pid, started_at, heartbeat_at, workers, max_warm,\n"
+	"                      stopped_at, this_node, alive)\n",
 	.run = run_status,
 };
 

@@ -761,6 +761,37 @@ int tq_queue_worker_results(struct tq_queue *q, const int64_t *ids, size_t n,
 			    int64_t *ran, int64_t *failed, int64_t *pending,
 			    struct tq_err *err);
 
+/* A node's supervisor as it last said (issue 20): one row a node, so that
+ * status on any node sharing the store lists every node's. */
+struct tq_supervisor_info {
+	char node[TQ_NODE_MAX + 1];
+	int pid;                /* with proc_start: its identity, on node */
+	int64_t proc_start;
+	int64_t started_at;     /* ms since the epoch */
+	int64_t heartbeat_at;   /* its last word (ms since the epoch) */
+	int workers;            /* its --workers */
+	int max_warm;           /* its --max-warm */
+	char *containment;      /* how its workers contain tasks (malloc'd; NULL:
+				 * not said) */
+	int64_t stopped_at;     /* it said it stopped then; 0: it has not */
+};
+
+/* The supervisor s->node says it runs (at its start, then at every beat):
+ * its row replaced, heartbeat_at set to now and stopped_at cleared (s's
+ * own heartbeat_at and stopped_at are not read). TQ_EINVAL: node empty or
+ * over TQ_NODE_MAX. */
+int tq_queue_supervisor_beat(struct tq_queue *q, const struct tq_supervisor_info *s,
+			     struct tq_err *err);
+/* The supervisor (node, pid) stopped: its row says when; a row a newer
+ * supervisor of node wrote meanwhile is left alone. */
+int tq_queue_supervisor_stop(struct tq_queue *q, const char *node, int pid,
+			     struct tq_err *err);
+/* Every node's supervisor row, stopped ones too, by node name; *list is
+ * malloc'd (free with tq_supervisor_list_free). */
+int tq_queue_supervisors(struct tq_queue *q, struct tq_supervisor_info **list, size_t *n,
+			 struct tq_err *err);
+void tq_supervisor_list_free(struct tq_supervisor_info *list, size_t n);
+
 /*
  * Waking another node's idle workers (issue 20). A change that makes a task
  * runnable or due (a submit of a queued or scheduled task, a retry, a

@@ -72,6 +72,13 @@ void tq_attempt_list_free(struct tq_attempt *list, size_t n)
 	free(list);
 }
 
+void tq_supervisor_list_free(struct tq_supervisor_info *list, size_t n)
+{
+	for (size_t i = 0; list != NULL && i < n; i++)
+		free(list[i].containment);
+	free(list);
+}
+
 void tq_group_list_free(struct tq_group *list, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {

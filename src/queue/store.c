@@ -168,6 +168,12 @@ const char *tq_store_missing(const struct tq_store_ops *ops)
 		return "workers";
 	if (ops->worker_results == NULL)
 		return "worker_results";
+	if (ops->supervisor_beat == NULL)
+		return "supervisor_beat";
+	if (ops->supervisor_stop == NULL)
+		return "supervisor_stop";
+	if (ops->supervisors == NULL)
+		return "supervisors";
 	if (ops->meta_set == NULL)
 		return "meta_set";
 	if (ops->meta_get == NULL)
@@ -473,6 +479,24 @@ int tq_queue_workers(struct tq_queue *q, struct tq_worker_info **list, size_t *n
 	struct tq_err *err)
 {
 	return q->ops->workers(q, list, n, err);
+}
+
+int tq_queue_supervisor_beat(struct tq_queue *q, const struct tq_supervisor_info *s,
+			     struct tq_err *err)
+{
+	return q->ops->supervisor_beat(q, s, err);
+}
+
+int tq_queue_supervisor_stop(struct tq_queue *q, const char *node, int pid,
+			     struct tq_err *err)
+{
+	return q->ops->supervisor_stop(q, node, pid, err);
+}
+
+int tq_queue_supervisors(struct tq_queue *q, struct tq_supervisor_info **list, size_t *n,
+			 struct tq_err *err)
+{
+	return q->ops->supervisors(q, list, n, err);
 }
 
 int tq_queue_worker_results(struct tq_queue *q, const int64_t *ids, size_t n,

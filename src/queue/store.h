@@ -116,6 +116,12 @@ struct tq_store_ops {
 		struct tq_err *err);
 	int (*worker_results)(struct tq_queue *q, const int64_t *ids, size_t n,
 		int64_t *ran, int64_t *failed, int64_t *pending, struct tq_err *err);
+	int (*supervisor_beat)(struct tq_queue *q, const struct tq_supervisor_info *s,
+		struct tq_err *err);
+	int (*supervisor_stop)(struct tq_queue *q, const char *node, int pid,
+		struct tq_err *err);
+	int (*supervisors)(struct tq_queue *q, struct tq_supervisor_info **list, size_t *n,
+		struct tq_err *err);
 	int (*meta_set)(struct tq_queue *q, const char *key, const char *value,
 		struct tq_err *err);
 	int (*meta_get)(struct tq_queue *q, const char *key, char **value,

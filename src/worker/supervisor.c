@@ -52,6 +52,7 @@
 
 #include <bsd/libutil.h>
 #include <bsd/stdlib.h>
+#include <bsd/string.h>
 #include <bsd/unistd.h>
 
 #include "common/diag.h"
@@ -128,6 +129,8 @@ struct sup {
 	int wake_wanted;             /* the store has other nodes to hear */
 	int64_t wake_at;             /* mono ms: try to open it again then */
 	int64_t wake_backoff;
+	int64_t started_at;          /* ms since the epoch */
+	int64_t beat_at;             /* mono ms of our row's last heartbeat */
 };
 
 static void slog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -1067,6 +1070,32 @@ static void housekeep(struct sup *s)
 }
 
 /*
+ * Our node's row of the supervisors (queue.h): written at start and every
+ * TQ_SUPERVISOR_BEAT_MS, so that status on any node sharing the store
+ * lists us with a heartbeat (another node cannot look at our pid), and
+ * marked stopped at the end. A write the store refuses is tried at the
+ * next beat.
+ */
+static void supervisor_beat(struct sup *s)
+{
+	char desc[PATH_MAX + TQ_ERR_MAX];
+	struct tq_supervisor_info me = { .pid = (int)getpid(), .started_at = s->started_at,
+					 .workers = s->o->workers, .max_warm = s->o->max_warm,
+					 .containment = desc };
+	struct tq_err err = TQ_ERR_INIT;
+
+	strlcpy(me.node, s->node, sizeof(me.node));
+	tq_proc_start_time(getpid(), &me.proc_start, NULL);
+	tq_contain_describe(&s->cgroup, desc, sizeof(desc));
+	if (tq_queue_supervisor_beat(s->q, &me, &err) < 0) {
+		slog("supervisor heartbeat: %s", err.msg);
+		s->beat_at = tq_mono_ms() - TQ_SUPERVISOR_BEAT_MS + TICK_MS;
+		return;
+	}
+	s->beat_at = tq_mono_ms();
+}
+
+/*
  * Other nodes' changes (issue 20; queue.h, tq_queue_wake_open): a task
  * submitted, retried or resumed on another node sharing the store is
  * announced to this handle, and each announcement rings this node's
@@ -1187,6 +1216,8 @@ static void loop(struct sup *s)
 		if (tq_mono_ms() < s->sweep_until)
 			sweep_orphans(s);
 		tq_warm_store_tick(s->warm);
+		if (tq_mono_ms() - s->beat_at >= TQ_SUPERVISOR_BEAT_MS)
+			supervisor_beat(s);
 		if (!s->stopping)
 			check_home(s);
 		if (!s->stopping) {
@@ -1259,7 +1290,7 @@ static void write_meta(struct sup *s)
 
 	snprintf(v, sizeof(v), "%d", (int)getpid());
 	tq_queue_meta_set(s->q, "supervisor_pid", v, NULL);
-	snprintf(v, sizeof(v), "%lld", (long long)tq_now_ms());
+	snprintf(v, sizeof(v), "%lld", (long long)s->started_at);
 	tq_queue_meta_set(s->q, "supervisor_started_at", v, NULL);
 	snprintf(v, sizeof(v), "%d", s->o->workers);
 	tq_queue_meta_set(s->q, "supervisor_workers", v, NULL);
@@ -1444,7 +1475,9 @@ int tq_supervisor_main(const struct tq_serve_opts *o)
 		slog("%s; recovery has only the environment marks", err.msg);
 		s.procs_fd = -1;
 	}
+	s.started_at = tq_now_ms();
 	write_meta(&s);
+	supervisor_beat(&s);
 	log_limits(&s);
 	{
 		char desc[PATH_MAX + TQ_ERR_MAX];
@@ -1492,6 +1525,7 @@ int tq_supervisor_main(const struct tq_serve_opts *o)
 	sweep_contained(&s);
 	rc = exit_status(&s);
 	tq_queue_meta_set(s.q, "supervisor_pid", NULL, NULL);
+	tq_queue_supervisor_stop(s.q, s.node, (int)getpid(), NULL);
 	tq_diag_tick(1); /* the counts of lines folded until now */
 	slog("stopped");
 out:

@@ -61,6 +61,12 @@ struct tq_serve_opts {
  */
 int tq_supervisor_main(const struct tq_serve_opts *o);
 
+/* How often a supervisor says in the store that it runs (its node's row,
+ * queue.h tq_queue_supervisor_beat), and after how long without a word
+ * `taskq status` on another node calls it not heard from: three beats. */
+#define TQ_SUPERVISOR_BEAT_MS 10000
+#define TQ_SUPERVISOR_SILENT_MS (3 * TQ_SUPERVISOR_BEAT_MS)
+
 /* The meta key where a supervisor says how its workers contain the
  * processes of each attempt: "cgroup v2 (DIR)" or "process-tree record
  * (WHY)" (contain.h); `taskq status` shows it. */

@@ -9,33 +9,16 @@
 # paused group, a group's limit raised, and a --delay that comes due (h2's
 # worker sets its timer by the task when it hears of it). Before, each took
 # until h2's next idle beat (~10 s). The test needs the PostgreSQL pass
-# (two_nodes_wake_pg).
+# (two_nodes_wake_pg; lib_nodes.sh).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_serve.sh"
-
-if [ -z "${TASKQ_DB:-}" ]; then
-	echo "SKIP $TQ_TEST: two nodes share a store only in PostgreSQL (the _pg pass)"
-	exit 77
-fi
+. "$(dirname "$0")/lib_nodes.sh"
 
 # far inside the idle beat (10 s), with room for a loaded machine
 WAKE_MS=2500
-n1="$TQ_TMP/n1" n2="$TQ_TMP/n2"
-on() { local node=$1; shift; TASKQ_NODE=$node TASKQ_HOME="$TQ_TMP/n${node#h}" "$TASKQ_BIN" "$@"; }
-node_serve() {
-	TASKQ_NODE=$1 TASKQ_HOME="$TQ_TMP/n${1#h}" tq_bg "$TASKQ_BIN" serve --foreground \
-		--workers "$2" --lease 10s 2>>"$TQ_TMP/serve.$1.log"
-	wait_for "[ \"\$(node_idle $1)\" -ge $2 ]" 20 ||
-		fail "$1's supervisor did not start: $(tail -5 "$TQ_TMP/serve.$1.log")"
-}
-# node_idle NODE / node_busy NODE: how many of NODE's workers status
-# --json lists idle (no task) / running one
-node_idle() {
-	on h1 status --json | pyjson 'sum(1 for w in d["worker_list"] if w["node"] == "'"$1"'" and w["task"] is None)'
-}
-node_busy() {
-	on h1 status --json | pyjson 'sum(1 for w in d["worker_list"] if w["node"] == "'"$1"'" and w["task"] is not None)'
-}
+n1="$TQ_TMP/n1"
+# node_busy NODE: how many of NODE's workers run a task
+node_busy() { echo $(($(node_workers "$1") - $(node_workers "$1" idle))); }
 field() { TASKQ_HOME=$n1 TASKQ_NODE=h1 task_field "$@"; }
 # started ID [N]: true once task ID has N attempts (default 1)
 started() { [ "$(TASKQ_HOME=$n1 TASKQ_NODE=h1 attempt_count "$1")" -ge "${2:-1}" ]; }
@@ -55,18 +38,18 @@ wait_started() {
 # h2_idle: h2's worker has gone idle after its last task (its end written;
 # it waits on its doorbell again, its idle timer set afresh)
 h2_idle() {
-	wait_for "[ \"\$(node_idle h2)\" -ge 1 ] && [ \"\$(node_busy h2)\" -eq 0 ]" 20 ||
+	wait_for "[ \"\$(node_workers h2 idle)\" -ge 1 ] && [ \"\$(node_busy h2)\" -eq 0 ]" 20 ||
 		fail "h2's worker did not go idle"
 }
 
 check "h1's workers busy, h2's idle"
 # h1's two workers run a task each, the second in a group limited to one
-node_serve h1 2
+node_serve h1 2 --lease 10s
 assert_exit 0 on h1 group set limited --parallel 1
 blocker=$(on h1 submit -- sleep 600)
 hold=$(on h1 submit --group limited -- sleep 600)
 wait_for "started $blocker && started $hold" 20 || fail "h1's tasks did not start"
-node_serve h2 1
+node_serve h2 1 --lease 10s
 h2_idle
 assert_eq "h1 h1" "$(field "$blocker" attempts.0.node) $(field "$hold" attempts.0.node)" \
 	"h1 runs both"

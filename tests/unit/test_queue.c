@@ -266,7 +266,7 @@ static void test_open_creates(void **state)
 	snprintf(path, sizeof(path), "%s/logs", home);
 	assert_int_equal(stat(path, &sb), 0);
 	assert_true(S_ISDIR(sb.st_mode));
-	assert_int_equal(sql_int(home, "PRAGMA user_version"), 9);
+	assert_int_equal(sql_int(home, "PRAGMA user_version"), 10);
 	assert_int_equal(sql_int(home, "SELECT count(*) FROM pragma_journal_mode "
 				 "WHERE journal_mode = 'wal'"), 1);
 	assert_int_equal(sql_int(home, "PRAGMA application_id"), 1953721201);
@@ -415,7 +415,7 @@ static void test_migrate_2_to_3(void **state)
 	assert_int_equal(sql_int(home, "SELECT count(*) FROM envs"), 2);
 	/* 2 -> 3, then 3 -> 4 over columns the database already has */
 	assert_int_equal(tq_queue_open(&q2, home, 0, &err), 0);
-	assert_int_equal(sql_int(home, "PRAGMA user_version"), 9);
+	assert_int_equal(sql_int(home, "PRAGMA user_version"), 10);
 	assert_int_equal(sql_int(home, "SELECT count(*) FROM envs"), 1);
 	assert_int_equal(sql_int(home, "SELECT count(*) FROM sqlite_schema"
 				 " WHERE type = 'trigger' AND name = 'envs_collect'"), 1);
@@ -494,7 +494,9 @@ static void check_v4(struct tq_queue *q, const char *home)
 	struct tq_task t;
 	int attempt = 0;
 
-	assert_int_equal(sql_int(home, "PRAGMA user_version"), 9);
+	assert_int_equal(sql_int(home, "PRAGMA user_version"), 10);
+	/* 010: the supervisors' rows, one a node */
+	assert_int_equal(sql_int(home, "SELECT count(*) FROM supervisors"), 0);
 	/* 009: no index on the lease (every claim, finish and renewal wrote it) */
 	assert_int_equal(sql_int(home, "SELECT count(*) FROM sqlite_schema"
 				 " WHERE name = 'tasks_lease'"), 0);
@@ -2599,6 +2601,62 @@ static void test_log_roundtrip_paged(void **state)
 
 /* PostgreSQL: a URL's password never shows in an error (common/secret.c),
  * the forms it takes are its own, and one writer holds a log. */
+/* Each node's supervisor row (issue 20): a beat replaces the node's row
+ * and clears its stop; a stop marks only the supervisor that wrote it;
+ * every node's row is read back, stopped ones too. */
+static void test_supervisor_rows(void **state)
+{
+	struct fx *f = *state;
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_supervisor_info a = { .node = "h1", .pid = 100, .proc_start = 7,
+					.started_at = 1000, .workers = 2, .max_warm = 4,
+					.containment = "cgroup v2 (/x)" };
+	struct tq_supervisor_info b = { .node = "h2", .pid = 200, .started_at = 2000,
+					.workers = 3 }, bad = { .pid = 1 };
+	struct tq_supervisor_info *list = NULL;
+	int64_t before = tq_now_ms();
+	size_t n = 9;
+
+	assert_int_equal(tq_queue_supervisors(f->q, &list, &n, &err), 0);
+	assert_int_equal(n, 0);
+	tq_supervisor_list_free(list, n);
+	assert_int_equal(tq_queue_supervisor_beat(f->q, &bad, &err), TQ_EINVAL);
+	assert_int_equal(tq_queue_supervisor_beat(f->q, &b, &err), 0);
+	assert_int_equal(tq_queue_supervisor_beat(f->q, &a, &err), 0);
+	assert_int_equal(tq_queue_supervisors(f->q, &list, &n, &err), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(list[0].node, "h1");
+	assert_int_equal(list[0].pid, 100);
+	assert_int_equal(list[0].proc_start, 7);
+	assert_int_equal(list[0].started_at, 1000);
+	assert_true(list[0].heartbeat_at >= before);
+	assert_int_equal(list[0].workers, 2);
+	assert_int_equal(list[0].max_warm, 4);
+	assert_string_equal(list[0].containment, "cgroup v2 (/x)");
+	assert_int_equal(list[0].stopped_at, 0);
+	assert_string_equal(list[1].node, "h2");
+	assert_null(list[1].containment);
+	tq_supervisor_list_free(list, n);
+	/* h2's supervisor stops; a stop of another pid of h1 changes nothing */
+	assert_int_equal(tq_queue_supervisor_stop(f->q, "h2", 200, &err), 0);
+	assert_int_equal(tq_queue_supervisor_stop(f->q, "h1", 101, &err), 0);
+	assert_int_equal(tq_queue_supervisors(f->q, &list, &n, &err), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(list[0].stopped_at, 0);
+	assert_true(list[1].stopped_at >= before);
+	tq_supervisor_list_free(list, n);
+	/* a new supervisor of h2: its row, running */
+	b.pid = 201;
+	b.workers = 1;
+	assert_int_equal(tq_queue_supervisor_beat(f->q, &b, &err), 0);
+	assert_int_equal(tq_queue_supervisors(f->q, &list, &n, &err), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(list[1].pid, 201);
+	assert_int_equal(list[1].workers, 1);
+	assert_int_equal(list[1].stopped_at, 0);
+	tq_supervisor_list_free(list, n);
+}
+
 /* ------------------------------------------------------------------ */
 /* Waking other nodes (queue.h, tq_queue_wake_open)                   */
 
@@ -2825,6 +2883,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_pause_by_hand_not_probed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_finish_claim, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_log_roundtrip_paged, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_supervisor_rows, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wake_other_nodes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pg_locators_and_secrets, setup, teardown),
 	};

@@ -31,7 +31,7 @@
 
 /* The schema version this binary writes (the version row of pg_schema.sql,
  * the number of the SQLite schema it mirrors). */
-#define TQ_PG_SCHEMA_VERSION 9
+#define TQ_PG_SCHEMA_VERSION 10
 
 /* The advisory lock every migrator holds (two nodes starting at once): the
  * bytes 'tskq' and 'migr', as SQLite's application_id is 'tskq'. */
@@ -57,6 +57,10 @@ static const struct {
 	     "CREATE INDEX IF NOT EXISTS sessions_warm ON sessions(warm_node)"
 	     " WHERE warm_pid IS NOT NULL" },
 	{ 9, "DROP INDEX IF EXISTS tasks_lease" },
+	{ 10, "CREATE TABLE IF NOT EXISTS supervisors (node text PRIMARY KEY, pid bigint"
+	      " NOT NULL, proc_start bigint, started_at bigint NOT NULL, heartbeat_at bigint"
+	      " NOT NULL, workers bigint NOT NULL, max_warm bigint NOT NULL DEFAULT 0,"
+	      " containment text, stopped_at bigint)" },
 };
 
 void tq_pg_i64(struct tq_pg_params *p, int64_t v)

@@ -212,6 +212,12 @@ int tq_pg_workers(struct tq_queue *base, struct tq_worker_info **list, size_t *n
 	struct tq_err *err);
 int tq_pg_worker_results(struct tq_queue *base, const int64_t *ids, size_t n,
 	int64_t *ran, int64_t *failed, int64_t *pending, struct tq_err *err);
+int tq_pg_supervisor_beat(struct tq_queue *base, const struct tq_supervisor_info *s,
+	struct tq_err *err);
+int tq_pg_supervisor_stop(struct tq_queue *base, const char *node, int pid,
+	struct tq_err *err);
+int tq_pg_supervisors(struct tq_queue *base, struct tq_supervisor_info **list, size_t *n,
+	struct tq_err *err);
 int tq_pg_meta_set(struct tq_queue *base, const char *key, const char *value,
 	struct tq_err *err);
 int tq_pg_meta_get(struct tq_queue *base, const char *key, char **value,

@@ -1,6 +1,6 @@
 /*
  * misc.c - the rest of the PostgreSQL store's reads and writes: workers
- * and their heartbeats, --stdin pipe data, poll cursors, sessions,
+ * and their heartbeats, each node's supervisor row, --stdin pipe data, poll cursors, sessions,
  * statistics and batches. The SQLite backend's workers.c, cursors.c,
  * stats.c and batch.c, statement for statement.
  */
@@ -101,6 +101,89 @@ int tq_pg_workers(struct tq_queue *base, struct tq_worker_info **list, size_t *n
 			strlcpy(w->node, node, sizeof(w->node));
 	}
 	tq_pg_clear(r);
+	*list = out;
+	*n = (size_t)rows;
+	return 0;
+}
+
+int tq_pg_supervisor_beat(struct tq_queue *base, const struct tq_supervisor_info *s,
+			  struct tq_err *err)
+{
+	struct tq_pg_params p = { 0 };
+
+	if (s->node[0] == '\0' || strlen(s->node) > TQ_NODE_MAX)
+		return tq_err_set(err, TQ_EINVAL, "supervisor: node name of 1 to %d bytes",
+				  TQ_NODE_MAX);
+	tq_pg_txt(&p, s->node);
+	tq_pg_i64(&p, s->pid);
+	tq_pg_i64(&p, s->proc_start);
+	tq_pg_i64(&p, s->started_at);
+	tq_pg_i64(&p, tq_now_ms());
+	tq_pg_i64(&p, s->workers);
+	tq_pg_i64(&p, s->max_warm);
+	tq_pg_txt(&p, s->containment);
+	return tq_pg_exec(tq_pg_of(base), "INSERT INTO supervisors(node, pid, proc_start,"
+			  " started_at, heartbeat_at, workers, max_warm, containment, stopped_at)"
+			  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULL) ON CONFLICT (node) DO"
+			  " UPDATE SET pid = excluded.pid, proc_start = excluded.proc_start,"
+			  " started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at,"
+			  " workers = excluded.workers, max_warm = excluded.max_warm,"
+			  " containment = excluded.containment, stopped_at = NULL", &p, NULL, err,
+			  "supervisor heartbeat");
+}
+
+int tq_pg_supervisor_stop(struct tq_queue *base, const char *node, int pid,
+			  struct tq_err *err)
+{
+	struct tq_pg_params p = { 0 };
+
+	tq_pg_txt(&p, node);
+	tq_pg_i64(&p, pid);
+	tq_pg_i64(&p, tq_now_ms());
+	return tq_pg_exec(tq_pg_of(base), "UPDATE supervisors SET stopped_at = $3"
+			  " WHERE node = $1 AND pid = $2", &p, NULL, err, "supervisor stopped");
+}
+
+int tq_pg_supervisors(struct tq_queue *base, struct tq_supervisor_info **list, size_t *n,
+		      struct tq_err *err)
+{
+	struct tq_supervisor_info *out = NULL;
+	PGresult *r;
+	int rows, rc = 0;
+
+	*list = NULL;
+	*n = 0;
+	r = tq_pg_query(tq_pg_of(base), "SELECT node, pid, proc_start, started_at,"
+			" heartbeat_at, workers, max_warm, containment, stopped_at"
+			" FROM supervisors ORDER BY node", NULL, err, "read supervisors");
+	if (r == NULL)
+		return err ? err->code : TQ_EIO;
+	rows = tq_pg_rows(r);
+	if (rows > 0 && (out = calloc((size_t)rows, sizeof(*out))) == NULL) {
+		tq_pg_clear(r);
+		return tq_err_set(err, TQ_ENOMEM, "out of memory");
+	}
+	for (int i = 0; i < rows && rc == 0; i++) {
+		struct tq_supervisor_info *v = &out[i];
+		const char *node = tq_pg_get_txt(r, i, 0);
+
+		if (node != NULL)
+			strlcpy(v->node, node, sizeof(v->node));
+		v->pid = (int)tq_pg_get_i64(r, i, 1, 0);
+		v->proc_start = tq_pg_get_i64(r, i, 2, 0);
+		v->started_at = tq_pg_get_i64(r, i, 3, 0);
+		v->heartbeat_at = tq_pg_get_i64(r, i, 4, 0);
+		v->workers = (int)tq_pg_get_i64(r, i, 5, 0);
+		v->max_warm = (int)tq_pg_get_i64(r, i, 6, 0);
+		v->stopped_at = tq_pg_get_i64(r, i, 8, 0);
+		if (tq_pg_dup(r, i, 7, &v->containment) < 0)
+			rc = tq_err_set(err, TQ_ENOMEM, "out of memory");
+	}
+	tq_pg_clear(r);
+	if (rc < 0) {
+		tq_supervisor_list_free(out, (size_t)rows);
+		return rc;
+	}
 	*list = out;
 	*n = (size_t)rows;
 	return 0;

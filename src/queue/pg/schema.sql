@@ -3,8 +3,8 @@
 -- Compiled into taskq (tools/embed.py) and applied to a database that has
 -- no tq_schema table, in one transaction under the migration advisory lock
 -- (db.c): two nodes starting at once never both create it. It mirrors
--- schema.sql (the SQLite schema) at the same version (9: migrations/008.sql's
--- warm sessions, 009.sql's lease index gone): the same tables, the
+-- schema.sql (the SQLite schema) at the same version (10: migrations/008.sql's
+-- warm sessions, 009.sql's lease index gone, 010.sql's supervisors): the same tables, the
 -- same columns, the same meaning; the version row below is that number,
 -- and every later SQLite migration gets its PostgreSQL twin in db.c's
 -- list of migrations, so one number names one shape on both backends.
@@ -260,6 +260,18 @@ CREATE TABLE workers (
     stopped_at    bigint
 );
 
+CREATE TABLE supervisors (
+    node          text   PRIMARY KEY,
+    pid           bigint NOT NULL,
+    proc_start    bigint,
+    started_at    bigint NOT NULL,
+    heartbeat_at  bigint NOT NULL,
+    workers       bigint NOT NULL,
+    max_warm      bigint NOT NULL DEFAULT 0,
+    containment   text,
+    stopped_at    bigint
+);
+
 CREATE TABLE meta (
     key    text PRIMARY KEY,
     value  text
@@ -296,4 +308,4 @@ CREATE TABLE log_chunks (
 CREATE INDEX log_chunks_out ON log_chunks(task_id, out_before, first_line);
 CREATE INDEX log_chunks_err ON log_chunks(task_id, err_before, first_line);
 
-INSERT INTO tq_schema(version) VALUES (9);
+INSERT INTO tq_schema(version) VALUES (10);

@@ -1,6 +1,7 @@
 /*
- * workers.c - the worker registry, small meta values, and the stdin chunks
- * that `taskq write` leaves for a running task's worker.
+ * workers.c - the worker registry, each node's supervisor row, small meta
+ * values, and the stdin chunks that `taskq write` leaves for a running
+ * task's worker.
  */
 #include "internal.h"
 
@@ -110,6 +111,99 @@ int tq_sqlite_workers(struct tq_queue *base, struct tq_worker_info **list, size_
 	if (rc != SQLITE_DONE) {
 		free(out);
 		return tq_db_error(q, rc, err, "read workers");
+	}
+	*list = out;
+	*n = count;
+	return 0;
+}
+
+int tq_sqlite_supervisor_beat(struct tq_queue *base, const struct tq_supervisor_info *s,
+			      struct tq_err *err)
+{
+	struct tq_sqlite *q = tq_sqlite_of(base);
+	sqlite3_stmt *st;
+
+	if (s->node[0] == '\0' || strlen(s->node) > TQ_NODE_MAX)
+		return tq_err_set(err, TQ_EINVAL, "supervisor: node name of 1 to %d bytes",
+				  TQ_NODE_MAX);
+	if ((st = tq_db_stmt(q, ST_SUPERVISOR_BEAT, err)) == NULL)
+		return err ? err->code : TQ_EIO;
+	sqlite3_bind_text(st, 1, s->node, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 2, s->pid);
+	sqlite3_bind_int64(st, 3, s->proc_start);
+	sqlite3_bind_int64(st, 4, s->started_at);
+	sqlite3_bind_int64(st, 5, tq_now_ms());
+	sqlite3_bind_int(st, 6, s->workers);
+	sqlite3_bind_int(st, 7, s->max_warm);
+	if (s->containment != NULL)
+		sqlite3_bind_text(st, 8, s->containment, -1, SQLITE_STATIC);
+	return tq_db_exec_st(q, st, err, "supervisor heartbeat");
+}
+
+int tq_sqlite_supervisor_stop(struct tq_queue *base, const char *node, int pid,
+			      struct tq_err *err)
+{
+	struct tq_sqlite *q = tq_sqlite_of(base);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_SUPERVISOR_STOP, err);
+
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 2, pid);
+	sqlite3_bind_int64(st, 3, tq_now_ms());
+	return tq_db_exec_st(q, st, err, "supervisor stopped");
+}
+
+int tq_sqlite_supervisors(struct tq_queue *base, struct tq_supervisor_info **list,
+			  size_t *n, struct tq_err *err)
+{
+	struct tq_sqlite *q = tq_sqlite_of(base);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_SUPERVISORS, err);
+	struct tq_supervisor_info *out = NULL;
+	size_t cap = 0, count = 0;
+	int rc;
+
+	*list = NULL;
+	*n = 0;
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct tq_supervisor_info *v;
+
+		if (count == cap) {
+			size_t ncap = cap ? cap * 2 : 4;
+			struct tq_supervisor_info *nv = reallocarray(out, ncap, sizeof(*nv));
+
+			if (nv == NULL) {
+				rc = SQLITE_NOMEM;
+				break;
+			}
+			out = nv;
+			cap = ncap;
+		}
+		v = &out[count++];
+		memset(v, 0, sizeof(*v));
+		if (sqlite3_column_type(st, 0) == SQLITE_TEXT)
+			strlcpy(v->node, (const char *)sqlite3_column_text(st, 0),
+				sizeof(v->node));
+		v->pid = sqlite3_column_int(st, 1);
+		v->proc_start = sqlite3_column_int64(st, 2);
+		v->started_at = sqlite3_column_int64(st, 3);
+		v->heartbeat_at = sqlite3_column_int64(st, 4);
+		v->workers = sqlite3_column_int(st, 5);
+		v->max_warm = sqlite3_column_int(st, 6);
+		v->stopped_at = sqlite3_column_int64(st, 8);
+		if (sqlite3_column_type(st, 7) == SQLITE_TEXT &&
+		    (v->containment = strdup((const char *)sqlite3_column_text(st, 7))) == NULL) {
+			rc = SQLITE_NOMEM;
+			break;
+		}
+	}
+	tq_db_done(st);
+	if (rc != SQLITE_DONE) {
+		tq_supervisor_list_free(out, count);
+		return rc == SQLITE_NOMEM ? tq_err_set(err, TQ_ENOMEM, "out of memory")
+					  : tq_db_error(q, rc, err, "read supervisors");
 	}
 	*list = out;
 	*n = count;
