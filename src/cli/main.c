@@ -7,7 +7,9 @@
  * Every command is a struct cli_cmd in its own file (cmd_*.c) holding its
  * synopsis and help text next to its code. main does as little as it can
  * before dispatch: `submit` is benchmarked against a bare exec, so nothing
- * here reads a config file, loads a locale or touches the database.
+ * here loads a locale or touches the database, and the config file is
+ * read once, for its "database", and kept for the command
+ * (tq_config_keep).
  *
  * Exit codes: 0 success; 1 runtime error (database, I/O, a task in a state
  * that does not allow the action); 2 usage error (unknown command or
@@ -370,6 +372,11 @@ int main(int argc, char **argv)
 			return cli_usage(&c, "unknown command \"%s\"; see 'taskq help'",
 					 argv[at]);
 		c.cmd = cmd;
+		/* A command reads the config file once, whoever asks (main for
+		 * "database", the scrub for "scrub_env"); the long-running
+		 * processes read it again to see an edit. */
+		if (cmd != &cli_cmd_serve && cmd != &cli_cmd_drain && cmd != &cli_cmd_worker)
+			tq_config_keep();
 		if (cmd != &cli_cmd_help && cmd != &cli_cmd_version &&
 		    (rc = select_store(&c)) != CLI_OK)
 			return rc;

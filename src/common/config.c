@@ -1,6 +1,7 @@
 /*
  * config.c - the user's config file (config.h): where it is, reading it
- * whole, parsing it as one JSON value. Moved as it was from profile.c.
+ * whole (once, in a process that asked to keep it), parsing it as one JSON
+ * value.
  */
 #include "config.h"
 
@@ -9,6 +10,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include <cjson/cJSON.h>
@@ -79,6 +81,52 @@ int tq_config_path(char *buf, size_t n, int *must_exist, struct tq_err *err)
 	return 0;
 }
 
+/* What tq_config_keep keeps: the first read's path and text (NULL: the
+ * file did not exist). */
+static struct {
+	int on, have;
+	char *path, *text;
+	size_t len;
+} kept;
+
+void tq_config_keep(void)
+{
+	kept.on = 1;
+}
+
+/* Answer a read from what was kept: 1 with *text and *len set, 0 when
+ * nothing kept answers it (then it is read, and its errors said, as
+ * always). */
+static int from_kept(const char *path, int must_exist, size_t max, char **text,
+		     size_t *len)
+{
+	if (!kept.have || strcmp(kept.path, path) != 0 || kept.len > max ||
+	    (kept.text == NULL && must_exist))
+		return 0;
+	if (kept.text != NULL && (*text = malloc(kept.len + 1)) == NULL)
+		return 0;
+	if (kept.text != NULL)
+		memcpy(*text, kept.text, kept.len + 1);
+	*len = kept.len;
+	return 1;
+}
+
+/* Keep the first read that succeeded (text NULL: no such file). */
+static void keep(const char *path, const char *text, size_t len)
+{
+	if (!kept.on || kept.have || (kept.path = strdup(path)) == NULL)
+		return;
+	if (text != NULL && (kept.text = malloc(len + 1)) == NULL) {
+		free(kept.path);
+		kept.path = NULL;
+		return;
+	}
+	if (text != NULL)
+		memcpy(kept.text, text, len + 1);
+	kept.len = len;
+	kept.have = 1;
+}
+
 int tq_config_read(const char *path, int must_exist, size_t max, char **text,
 		   size_t *len, struct tq_err *err)
 {
@@ -89,9 +137,13 @@ int tq_config_read(const char *path, int must_exist, size_t max, char **text,
 
 	*text = NULL;
 	*len = 0;
+	if (from_kept(path, must_exist, max, text, len))
+		return 0;
 	if ((fd = tq_open(path, O_RDONLY, 0)) < 0) {
-		if (errno == ENOENT && !must_exist)
+		if (errno == ENOENT && !must_exist) {
+			keep(path, NULL, 0);
 			return 0;
+		}
 		return tq_err_sys(err, "open %s", path);
 	}
 	if (fstat(fd, &st) < 0)
@@ -109,6 +161,7 @@ int tq_config_read(const char *path, int must_exist, size_t max, char **text,
 		*text = buf;
 		*len = (size_t)got;
 		buf = NULL;
+		keep(path, *text, *len);
 	}
 	free(buf);
 	tq_close(fd);

@@ -28,6 +28,16 @@ int tq_config_path(char *buf, size_t n, int *must_exist, struct tq_err *err);
 int tq_config_read(const char *path, int must_exist, size_t max, char **text,
 		   size_t *len, struct tq_err *err);
 
+/*
+ * From now on, keep what tq_config_read reads: a later read of the same
+ * path gets a copy of the first one's text (or its absence) without
+ * opening the file again. For a short-lived process (a CLI command, where
+ * main reads the file for "database" and the environment's scrub reads it
+ * for "scrub_env"); never for a long-running one, which reads the file
+ * again to see a user's edit (a worker's agent profiles, per task).
+ */
+void tq_config_keep(void);
+
 struct cJSON;
 /* Parse a config file's text (n bytes) as one JSON value with nothing but
  * white space after it; TQ_EINVAL names file and the line and column of the

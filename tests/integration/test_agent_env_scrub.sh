@@ -55,6 +55,21 @@ id=$(TASKQ_CONFIG="$TQ_TMP/config.json" MY_AGENT_MARK=1 MYAGENT_X=2 tq submit --
 task_env "$id" >"$TQ_TMP/stored.env"
 grep -q '^MY' "$TQ_TMP/stored.env" && fail "the user's entries were not scrubbed: $(grep '^MY' "$TQ_TMP/stored.env")"
 
+# main reads the config for "database" and the scrub for "scrub_env": one
+# read kept for the command (tq_config_keep), not two.
+check "a submit opens the config file once, and the scrub still applies it"
+if command -v strace >/dev/null && strace -f -o /dev/null true 2>/dev/null; then
+	id=$(TASKQ_CONFIG="$TQ_TMP/config.json" MY_AGENT_MARK=1 TASKQ_AUTOSTART=0 \
+		ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
+		strace -f -e trace=open,openat -o "$TQ_TMP/open.trace" "$TASKQ_BIN" submit -- true) ||
+		fail "submit under strace failed"
+	assert_eq 1 "$(grep -c 'config\.json' "$TQ_TMP/open.trace")" "opens of the config file"
+	task_env "$id" >"$TQ_TMP/stored.env"
+	grep -q '^MY' "$TQ_TMP/stored.env" && fail "the user's entry was not applied"
+else
+	echo "    (SKIP: no strace, or it cannot trace here)"
+fi
+
 check "a marker stored anyway (--env) is removed when the task starts"
 serve_start 1
 id=$(tq submit --env OPENCODE=1 --env AGENT=1 --env GEMINI_CLI=1 --env KEPT=1 -- env)
