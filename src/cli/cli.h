@@ -186,6 +186,14 @@ int cli_fail(const struct cli_ctx *c, const struct tq_err *err);
  */
 int cli_open(const struct cli_ctx *c, unsigned flags, struct tq_queue **q);
 
+/* cli_open for a command that stores (submit --file): a store whose server
+ * cannot be reached is tried again for retry_ms (ops/submit.h). */
+int cli_open_retry(const struct cli_ctx *c, unsigned flags, int64_t retry_ms,
+		   struct tq_queue **q);
+
+/* TASKQ_DB_RETRY (ops/submit.h) into *ms; a bad value is CLI_USAGE, said. */
+int cli_retry_ms(const struct cli_ctx *c, int64_t *ms);
+
 /* cli_open with TQ_OPEN_NOCREATE, where a queue that does not exist yet is
  * no error: CLI_OK with *q NULL, nothing printed (ask looking up a session
  * before the first submit creates the queue). */

@@ -48,6 +48,8 @@ static const char overview_tail[] =
 	"Environment:\n"
 	"  TASKQ_HOME        the state directory, unless --home is given\n"
 	"  TASKQ_DB          the PostgreSQL store, unless --db is given\n"
+	"  TASKQ_DB_RETRY    how long submit tries a PostgreSQL store it cannot\n"
+	"                    reach (default 30s; 0: not at all)\n"
 	"  TASKQ_AUTOSTART   0: submit does not start a supervisor\n"
 	"  TASKQ_NODE        this node's name for serve and drain (default: the host\n"
 	"                    name); recovery signals only its own node's processes\n"

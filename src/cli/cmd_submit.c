@@ -173,6 +173,12 @@ static const char submit_help[] =
 	"workers' doorbell (unless the task waits in a paused group), and starts\n"
 	"a supervisor in the background (taskq serve) if none runs.\n"
 	"\n"
+	"A PostgreSQL store that cannot be reached (the server restarting,\n"
+	"stopped) is tried again for 30s, or as long as TASKQ_DB_RETRY says (a\n"
+	"duration; 0: not at all); then submit fails with one line and exit 1,\n"
+	"having stored nothing. A try cut off in its commit, done or not, and the\n"
+	"next store the task once (its token).\n"
+	"\n"
 	"--wait: first one line on stderr names the task (\"taskq: submit: task N:\n"
 	"waiting up to 10.0s for it to end (Ctrl-C leaves it running)\"). If the\n"
 	"task ends within DUR, its output is printed as it ran, stdout lines to\n"
@@ -993,7 +999,8 @@ int cli_submit_store(const struct cli_ctx *c, struct cli_submit *s)
 	char *home;
 	int rc;
 
-	if ((rc = submit_via(c, &o.via)) != CLI_OK)
+	if ((rc = submit_via(c, &o.via)) != CLI_OK ||
+	    (rc = cli_retry_ms(c, &o.retry_ms)) != CLI_OK)
 		return rc;
 	/* On the heap, as every PATH_MAX buffer on this path: a page of stack
 	 * more is a page fault more in every submit. */
@@ -1217,7 +1224,8 @@ static int store_many(const struct cli_ctx *c, struct cli_submit *s, const char 
 	 * the kernel and the next insert asks for it again: a third of the
 	 * import's time in brk. This process is short-lived: keep the heap. */
 	mallopt(M_TRIM_THRESHOLD, 64 * 1024 * 1024);
-	if ((rc = cli_open(c, TQ_OPEN_DURABLE, &q)) != CLI_OK)
+	if ((rc = cli_retry_ms(c, &r.op.retry_ms)) != CLI_OK ||
+	    (rc = cli_open_retry(c, TQ_OPEN_DURABLE, r.op.retry_ms, &q)) != CLI_OK)
 		return rc;
 	r.op.q = q;
 	r.op.home = c->home;

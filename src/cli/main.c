@@ -31,6 +31,7 @@
 #include "common/config.h"
 #include "common/parse.h"
 #include "common/sys.h"
+#include "ops/submit.h"
 #include "queue/home.h"
 
 const struct cli_cmd *const cli_cmds[] = {
@@ -174,15 +175,17 @@ int cli_fail(const struct cli_ctx *c, const struct tq_err *err)
 }
 
 static int open_queue(const struct cli_ctx *c, unsigned flags, int missing_ok,
-		      struct tq_queue **q)
+		      int64_t retry_ms, struct tq_queue **q)
 {
 	struct tq_err err = TQ_ERR_INIT;
+	struct tq_ops_retry r;
 	int rc;
 
 	*q = NULL;
 	if ((rc = tq_home_resolve(c->home_flag, c->home, PATH_MAX, &err)) < 0)
 		return cli_fail(c, &err);
-	rc = tq_queue_open(q, c->home, flags, &err);
+	tq_ops_retry_start(&r, retry_ms);
+	rc = tq_ops_open(c->home, flags, &r, q, &err);
 	if (rc == TQ_ENOTFOUND && (flags & TQ_OPEN_NOCREATE) && missing_ok)
 		return CLI_OK;
 	/* Not an empty queue: most often a typo in the path (an empty table
@@ -203,12 +206,27 @@ static int open_queue(const struct cli_ctx *c, unsigned flags, int missing_ok,
 
 int cli_open(const struct cli_ctx *c, unsigned flags, struct tq_queue **q)
 {
-	return open_queue(c, flags, 0, q);
+	return open_queue(c, flags, 0, 0, q);
+}
+
+int cli_open_retry(const struct cli_ctx *c, unsigned flags, int64_t retry_ms,
+		   struct tq_queue **q)
+{
+	return open_queue(c, flags, 0, retry_ms, q);
 }
 
 int cli_open_if_exists(const struct cli_ctx *c, unsigned flags, struct tq_queue **q)
 {
-	return open_queue(c, flags | TQ_OPEN_NOCREATE, 1, q);
+	return open_queue(c, flags | TQ_OPEN_NOCREATE, 1, 0, q);
+}
+
+int cli_retry_ms(const struct cli_ctx *c, int64_t *ms)
+{
+	struct tq_err err = TQ_ERR_INIT;
+
+	if (tq_ops_retry_ms(getenv(TQ_OPS_RETRY_VAR), ms, &err) < 0)
+		return cli_usage(c, "%s", err.msg);
+	return CLI_OK;
 }
 
 int cli_parse_id(const struct cli_ctx *c, const char *s, int64_t *id)

@@ -102,6 +102,7 @@ const char *tq_err_name(int code)
 	case TQ_ENOTDB: return "not a database";
 	case TQ_EREADONLY: return "read-only";
 	case TQ_ECAP: return "limit reached";
+	case TQ_EOFFLINE: return "store unreachable";
 	default: return "error";
 	}
 }

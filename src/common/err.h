@@ -29,7 +29,10 @@ enum tq_errcode {
 	TQ_EEXIST = -12,   /* already exists (e.g. a --unique key) */
 	TQ_ENOTDB = -13,   /* the file is not a taskq/SQLite database */
 	TQ_EREADONLY = -14,/* the database cannot be written */
-	TQ_ECAP = -15      /* a configured limit was reached (the output cap) */
+	TQ_ECAP = -15,     /* a configured limit was reached (the output cap) */
+	TQ_EOFFLINE = -16  /* the store's server cannot be reached, or the
+			    * connection to it was lost: try again later (a
+			    * database server's restart; never SQLite) */
 };
 
 struct tq_err {

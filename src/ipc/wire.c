@@ -46,7 +46,7 @@
 /* The longest answer: "ERR -NN " and a message of at most TQ_ERR_MAX. */
 #define ANSWER_MAX (TQ_ERR_MAX + 32)
 /* The lowest tq_err code (err.h): an answer's CODE is in [ECODE_MIN, -1]. */
-#define ECODE_MIN TQ_ECAP
+#define ECODE_MIN TQ_EOFFLINE
 
 /* ------------------------------------------------------------------ */
 /* Field names for messages                                           */

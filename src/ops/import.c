@@ -140,13 +140,25 @@ static int one_chunk(struct tq_ops_import *im, size_t k, struct tq_task_spec *cs
 	int64_t t0;
 	int rc;
 
+	struct tq_ops_retry r;
+
 	fill_chunk(im, k, cs, tokens);
-	if (im->resumed && (rc = resume_same_lines(im, k, tokens, err)) != 0)
-		return rc;
-	t0 = tq_mono_ms();
-	if ((rc = tq_queue_submit_many(im->q, cs, k, ids, existed, err)) < 0) {
-		im->failed_k = k;
-		return rc;
+	/* the store unreachable: the chunk again, the same tokens keeping
+	 * each line once however far the lost try went */
+	tq_ops_retry_start(&r, im->retry_ms);
+	for (;;) {
+		if (im->resumed && (rc = resume_same_lines(im, k, tokens, err)) != 0) {
+			if (rc < 0 && tq_ops_retry_again(&r, rc, err))
+				continue;
+			return rc;
+		}
+		t0 = tq_mono_ms();
+		if ((rc = tq_queue_submit_many(im->q, cs, k, ids, existed, err)) == 0)
+			break;
+		if (!tq_ops_retry_again(&r, rc, err)) {
+			im->failed_k = k;
+			return rc;
+		}
 	}
 	*dt = tq_mono_ms() - t0; /* the lock it held, not the printing */
 	im->stored(im->arg, ids, existed, k);

@@ -56,6 +56,9 @@ struct tq_ops_import {
 	int resumed;
 	int autostart;                   /* start a supervisor after the first
 					  * chunk that added a task */
+	int64_t retry_ms;                /* a chunk the store could not take
+					  * while unreachable: tried again for
+					  * this long (submit.h, tq_ops_retry) */
 	/* spec i's line number and the checksum of its bytes (the token) */
 	void (*line)(void *arg, size_t i, size_t *line, uint64_t *sum);
 	/* a chunk stored: k ids, in order, existed[j] when a --unique key

@@ -33,6 +33,12 @@
  * a locked store, clients holding every connection it serves) and the task
  * is stored directly. */
 #define TQ_OPS_SUBMIT_TIMEOUT_MS 1000
+/* How long a submit tries again while the store's server cannot be reached
+ * (TQ_EOFFLINE: a PostgreSQL server restarting, stopped, a connection it
+ * ended), unless TASKQ_DB_RETRY says (a duration; 0: no retry). Then it
+ * fails, having stored nothing. */
+#define TQ_OPS_RETRY_MS (30 * 1000)
+#define TQ_OPS_RETRY_VAR "TASKQ_DB_RETRY"
 #define TQ_OPS_TOKEN_MAX 40      /* 32 hex digits and a NUL, with room */
 
 /* Where a submit goes (TASKQ_SUBMIT_VIA). */
@@ -62,6 +68,8 @@ struct tq_ops_submit {
 	/* in */
 	const char *home;        /* the state directory, resolved */
 	enum tq_ops_via via;
+	int64_t retry_ms;        /* the store unreachable: try again for this
+				  * long (tq_ops_retry_ms); 0: fail at once */
 	int64_t delay_ms;        /* > 0: spec->run_after = now + delay_ms at
 				  * the store (--delay counts from the store:
 				  * opening the store, or a supervisor's lost
@@ -79,7 +87,50 @@ struct tq_ops_submit {
 	char token[TQ_OPS_TOKEN_MAX];
 };
 
-#define TQ_OPS_SUBMIT_INIT { .via = TQ_OPS_VIA_AUTO }
+#define TQ_OPS_SUBMIT_INIT { .via = TQ_OPS_VIA_AUTO, .retry_ms = TQ_OPS_RETRY_MS }
+
+/*
+ * Trying again while the store is unreachable, for any front end that
+ * stores (a submit, an import's chunks): until a deadline, pausing 200 ms,
+ * then twice as long each time up to 2 s, each with up to a quarter more at
+ * random (clients that lost the server together do not all knock at once).
+ *
+ *     struct tq_ops_retry r;
+ *     tq_ops_retry_start(&r, o.retry_ms);
+ *     while ((rc = try(...)) < 0 && tq_ops_retry_again(&r, rc, &err))
+ *             ;
+ *
+ * What is retried must be safe to do twice: a task's spec carries its
+ * token (queue.h), so that a commit whose outcome was lost with the
+ * connection stores it once.
+ */
+struct tq_ops_retry {
+	int64_t started;         /* mono ms */
+	int64_t deadline;        /* mono ms */
+	int64_t pause;           /* the last pause, ms */
+	int offline;             /* a try failed with TQ_EOFFLINE */
+};
+
+/* Start retrying for ms (0: no retry). */
+void tq_ops_retry_start(struct tq_ops_retry *r, int64_t ms);
+
+/*
+ * After a try that failed with rc (err set): 1 after a pause when it is
+ * worth another (rc TQ_EOFFLINE, or TQ_EBUSY once the store was away: a
+ * lost commit's locks held until its server-side end) and the deadline
+ * has not passed; else 0, err's message then saying how long it tried.
+ */
+int tq_ops_retry_again(struct tq_ops_retry *r, int rc, struct tq_err *err);
+
+/* Open the store of home (tq_queue_open with flags), trying again as r
+ * says while it cannot be reached: 0 and *q, or the open's error (err set,
+ * saying how long it tried). */
+int tq_ops_open(const char *home, unsigned flags, struct tq_ops_retry *r,
+		struct tq_queue **q, struct tq_err *err);
+
+/* TASKQ_DB_RETRY's value (NULL or "": TQ_OPS_RETRY_MS) into *ms: 0, or
+ * TQ_EINVAL with err naming it. */
+int tq_ops_retry_ms(const char *value, int64_t *ms, struct tq_err *err);
 
 /* TASKQ_SUBMIT_VIA's value (NULL or "": auto) into *via: 0, or TQ_EINVAL. */
 int tq_ops_submit_via(const char *value, enum tq_ops_via *via);

@@ -187,6 +187,19 @@ void tq_queue_set_busy_timeout(struct tq_queue *q, int64_t ms);
 /* Close the connection (NULL is a no-op). Finalizes cached statements. */
 void tq_queue_close(struct tq_queue *q);
 
+/*
+ * When the store's connection in use was made (CLOCK_MONOTONIC ms): for a
+ * database server's store (PostgreSQL), the open's time, then the time a
+ * lost connection was last made again (an outage: a restart of the server,
+ * a connection it ended; calls fail with TQ_EOFFLINE meanwhile, and the next
+ * call after the server is back reconnects). A long-lived process compares
+ * it with what it saw last to learn that the store was away meanwhile:
+ * what it wrote as the connection went may or may not have been done (a
+ * claim's commit: its task leased to it, but never handed over). 0 for a
+ * store that never loses a connection (SQLite).
+ */
+int64_t tq_queue_connected_at(const struct tq_queue *q);
+
 /* What opening changed that the user should hear of, or NULL: a state
  * directory or database others could read (0755, 0644), which opening made
  * private (0700, 0600): "others could read your queue; made private: state

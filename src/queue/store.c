@@ -295,6 +295,11 @@ const char *tq_queue_notice(const struct tq_queue *q)
 	return q->ops->notice(q);
 }
 
+int64_t tq_queue_connected_at(const struct tq_queue *q)
+{
+	return q->ops->connected_at != NULL ? q->ops->connected_at(q) : 0;
+}
+
 int tq_queue_submit(struct tq_queue *q, const struct tq_task_spec *spec, int64_t *id,
 	int *existed, struct tq_err *err)
 {

@@ -40,6 +40,9 @@ else
 fi
 TQ_TMP=$(mktemp -d "${TMPDIR:-/tmp}/taskq-it-XXXXXX")
 TQ_PIDS=()
+# Commands cleanup runs once the tracked processes are stopped and before
+# the test's other processes are killed (lib_pg.sh stops its cluster).
+TQ_CLEANUP_HOOKS=()
 TQ_CHECKS=0
 
 # A hermetic environment: nothing from the developer's own queue or home.
@@ -162,7 +165,7 @@ _tq_cgroups_cleanup() {
 }
 
 _tq_cleanup() {
-	local rc=$? pid
+	local rc=$? pid hook
 	set +e
 	for pid in "${TQ_PIDS[@]}"; do
 		_tq_signal TERM "$pid"
@@ -173,6 +176,9 @@ _tq_cleanup() {
 		# ignored TERM must not outlive the test
 		_tq_signal KILL "$pid"
 		wait "$pid" 2>/dev/null
+	done
+	for hook in "${TQ_CLEANUP_HOOKS[@]}"; do
+		eval "$hook"
 	done
 	_tq_stop_test_procs
 	_tq_cgroups_cleanup

@@ -1488,7 +1488,7 @@ static void test_submit_answers(void **state)
 		{ "TQR3", "OK 42 0\0", 8, TQ_WIRE_GARBLED, 0, 0 },
 		{ "TQR3", "ERR 5 positive", 0, TQ_WIRE_GARBLED, 0, 0 },
 		{ "TQR3", "ERR -0 zero", 0, TQ_WIRE_GARBLED, 0, 0 },
-		{ "TQR3", "ERR -16 unknown", 0, TQ_WIRE_GARBLED, 0, 0 },
+		{ "TQR3", "ERR -17 unknown", 0, TQ_WIRE_GARBLED, 0, 0 },
 		{ "TQR3", "ERR -1", 0, TQ_WIRE_GARBLED, 0, 0 },
 		{ "TQR3", "ERR -1 two\nlines", 0, TQ_WIRE_GARBLED, 0, 0 },
 		{ "TQR1", "HELLO", 0, TQ_WIRE_GARBLED, 0, 0 },

@@ -12,16 +12,34 @@
  * state. A deadlock or a serialization failure PostgreSQL reports is
  * TQ_EBUSY, as a lock wait past the busy timeout (lock_timeout) is: the
  * callers treat it as SQLite's busy database.
+ *
+ * Outages (a restart of the server, a stop, pg_terminate_backend): a lost
+ * connection is TQ_EOFFLINE, and the next statement outside a transaction
+ * makes a new one first (reconnect), waiting RECONNECT_MIN_MS, doubling to
+ * RECONNECT_MAX_MS with jitter, between failed tries: a caller that calls
+ * often (a worker's renewal) gets TQ_EOFFLINE at once between tries, never
+ * a connect per call. A connection the server ended while it was idle is
+ * found before a statement is sent (dead(): its socket is readable, at its
+ * end), so that statement goes on a new connection instead of failing.
+ * Nothing is sent twice here: a statement that was on the wire when the
+ * connection went may or may not have been done (a COMMIT's outcome is
+ * unknown), so it fails, and its caller, which knows what it was, finds
+ * out (a submit's token, a log chunk's line numbers, a finish's fence).
+ * The session's settings are made again on each new connection; session
+ * advisory locks are not (a log writer takes its own again: log.c), and
+ * nothing here prepares a named statement, so none is to be made again.
  */
 #include "internal.h"
 
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <bsd/stdlib.h>
 #include <bsd/string.h>
 
 #include "common/secret.h"
@@ -32,6 +50,17 @@
 /* The schema version this binary writes (the version row of pg_schema.sql,
  * the number of the SQLite schema it mirrors). */
 #define TQ_PG_SCHEMA_VERSION 10
+
+/* A new connection after one was lost: the wait after a failed try, from
+ * MIN doubling to MAX, each with up to a quarter more at random (nodes that
+ * lost the server together do not all knock at once). */
+#define RECONNECT_MIN_MS 100
+#define RECONNECT_MAX_MS 2000
+/* How long one connect may take (libpq's connect_timeout, seconds), unless
+ * the locator or PGCONNECT_TIMEOUT says: libpq's own default is to wait as
+ * long as TCP does, and a worker reconnecting waits with its task's pipes
+ * unread. */
+#define CONNECT_TIMEOUT_S "3"
 
 /* The advisory lock every migrator holds (two nodes starting at once): the
  * bytes 'tskq' and 'migr', as SQLite's application_id is 'tskq'. */
@@ -117,7 +146,14 @@ void tq_pg_bin(struct tq_pg_params *p, const void *data, size_t len)
 /* Map a failed result to a TQ_E* code by its SQLSTATE class. */
 static int map_state(const char *state, ConnStatusType cs)
 {
-	if (cs == CONNECTION_BAD || state == NULL)
+	/* the connection is gone (it went with the statement, or before);
+	 * 08: connection exceptions; 57P01-03: the server shutting down,
+	 * crashed, or not taking connections yet */
+	if (cs == CONNECTION_BAD || (state != NULL && (strncmp(state, "08", 2) == 0 ||
+	    strcmp(state, "57P01") == 0 || strcmp(state, "57P02") == 0 ||
+	    strcmp(state, "57P03") == 0)))
+		return TQ_EOFFLINE;
+	if (state == NULL)
 		return TQ_EIO;
 	if (strcmp(state, "40001") == 0 || strcmp(state, "40P01") == 0 ||
 	    strcmp(state, "55P03") == 0 || strcmp(state, "57014") == 0)
@@ -164,23 +200,137 @@ static int result_error(struct tq_pg *q, PGresult *r, struct tq_err *err, const 
 	return tq_err_set(err, code, "%s: %s", what, buf);
 }
 
+/* Notices (CREATE ... IF NOT EXISTS, a migration's RAISE) are not for the
+ * user: library code never prints. */
+static void quiet(void *arg, const char *message)
+{
+	(void)arg;
+	(void)message;
+}
+
+/* libpq's one-line message for a connection that failed, password hidden. */
+static void conn_message(PGconn *c, char *buf, size_t n)
+{
+	strlcpy(buf, c != NULL ? tq_pq->error_message(c) : "out of memory", n);
+	one_line(buf);
+	tq_secret_mask_urls(buf, strlen(buf), n);
+}
+
+int tq_pg_connect(const char *url, int classify, PGconn **connp, char *why, size_t n)
+{
+	const char *keys[3], *vals[3];
+	PGPing ping;
+	PGconn *c;
+	int k = 0;
+
+	*connp = NULL;
+	/* before dbname: what the locator says overrides it */
+	if (getenv("PGCONNECT_TIMEOUT") == NULL) {
+		keys[k] = "connect_timeout";
+		vals[k++] = CONNECT_TIMEOUT_S;
+	}
+	keys[k] = "dbname";
+	vals[k++] = url;
+	keys[k] = NULL;
+	vals[k] = NULL;
+	c = tq_pq->connectdb_params(keys, vals, 1);
+	if (c != NULL && tq_pq->status(c) == CONNECTION_OK) {
+		tq_pq->set_notice_processor(c, quiet, NULL);
+		*connp = c;
+		return 0;
+	}
+	conn_message(c, why, n);
+	if (c == NULL)
+		return TQ_ENOMEM;
+	tq_pq->finish(c);
+	if (!classify)
+		return TQ_EOFFLINE;
+	/* no answer, or a server starting, stopping, recovering: an outage;
+	 * one that answers refused us (password, database): not one */
+	ping = tq_pq->ping_params(keys, vals, 1);
+	return ping == PQPING_NO_RESPONSE || ping == PQPING_REJECT ? TQ_EOFFLINE : TQ_EIO;
+}
+
+static int session_setup(struct tq_pg *q, struct tq_err *err);
+
+/*
+ * Whether the connection is lost: known to libpq, or ended by the server
+ * while idle (its socket then holds the server's last message and the end
+ * of the stream: read here, which tells libpq). Outside a transaction only:
+ * inside one the statement must fail with it.
+ */
+static int dead(struct tq_pg *q)
+{
+	struct pollfd p = { .events = POLLIN };
+
+	if (tq_pq->status(q->conn) == CONNECTION_BAD)
+		return 1;
+	if (q->in_txn || (p.fd = tq_pq->socket(q->conn)) < 0)
+		return p.fd < 0;
+	if (poll(&p, 1, 0) <= 0)
+		return 0; /* nothing to read (EINTR: looked at next time) */
+	return tq_pq->consume_input(q->conn) == 0 ||
+	       tq_pq->status(q->conn) == CONNECTION_BAD;
+}
+
+/* A new connection for a lost one, at most once per backoff. 0, or
+ * TQ_EOFFLINE with err set. */
+static int reconnect(struct tq_pg *q, struct tq_err *err)
+{
+	int64_t now = tq_mono_ms(), wait;
+	PGconn *c = NULL;
+	char why[sizeof(q->down)];
+	int rc;
+
+	if (now < q->next_connect)
+		return tq_err_set(err, TQ_EOFFLINE, "store %s is unreachable: %s", q->shown,
+				  q->down);
+	rc = tq_pg_connect(q->url, 0, &c, why, sizeof(why));
+	if (rc == 0) {
+		tq_pq->finish(q->conn);
+		q->conn = c;
+		if ((rc = session_setup(q, NULL)) < 0)
+			conn_message(q->conn, why, sizeof(why));
+	}
+	if (rc < 0) {
+		strlcpy(q->down, why, sizeof(q->down));
+		q->backoff = q->backoff ? q->backoff * 2 : RECONNECT_MIN_MS;
+		if (q->backoff > RECONNECT_MAX_MS)
+			q->backoff = RECONNECT_MAX_MS;
+		wait = q->backoff + arc4random_uniform((uint32_t)(q->backoff / 4 + 1));
+		q->next_connect = tq_mono_ms() + wait;
+		return tq_err_set(err, TQ_EOFFLINE, "store %s is unreachable: %s", q->shown,
+				  why);
+	}
+	q->backoff = 0;
+	q->next_connect = 0;
+	q->connected_at = tq_mono_ms();
+	q->epoch++;
+	return 0;
+}
+
+/* The connection, made again first if it was lost (outside a transaction;
+ * inside one it fails: the transaction went with it). */
+static int alive(struct tq_pg *q, struct tq_err *err, const char *what)
+{
+	if (!dead(q))
+		return 0;
+	if (q->in_txn)
+		return tq_err_set(err, TQ_EOFFLINE, "%s: the connection to store %s was lost",
+				  what, q->shown);
+	return reconnect(q, err);
+}
+
 PGresult *tq_pg_query(struct tq_pg *q, const char *sql, const struct tq_pg_params *p,
 		      struct tq_err *err, const char *what)
 {
 	PGresult *r;
 	ExecStatusType st;
 
-	/* a connection lost between transactions is made again once: a
-	 * statement inside one fails, as the transaction is gone with it */
-	if (tq_pq->status(q->conn) == CONNECTION_BAD && !q->in_txn)
-		tq_pq->reset(q->conn);
+	if (alive(q, err, what) < 0)
+		return NULL;
 	r = tq_pq->exec_params(q->conn, sql, p ? p->n : 0, NULL, p ? p->v : NULL,
 			       p ? p->len : NULL, p ? p->fmt : NULL, 0);
-	if (r == NULL && tq_pq->status(q->conn) == CONNECTION_BAD && !q->in_txn) {
-		tq_pq->reset(q->conn);
-		r = tq_pq->exec_params(q->conn, sql, p ? p->n : 0, NULL, p ? p->v : NULL,
-				       p ? p->len : NULL, p ? p->fmt : NULL, 0);
-	}
 	st = r ? tq_pq->result_status(r) : PGRES_FATAL_ERROR;
 	if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK)
 		return r;
@@ -205,8 +355,14 @@ int tq_pg_exec(struct tq_pg *q, const char *sql, const struct tq_pg_params *p,
 
 int tq_pg_script(struct tq_pg *q, const char *sql, struct tq_err *err, const char *what)
 {
-	PGresult *r = tq_pq->exec(q->conn, sql);
-	ExecStatusType st = r ? tq_pq->result_status(r) : PGRES_FATAL_ERROR;
+	PGresult *r;
+	ExecStatusType st;
+	int rc;
+
+	if ((rc = alive(q, err, what)) < 0)
+		return rc;
+	r = tq_pq->exec(q->conn, sql);
+	st = r ? tq_pq->result_status(r) : PGRES_FATAL_ERROR;
 
 	if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) {
 		tq_pg_clear(r);
@@ -316,7 +472,14 @@ int tq_pg_begin(struct tq_pg *q, struct tq_err *err)
 int tq_pg_commit(struct tq_pg *q, struct tq_err *err)
 {
 	int rc = tq_pg_exec(q, "COMMIT", NULL, NULL, err, "commit");
+	char m[TQ_ERR_MAX];
 
+	/* lost on the way: done or not, nobody here can tell (the caller
+	 * finds out: a submit by its token) */
+	if (rc == TQ_EOFFLINE && err != NULL) {
+		strlcpy(m, err->msg, sizeof(m));
+		tq_err_set(err, rc, "%s (its outcome is unknown)", m);
+	}
 	q->in_txn = 0;
 	return rc;
 }
@@ -332,13 +495,6 @@ void tq_pg_rollback(struct tq_pg *q)
 	q->in_txn = 0;
 }
 
-/* Notices (CREATE ... IF NOT EXISTS, a migration's RAISE) are not for the
- * user: library code never prints. */
-static void quiet(void *arg, const char *message)
-{
-	(void)arg;
-	(void)message;
-}
 
 /* The locator as it may be shown: a URL's password masked
  * (common/secret.c), and a key=value string's password=... too. */
@@ -470,19 +626,12 @@ int tq_pg_open(struct tq_queue **qp, const char *url, unsigned flags, struct tq_
 		rc = tq_err_set(err, TQ_ENOMEM, "out of memory");
 		goto fail;
 	}
-	q->conn = tq_pq->connectdb(url);
-	if (q->conn == NULL) {
-		rc = tq_err_set(err, TQ_ENOMEM, "out of memory");
+	if ((rc = tq_pg_connect(url, 1, &q->conn, msg, sizeof(msg))) < 0) {
+		rc = tq_err_set(err, rc, "store %s: cannot connect: %s", q->shown, msg);
 		goto fail;
 	}
-	if (tq_pq->status(q->conn) != CONNECTION_OK) {
-		strlcpy(msg, tq_pq->error_message(q->conn), sizeof(msg));
-		one_line(msg);
-		tq_secret_mask_urls(msg, strlen(msg), sizeof(msg));
-		rc = tq_err_set(err, TQ_EIO, "store %s: cannot connect: %s", q->shown, msg);
-		goto fail;
-	}
-	tq_pq->set_notice_processor(q->conn, quiet, NULL);
+	q->connected_at = tq_mono_ms();
+	q->epoch = 1;
 	if ((rc = session_setup(q, err)) < 0)
 		goto fail;
 	if ((rc = schema_version(q, &v, err)) < 0)
@@ -545,6 +694,11 @@ const char *tq_pg_notice(const struct tq_queue *base)
 {
 	(void)base;
 	return NULL;
+}
+
+int64_t tq_pg_connected_at(const struct tq_queue *base)
+{
+	return ((const struct tq_pg *)base)->connected_at;
 }
 
 /* ------------------------------------------------------------------ */

@@ -22,6 +22,10 @@
  * libpq.so.5 on the first open of a PostgreSQL store (tq_pq_load). */
 struct tq_pq_api {
 	PGconn *(*connectdb)(const char *conninfo);
+	PGconn *(*connectdb_params)(const char *const *keywords,
+		const char *const *values, int expand_dbname);
+	PGPing (*ping_params)(const char *const *keywords, const char *const *values,
+		int expand_dbname);
 	ConnStatusType (*status)(const PGconn *conn);
 	char *(*error_message)(const PGconn *conn);
 	void (*finish)(PGconn *conn);
@@ -60,9 +64,16 @@ int tq_pq_load(struct tq_err *err);
 
 struct tq_pg {
 	struct tq_queue base;    /* first: tq_pg_of */
-	PGconn *conn;
+	PGconn *conn;            /* never NULL once open; may be a lost one */
 	unsigned flags;
 	int in_txn;
+	/* the connection (db.c, "Outages"): made again when lost, with a
+	 * backoff between failed tries */
+	int64_t connected_at;    /* mono ms the one in use was made */
+	int64_t epoch;           /* connections made: 1 after the open */
+	int64_t next_connect;    /* mono ms: no new try before then */
+	int64_t backoff;         /* ms: the wait after the last failed try */
+	char down[256];          /* why the last try failed */
 	int64_t busy_timeout;    /* ms: lock_timeout */
 	char *url;               /* the locator as given: a log watch connects with it */
 	char shown[TQ_PG_URL_MAX]; /* the locator with its password hidden */
@@ -94,6 +105,14 @@ void tq_pg_null(struct tq_pg_params *p);
 /* v == none binds NULL. */
 void tq_pg_opt(struct tq_pg_params *p, int64_t v, int64_t none);
 void tq_pg_dbl(struct tq_pg_params *p, double v);
+
+/* A connection to url (a URL or key=value string) with taskq's defaults
+ * (connect_timeout): 0 and *connp, or TQ_EOFFLINE when the server cannot be
+ * reached or does not take connections now (starting, stopping: PQping
+ * says so), TQ_EIO when it refused this one (a password, a database that is
+ * not there), TQ_ENOMEM; why gets libpq's message, one line, no password.
+ * Without classify, every failure is TQ_EOFFLINE (no ping). */
+int tq_pg_connect(const char *url, int classify, PGconn **connp, char *why, size_t n);
 
 /* Run sql with p (may be NULL): the result (caller clears with tq_pg_clear),
  * or NULL with err set ("what: message"). */
@@ -158,6 +177,7 @@ int tq_pg_open(struct tq_queue **qp, const char *url, unsigned flags, struct tq_
 void tq_pg_set_busy_timeout(struct tq_queue *base, int64_t ms);
 void tq_pg_close(struct tq_queue *base);
 const char *tq_pg_notice(const struct tq_queue *base);
+int64_t tq_pg_connected_at(const struct tq_queue *base);
 int tq_pg_schema_version(struct tq_queue *base, int64_t *version, struct tq_err *err);
 int tq_pg_submit(struct tq_queue *base, const struct tq_task_spec *spec, int64_t *id,
 	int *existed, struct tq_err *err);

@@ -22,6 +22,8 @@ static const struct {
 	size_t off;
 } syms[] = {
 	{ "PQconnectdb", offsetof(struct tq_pq_api, connectdb) },
+	{ "PQconnectdbParams", offsetof(struct tq_pq_api, connectdb_params) },
+	{ "PQpingParams", offsetof(struct tq_pq_api, ping_params) },
 	{ "PQstatus", offsetof(struct tq_pq_api, status) },
 	{ "PQerrorMessage", offsetof(struct tq_pq_api, error_message) },
 	{ "PQfinish", offsetof(struct tq_pq_api, finish) },

@@ -43,6 +43,7 @@ const struct tq_store_ops tq_pg_ops = {
 	.set_busy_timeout = tq_pg_set_busy_timeout,
 	.close = tq_pg_close,
 	.notice = tq_pg_notice,
+	.connected_at = tq_pg_connected_at,
 	.schema_version = tq_pg_schema_version,
 	.submit = tq_pg_submit,
 	.wants_worker = tq_pg_wants_worker,
