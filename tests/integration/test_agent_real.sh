@@ -188,10 +188,10 @@ real_case 401 3 failed "auth|claude.assistant.auth|assistant.error=authenticatio
 # and claude (with no retries of its own) prints no retry time: the wait is
 # taskq's jittered backoff alone, which classify --json confirms below.
 
-check "429, 429, ok: a claude task of the default group claude, --backoff 500ms --backoff-max 2s"
+check "429, 429, ok: a claude task of the default group claude, --backoff 2s --backoff-max 8s"
 mock_mode '429:0,429:0,ok'
 n0=$(mock_requests)
-a=$(submit_id --backoff 500ms --backoff-max 2s "${ENVS[@]}" -- "${CLAUDE[@]}")
+a=$(submit_id --backoff 2s --backoff-max 8s "${ENVS[@]}" -- "${CLAUDE[@]}")
 assert_eq claude "$(task_field "$a" group)" "the default group of a claude task"
 
 declare -A B C ST ST_END
@@ -243,9 +243,9 @@ for n in 1 2; do
 	assert_eq null "$(out | pyjson 'd["retry_at"]')" "attempt $n: a retry time from the provider"
 done
 
-check "the waits: [d/2, d] for d = 500 ms, then 1 s; each retry started at or after its time"
+check "the waits: [d/2, d] for d = 2 s, then 4 s; each retry started at or after its time"
 for n in 1 2; do
-	d=$((500 << (n - 1)))
+	d=$((2000 << (n - 1)))
 	w=$(retry_wait "$a" "$n")
 	in_range "$w" $((d / 2)) "$d" ||
 		fail "attempt $n waited $w ms, not within [$((d / 2)), $d]"
