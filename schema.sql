@@ -28,15 +28,23 @@ CREATE TABLE envs (
 CREATE INDEX envs_hash ON envs(hash);
 
 CREATE TABLE tasks (
-    id            INTEGER PRIMARY KEY AUTOINCREMENT, -- never reused: logs and cursors key on it
+    -- never reused (logs and cursors key on it): the next id is one past the
+    -- highest stored, or past meta's tasks_id_floor (the tasks_id_floor
+    -- trigger below) when the highest ever given was deleted; not
+    -- AUTOINCREMENT, whose sqlite_sequence row was a page of every submit
+    id            INTEGER PRIMARY KEY,
     -- queued:    runnable now (subject to its group's limits)
     -- scheduled: waiting for run_after (a --delay/--at, or a retry's backoff)
     -- blocked:   waiting for the tasks in deps (--after, sessions)
     -- running:   claimed by a worker under a lease
     -- the rest are final.
-    state         TEXT    NOT NULL DEFAULT 'queued' CHECK (state IN
-                    ('queued','scheduled','blocked','running',
-                     'succeeded','failed','timed_out','killed','canceled')),
+    -- (the CHECKs compare one value at a time: an IN list of more than two
+    -- builds a b-tree of its values each time it is evaluated, here every
+    -- insert and every change of state)
+    state         TEXT    NOT NULL DEFAULT 'queued' CHECK (
+                    state = 'queued' OR state = 'scheduled' OR state = 'blocked' OR
+                    state = 'running' OR state = 'succeeded' OR state = 'failed' OR
+                    state = 'timed_out' OR state = 'killed' OR state = 'canceled'),
     name          TEXT    NOT NULL,
     argv          BLOB    NOT NULL,          -- "arg0\0arg1\0...\0"
     shell         INTEGER NOT NULL DEFAULT 0, -- 1: argv is /bin/sh -c STRING from --shell
@@ -63,7 +71,8 @@ CREATE TABLE tasks (
     retry_lost    INTEGER NOT NULL DEFAULT 0,
     backoff_ms    INTEGER NOT NULL DEFAULT 30000,
     backoff_max_ms INTEGER NOT NULL DEFAULT 1800000,
-    stdin_mode    TEXT    NOT NULL DEFAULT 'null' CHECK (stdin_mode IN ('null','file','pipe')),
+    stdin_mode    TEXT    NOT NULL DEFAULT 'null' CHECK (
+                    stdin_mode = 'null' OR stdin_mode = 'file' OR stdin_mode = 'pipe'),
     pty           INTEGER NOT NULL DEFAULT 0,
     on_exit       TEXT,                      -- --on-exit CMD (run with /bin/sh -c)
     on_exit_due   INTEGER NOT NULL DEFAULT 0, -- 1: a final end was written and its
@@ -114,7 +123,11 @@ CREATE TABLE tasks (
 CREATE INDEX tasks_ready     ON tasks(grp, priority DESC, id) WHERE state = 'queued';
 CREATE INDEX tasks_due       ON tasks(run_after)              WHERE state = 'scheduled';
 CREATE INDEX tasks_running   ON tasks(grp)                    WHERE state = 'running';
-CREATE INDEX tasks_state     ON tasks(state, id);
+-- Listing by state; the states a task passes through on every run (queued,
+-- running) are left out: the submit, the claim and the end would each write
+-- it, and those two have an index of their own (tasks_ready, tasks_running).
+-- A query uses it only with this WHERE written out (query.c, stmts.def).
+CREATE INDEX tasks_state     ON tasks(state, id)              WHERE state NOT IN ('queued','running');
 CREATE INDEX tasks_batch     ON tasks(batch, id)              WHERE batch IS NOT NULL;
 CREATE INDEX tasks_name      ON tasks(name, id);
 CREATE INDEX tasks_session   ON tasks(session, id)            WHERE session IS NOT NULL;
@@ -161,7 +174,7 @@ CREATE TABLE attempts (
     node          TEXT,                      -- the node its worker ran on (TASKQ_NODE
                                              -- or the host name); NULL: stored before 7
     PRIMARY KEY (task_id, attempt)
-);
+) WITHOUT ROWID;                             -- one b-tree: an attempt added is one page
 
 -- task_id waits for dep_id. kind 'success' (--after): dep_id must succeed, or
 -- task_id is canceled; kind 'any' (--after-any, and the previous task of a
@@ -180,23 +193,43 @@ CREATE INDEX deps_dep ON deps(dep_id);
 -- ended, stops counting; one retried (ended -> queued again) counts again.
 -- The upsert of a repeated dependency (submit.c) fires no INSERT trigger, so
 -- a dependency named twice counts once, as its one deps row.
+-- (A state is compared one value at a time, as in the CHECK on tasks.state;
+-- deps_left_end, which every end of a task fires, does nothing more unless
+-- the task has a dependant: one probe of deps_dep.)
 CREATE TRIGGER deps_left_add AFTER INSERT ON deps
     WHEN EXISTS (SELECT 1 FROM tasks WHERE id = NEW.dep_id
-                 AND state IN ('queued','scheduled','blocked','running')) BEGIN
+                 AND (state = 'queued' OR state = 'scheduled' OR state = 'blocked'
+                      OR state = 'running')) BEGIN
     UPDATE tasks SET deps_left = deps_left + 1 WHERE id = NEW.task_id;
 END;
 CREATE TRIGGER deps_left_end AFTER UPDATE OF state ON tasks
-    WHEN (OLD.state IN ('succeeded','failed','timed_out','killed','canceled'))
-      <> (NEW.state IN ('succeeded','failed','timed_out','killed','canceled')) BEGIN
+    WHEN (OLD.state = 'succeeded' OR OLD.state = 'failed' OR OLD.state = 'timed_out'
+          OR OLD.state = 'killed' OR OLD.state = 'canceled')
+      <> (NEW.state = 'succeeded' OR NEW.state = 'failed' OR NEW.state = 'timed_out'
+          OR NEW.state = 'killed' OR NEW.state = 'canceled')
+     AND EXISTS (SELECT 1 FROM deps WHERE dep_id = NEW.id) BEGIN
     UPDATE tasks SET deps_left = deps_left +
-        CASE WHEN NEW.state IN ('succeeded','failed','timed_out','killed','canceled')
+        CASE WHEN NEW.state = 'succeeded' OR NEW.state = 'failed'
+                  OR NEW.state = 'timed_out' OR NEW.state = 'killed'
+                  OR NEW.state = 'canceled'
              THEN -1 ELSE 1 END
         WHERE id IN (SELECT task_id FROM deps WHERE dep_id = NEW.id);
 END;
 CREATE TRIGGER deps_left_delete AFTER DELETE ON tasks
-    WHEN OLD.state IN ('queued','scheduled','blocked','running') BEGIN
+    WHEN (OLD.state = 'queued' OR OLD.state = 'scheduled' OR OLD.state = 'blocked'
+          OR OLD.state = 'running') BEGIN
     UPDATE tasks SET deps_left = deps_left - 1
         WHERE id IN (SELECT task_id FROM deps WHERE dep_id = OLD.id);
+END;
+
+-- The highest id given, when the task that had it is deleted: no later task
+-- takes it again (ST_TASK_ADD starts past it), as AUTOINCREMENT promised.
+-- Written only when the task deleted was the newest.
+CREATE TRIGGER tasks_id_floor AFTER DELETE ON tasks
+    WHEN NOT EXISTS (SELECT 1 FROM tasks WHERE id > OLD.id) BEGIN
+    INSERT INTO meta(key, value) VALUES ('tasks_id_floor', OLD.id)
+        ON CONFLICT(key) DO UPDATE SET value = excluded.value
+        WHERE CAST(meta.value AS INTEGER) < CAST(excluded.value AS INTEGER);
 END;
 
 CREATE TABLE labels (
@@ -360,4 +393,4 @@ SELECT id, state, name, grp, batch, priority, attempt,
 FROM tasks;
 
 PRAGMA application_id = 1953721201;  -- 'tskq'
-PRAGMA user_version = 10;
+PRAGMA user_version = 11;

@@ -266,7 +266,7 @@ static void test_open_creates(void **state)
 	snprintf(path, sizeof(path), "%s/logs", home);
 	assert_int_equal(stat(path, &sb), 0);
 	assert_true(S_ISDIR(sb.st_mode));
-	assert_int_equal(sql_int(home, "PRAGMA user_version"), 10);
+	assert_int_equal(sql_int(home, "PRAGMA user_version"), 11);
 	assert_int_equal(sql_int(home, "SELECT count(*) FROM pragma_journal_mode "
 				 "WHERE journal_mode = 'wal'"), 1);
 	assert_int_equal(sql_int(home, "PRAGMA application_id"), 1953721201);
@@ -415,7 +415,7 @@ static void test_migrate_2_to_3(void **state)
 	assert_int_equal(sql_int(home, "SELECT count(*) FROM envs"), 2);
 	/* 2 -> 3, then 3 -> 4 over columns the database already has */
 	assert_int_equal(tq_queue_open(&q2, home, 0, &err), 0);
-	assert_int_equal(sql_int(home, "PRAGMA user_version"), 10);
+	assert_int_equal(sql_int(home, "PRAGMA user_version"), 11);
 	assert_int_equal(sql_int(home, "SELECT count(*) FROM envs"), 1);
 	assert_int_equal(sql_int(home, "SELECT count(*) FROM sqlite_schema"
 				 " WHERE type = 'trigger' AND name = 'envs_collect'"), 1);
@@ -494,7 +494,7 @@ static void check_v4(struct tq_queue *q, const char *home)
 	struct tq_task t;
 	int attempt = 0;
 
-	assert_int_equal(sql_int(home, "PRAGMA user_version"), 10);
+	assert_int_equal(sql_int(home, "PRAGMA user_version"), 11);
 	/* 010: the supervisors' rows, one a node */
 	assert_int_equal(sql_int(home, "SELECT count(*) FROM supervisors"), 0);
 	/* 009: no index on the lease (every claim, finish and renewal wrote it) */
@@ -534,6 +534,78 @@ static void check_v4(struct tq_queue *q, const char *home)
 	finish(q, 3, attempt, TQ_OUT_FAILED, TQ_NEXT_FINAL, 0);
 	assert_int_equal(state_of(q, 4), TQ_QUEUED);
 	assert_int_equal(sql_int(home, "SELECT sum(deps_left) FROM tasks"), 0);
+}
+
+/*
+ * Schema 11 (migrations/011.sql): tasks without AUTOINCREMENT (its
+ * sqlite_sequence row was a page of every submit), attempts WITHOUT ROWID
+ * (its primary key was a second b-tree), tasks_state without the queued and
+ * running tasks; ids never reused all the same. On a new database, and on
+ * one of taskq 3 whose newest tasks were deleted before the migration (its
+ * sqlite_sequence is past every id stored: the floor takes it over).
+ */
+static void check_schema_11(struct tq_queue *q, const char *home, int64_t newest)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	int64_t a, b;
+	int attempt = 0;
+
+	assert_int_equal(sql_int(home, "SELECT count(*) FROM sqlite_schema WHERE name = 'tasks'"
+				 " AND sql LIKE '%PRIMARY KEY AUTOINCREMENT%'"), 0);
+	assert_int_equal(sql_int(home, "SELECT count(*) FROM sqlite_schema WHERE name = 'attempts'"
+				 " AND sql LIKE '%WITHOUT ROWID'"), 1);
+	assert_int_equal(sql_int(home, "SELECT count(*) FROM sqlite_schema"
+				 " WHERE tbl_name = 'attempts' AND type = 'index'"), 0);
+	assert_int_equal(sql_int(home, "SELECT count(*) FROM sqlite_schema WHERE name = 'tasks_state'"
+				 " AND sql LIKE '%WHERE state NOT IN (''queued'',''running'')'"), 1);
+	/* the newest task deleted: its id is never given again, through a
+	 * remove, nor through retention's clear of finished tasks */
+	a = submit_simple(q, 0, NULL);
+	assert_true(a > newest);
+	b = submit_simple(q, 0, NULL);
+	assert_int_equal(b, a + 1);
+	assert_int_equal(tq_queue_remove(q, b, &err), 0);
+	assert_int_equal(sql_int(home, "SELECT CAST(value AS INTEGER) FROM meta"
+				 " WHERE key = 'tasks_id_floor'"), b);
+	assert_int_equal(submit_simple(q, 0, NULL), b + 1);
+	assert_int_equal(tq_queue_remove(q, b + 1, &err), 0);
+	assert_int_equal(tq_queue_cancel(q, a, NULL, NULL, &err), 0);
+	assert_int_equal(tq_queue_clear_task(q, a, NULL, &err), 0);
+	assert_int_equal(submit_simple(q, 0, NULL), b + 2);
+	/* tasks run (those queued before it first), each attempt one row of
+	 * the one b-tree */
+	for (int64_t id = 0; id != b + 2;) {
+		assert_true((id = claim_id(q, &attempt)) > 0);
+		finish(q, id, attempt, TQ_OUT_SUCCEEDED, TQ_NEXT_FINAL, 0);
+	}
+	assert_int_equal(sql_int(home, "SELECT count(*) FROM attempts WHERE task_id = "
+				 "(SELECT max(id) FROM tasks) AND ended_at IS NOT NULL"), 1);
+	assert_int_equal(sql_int(home, "SELECT count(*) FROM pragma_integrity_check"
+				 " WHERE integrity_check = 'ok'"), 1);
+}
+
+static void test_schema_11(void **state)
+{
+	struct fx *f = *state;
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_queue *q = NULL;
+	char home[600];
+	SQLITE_ONLY();
+
+	check_schema_11(f->q, state_home, 0);
+	/* taskq 3's database, its newest two tasks deleted (they had ids 6 and
+	 * 7, the most sqlite_sequence holds) */
+	snprintf(home, sizeof(home), "%s/v3", f->home);
+	make_v3(home, 3);
+	sql_int(home, "DELETE FROM tasks WHERE id >= 6");
+	assert_int_equal(sql_int(home, "SELECT seq FROM sqlite_sequence WHERE name = 'tasks'"), 7);
+	if (tq_queue_open(&q, home, 0, &err) != 0)
+		fail_msg("open a version 3 database: %s", err.msg);
+	assert_int_equal(sql_int(home, "SELECT count(*) FROM sqlite_sequence WHERE name = 'tasks'"), 0);
+	assert_int_equal(sql_int(home, "SELECT count(*) FROM tasks"), 5);
+	assert_int_equal(sql_int(home, "SELECT deps_left FROM tasks WHERE id = 3"), 1);
+	check_schema_11(q, home, 7);
+	tq_queue_close(q);
 }
 
 /* Schema 3 -> 4 on a database taskq 3 made; and 1 -> 2 -> 3 -> 4 on the
@@ -2842,6 +2914,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_envs_collected, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_migrate_2_to_3, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_migrate_3_to_4, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_schema_11, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_umask_stall_stored, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_on_exit_owed_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_schema_names_every_outcome, setup, teardown),

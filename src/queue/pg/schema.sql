@@ -3,11 +3,15 @@
 -- Compiled into taskq (tools/embed.py) and applied to a database that has
 -- no tq_schema table, in one transaction under the migration advisory lock
 -- (db.c): two nodes starting at once never both create it. It mirrors
--- schema.sql (the SQLite schema) at the same version (10: migrations/008.sql's
--- warm sessions, 009.sql's lease index gone, 010.sql's supervisors): the same tables, the
--- same columns, the same meaning; the version row below is that number,
--- and every later SQLite migration gets its PostgreSQL twin in db.c's
--- list of migrations, so one number names one shape on both backends.
+-- schema.sql (the SQLite schema) at version 10 (migrations/008.sql's warm
+-- sessions, 009.sql's lease index gone, 010.sql's supervisors): the same
+-- tables, the same columns, the same meaning; the version row below is that
+-- number, and every later SQLite migration that changes them gets its
+-- PostgreSQL twin in db.c's list of migrations, so one number names one
+-- shape on both backends. SQLite's 11 (migrations/011.sql) changed only how
+-- SQLite itself stores them (no AUTOINCREMENT, attempts WITHOUT ROWID,
+-- tasks_state partial: pages SQLite writes), nothing of this schema: it has
+-- no twin, and this stays 10.
 --
 -- Differences, and why:
 --   * every integer is bigint (ms times, ids, flags), so the backend reads

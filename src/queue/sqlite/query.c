@@ -238,7 +238,12 @@ int tq_sqlite_get(struct tq_queue *base, int64_t id, unsigned flags, struct tq_t
 
 static unsigned filter_shape(const struct tq_filter *f)
 {
-	return (f->states ? TQ_LIST_F_STATES : 0) | (f->name ? TQ_LIST_F_NAME : 0) |
+	const unsigned hot = 1u << TQ_QUEUED | 1u << TQ_RUNNING;
+
+	return (f->states ? TQ_LIST_F_STATES : 0) |
+	       (f->states && !(f->states & hot) ? TQ_LIST_F_SETTLED : 0) |
+	       (f->states == 1u << TQ_RUNNING ? TQ_LIST_F_RUNNING : 0) |
+	       (f->name ? TQ_LIST_F_NAME : 0) |
 	       (f->label_key ? TQ_LIST_F_LABEL : 0) | (f->batch ? TQ_LIST_F_BATCH : 0) |
 	       (f->group ? TQ_LIST_F_GROUP : 0) |
 	       (f->category != TQ_CAT_NONE ? TQ_LIST_F_CATEGORY : 0);

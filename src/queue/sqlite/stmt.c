@@ -43,6 +43,10 @@ static const struct {
 	{ TQ_LIST_F_BATCH, " AND t.batch = ?5" },
 	{ TQ_LIST_F_GROUP, " AND t.grp = ?6" },
 	{ TQ_LIST_F_CATEGORY, " AND t.category = ?7" },
+	/* implied by ?1, written out so that the planner may use the partial
+	 * index whose WHERE it is */
+	{ TQ_LIST_F_SETTLED, " AND t.state NOT IN ('queued','running')" },
+	{ TQ_LIST_F_RUNNING, " AND t.state = 'running'" },
 };
 
 int tq_stmt_list_sql(unsigned shape, char *buf, size_t n)
@@ -52,7 +56,10 @@ int tq_stmt_list_sql(unsigned shape, char *buf, size_t n)
 
 	if (shape >= TQ_LIST_VARIANTS || n == 0)
 		return TQ_EINVAL;
-	w = snprintf(buf, n, "SELECT " TQ_TASK_COLS " FROM tasks t WHERE 1");
+	/* the few running tasks, sorted, rather than every newer task read
+	 * until they are found */
+	w = snprintf(buf, n, "SELECT " TQ_TASK_COLS " FROM tasks t%s WHERE 1",
+		     (shape & TQ_LIST_F_RUNNING) ? " INDEXED BY tasks_running" : "");
 	if (w < 0 || (size_t)w >= n)
 		return TQ_EINVAL;
 	len = (size_t)w;

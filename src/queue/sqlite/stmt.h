@@ -88,7 +88,6 @@
 	" AND p.state = 'running'))"
 
 
-#define RUNNING_COLS RUNNING_COLS_FROM("")
 #define RUNNING_COLS_FROM(HOW) \
 	"SELECT t.id, t.attempt, t.worker_id, a.pid, a.pgid, a.proc_start," \
 	" t.retry_lost, t.max_retries, w.pid, w.proc_start, coalesce(a.node, w.host)" \
@@ -141,8 +140,12 @@ const char *tq_stmt_name(enum tq_stmt id);
 enum tq_list_shape {
 	TQ_LIST_F_STATES = 1 << 0, TQ_LIST_F_NAME = 1 << 1, TQ_LIST_F_LABEL = 1 << 2,
 	TQ_LIST_F_BATCH = 1 << 3, TQ_LIST_F_GROUP = 1 << 4, TQ_LIST_F_CATEGORY = 1 << 5,
+	/* with TQ_LIST_F_STATES, what the states allow an index to be used for
+	 * (tasks_state holds no queued or running task: schema.sql): none of
+	 * those two, so tasks_state; or running only, so tasks_running */
+	TQ_LIST_F_SETTLED = 1 << 6, TQ_LIST_F_RUNNING = 1 << 7,
 };
-#define TQ_LIST_VARIANTS 64 /* every OR of the TQ_LIST_F_* bits */
+#define TQ_LIST_VARIANTS 256 /* every OR of the TQ_LIST_F_* bits */
 
 /* Write the list statement of shape into buf. Returns 0, or TQ_EINVAL for
  * a shape out of range or a buf too small (TQ_LIST_SQL_MAX is enough). */
