@@ -9,6 +9,16 @@
  * turn.completed (usage, summed; one turn each), turn.failed (is_error,
  * its message the result). Input tokens are input_tokens -
  * cached_input_tokens. No cost, no duration, no model (conf_model below).
+ *
+ * Its stream-input mode (research agent-clis.md 5.1, codex 0.169.0):
+ * codex app-server, JSON-RPC over stdio (its lines carry no "jsonrpc"):
+ * a new process's initialize and initialized, then thread/resume of the
+ * session to resume or thread/start (cwd, approvals never, exec's sandbox,
+ * the model asked), then turn/start a message, whose turn/completed ends
+ * it (status completed, failed with its error, interrupted); the text is
+ * the last agentMessage item, the usage the turn's tokenUsage "last"
+ * counts summed. The interrupt is turn/interrupt of the turn's id (from
+ * turn/start's answer). No cost.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -21,6 +31,7 @@
 #include "agent.h"
 #include "agent_int.h"
 #include "result_int.h"
+#include "stream_int.h"
 
 /* Its CODEX_HOME in an isolated workspace: the user's, without its MCP
  * servers (issue 17.1); a name sources may not take. */
@@ -447,6 +458,305 @@ static char *conf_model(char *const *v, size_t n, const struct tq_env *env, cons
 }
 
 /* ------------------------------------------------------------------ */
+/* Stream input (issue 19): codex app-server                          */
+
+enum { CX_INIT = 1, CX_THREAD, CX_TURN };
+
+/* "method not found" (JSON-RPC 2.0). */
+#define RPC_NO_METHOD (-32601)
+
+/* The sandbox the one-shot command asks for (exec's -s, --full-auto, the
+ * bypass), or NULL: codex's default (read-only, as exec's). */
+static const char *cx_sandbox(char *const *v, size_t n)
+{
+	const char *s = tq_cliconf_opt(v, n, "--sandbox", "-s");
+
+	for (size_t i = 1; i < n && strcmp(v[i], "--") != 0; i++) {
+		if (strcmp(v[i], "--dangerously-bypass-approvals-and-sandbox") == 0 ||
+		    strcmp(v[i], "--yolo") == 0)
+			return "danger-full-access";
+		if (strcmp(v[i], "--full-auto") == 0 && s == NULL)
+			s = "workspace-write";
+	}
+	return s;
+}
+
+static void cx_initialize(struct tq_result_parser *p)
+{
+	cJSON *o = cJSON_CreateObject(), *ci;
+
+	if (o == NULL || (ci = cJSON_AddObjectToObject(o, "clientInfo")) == NULL ||
+	    cJSON_AddStringToObject(ci, "name", "taskq") == NULL ||
+	    cJSON_AddStringToObject(ci, "title", "taskq") == NULL ||
+	    cJSON_AddStringToObject(ci, "version", "1") == NULL) {
+		cJSON_Delete(o);
+		o = NULL;
+	}
+	p->st->phase = CX_INIT;
+	tq_rpc_request(p, "initialize", o);
+}
+
+/* thread/resume of the session to resume (its turns left out of the
+ * answer: they can be many), or thread/start; exec's approvals (never
+ * asked: the turn runs unattended), its sandbox, the model asked. */
+static void cx_thread(struct tq_result_parser *p)
+{
+	struct stream_turn *st = p->st;
+	cJSON *o = cJSON_CreateObject();
+
+	if (o != NULL && ((st->resume != NULL &&
+			   (cJSON_AddStringToObject(o, "threadId", st->resume) == NULL ||
+			    cJSON_AddTrueToObject(o, "excludeTurns") == NULL)) ||
+			  cJSON_AddStringToObject(o, "cwd", st->cwd) == NULL ||
+			  cJSON_AddStringToObject(o, "approvalPolicy", "never") == NULL ||
+			  (st->model != NULL &&
+			   cJSON_AddStringToObject(o, "model", st->model) == NULL) ||
+			  (st->extra != NULL &&
+			   cJSON_AddStringToObject(o, "sandbox", st->extra) == NULL))) {
+		cJSON_Delete(o);
+		o = NULL;
+	}
+	st->phase = CX_THREAD;
+	tq_rpc_request(p, st->resume != NULL ? "thread/resume" : "thread/start", o);
+}
+
+static void cx_turn_start(struct tq_result_parser *p)
+{
+	struct stream_turn *st = p->st;
+	cJSON *o = cJSON_CreateObject(), *arr, *b;
+
+	if (o != NULL && (cJSON_AddStringToObject(o, "threadId", st->sid) == NULL ||
+			  (arr = cJSON_AddArrayToObject(o, "input")) == NULL ||
+			  (b = cJSON_CreateObject()) == NULL || !cJSON_AddItemToArray(arr, b) ||
+			  cJSON_AddStringToObject(b, "type", "text") == NULL ||
+			  cJSON_AddStringToObject(b, "text", st->prompt) == NULL)) {
+		cJSON_Delete(o);
+		o = NULL;
+	}
+	st->phase = CX_TURN;
+	tq_rpc_request(p, "turn/start", o);
+}
+
+static void cx_begin(struct tq_result_parser *p)
+{
+	struct stream_turn *st = p->st;
+	const char *conv = tq_stream_state_conv(st->state), *sb;
+
+	/* quiet until turn/start is answered: the turn's output is from its
+	 * turn/started on (before, a new thread's notices) */
+	st->quiet = 1;
+	if (conv != NULL) {
+		set_str(&st->sid, conv);
+		set_str(&p->session, conv);
+		cx_turn_start(p);
+		return;
+	}
+	if (st->arg->argv != NULL && (sb = cx_sandbox(st->arg->argv, st->arg->argc)) != NULL)
+		set_str(&st->extra, sb);
+	if (st->state[0] != '\0')
+		cx_thread(p);
+	else
+		cx_initialize(p);
+}
+
+/* turn/interrupt of the turn running; its answer is not awaited (the
+ * turn's end, turn/completed, is). */
+static void cx_send_interrupt(struct tq_result_parser *p)
+{
+	struct stream_turn *st = p->st;
+	char keep[TQ_RPC_ID_MAX];
+	cJSON *o = cJSON_CreateObject();
+
+	if (o != NULL && (cJSON_AddStringToObject(o, "threadId", st->sid) == NULL ||
+			  cJSON_AddStringToObject(o, "turnId", st->turn) == NULL)) {
+		cJSON_Delete(o);
+		o = NULL;
+	}
+	memcpy(keep, st->wait, sizeof(keep));
+	tq_rpc_request(p, "turn/interrupt", o);
+	memcpy(st->wait, keep, sizeof(keep));
+}
+
+static int cx_interrupt(struct tq_result_parser *p)
+{
+	struct stream_turn *st = p->st;
+
+	if (st->phase != CX_TURN)
+		return -1;
+	if (st->turn != NULL)
+		cx_send_interrupt(p);
+	else
+		st->interrupt_asked = 1; /* once turn/start says its id */
+	return 0;
+}
+
+/* The agent asks: an approval is declined (exec never asks one: the turn
+ * runs unattended), anything else is not offered. */
+static void cx_request(struct tq_result_parser *p, const cJSON *o)
+{
+	const char *m = jstr(o, "method");
+	size_t n = strlen(m);
+	cJSON *r;
+
+	if (n > 15 && strcmp(m + n - 15, "requestApproval") == 0) {
+		if ((r = cJSON_CreateObject()) != NULL &&
+		    cJSON_AddStringToObject(r, "decision", "decline") == NULL) {
+			cJSON_Delete(r);
+			r = NULL;
+		}
+		if (r != NULL)
+			tq_rpc_answer(p, o, r);
+		return;
+	}
+	tq_rpc_refuse(p, o, RPC_NO_METHOD, "not offered: taskq runs the turn unattended");
+}
+
+/* A notification of this thread (and of this turn, when it says). */
+static const cJSON *cx_ours(const struct tq_result_parser *p, const cJSON *o)
+{
+	const cJSON *params = jobj(o, "params");
+	const char *tid = jstr(params, "threadId"), *turn = jstr(params, "turnId");
+	const struct stream_turn *st = p->st;
+
+	if (st->phase != CX_TURN || tid == NULL || st->sid == NULL || strcmp(tid, st->sid) != 0 ||
+	    (turn != NULL && st->turn != NULL && strcmp(turn, st->turn) != 0))
+		return NULL;
+	return params;
+}
+
+/* thread/tokenUsage/updated: the last request's counts, summed over the
+ * turn (input without the cache; output with the reasoning, as exec). */
+static void cx_usage(struct tq_result_parser *p, const cJSON *params)
+{
+	const cJSON *u = jobj(jobj(params, "tokenUsage"), "last");
+	int64_t cached = jint(u, "cachedInputTokens");
+
+	p->in = sat_add(p->in, sat_sub0(jint(u, "inputTokens"), cached));
+	p->cache_read = sat_add(p->cache_read, cached);
+	p->cache_creation = sat_add(p->cache_creation, jint(u, "cacheWriteInputTokens"));
+	p->out = sat_add(p->out, jint(u, "outputTokens"));
+}
+
+/* turn/completed: the turn's end. */
+static void cx_completed(struct tq_result_parser *p, const cJSON *params)
+{
+	const cJSON *turn = jobj(params, "turn"), *it;
+	const char *status = jstr(turn, "status"), *msg = jstr(jobj(turn, "error"), "message");
+	double d = 0;
+
+	p->has_result = 1;
+	p->num_turns = 1;
+	set_str(&p->subtype, status != NULL ? status : "completed");
+	p->is_error = status != NULL && strcmp(status, "completed") != 0;
+	if (p->is_error && msg != NULL)
+		set_str(&p->error, msg);
+	if (jnum(turn, "durationMs", &d))
+		p->duration_ms = jint(turn, "durationMs");
+	/* the last agent message, when its item/completed was not read */
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(turn, "items"))
+		if (p->result == NULL && jstr(it, "type") != NULL &&
+		    strcmp(jstr(it, "type"), "agentMessage") == 0 && jstr(it, "text") != NULL)
+			set_str(&p->result, jstr(it, "text"));
+}
+
+static void cx_notification(struct tq_result_parser *p, const cJSON *o)
+{
+	const char *m = jstr(o, "method"), *s;
+	const cJSON *params = cx_ours(p, o), *it;
+
+	if (params == NULL)
+		return;
+	if (strcmp(m, "item/completed") == 0) {
+		it = jobj(params, "item");
+		if ((s = jstr(it, "type")) != NULL && strcmp(s, "agentMessage") == 0 &&
+		    (s = jstr(it, "text")) != NULL)
+			set_str(&p->result, s);
+	} else if (strcmp(m, "thread/tokenUsage/updated") == 0) {
+		cx_usage(p, params);
+	} else if (strcmp(m, "error") == 0) {
+		if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(params, "willRetry")) &&
+		    (s = jstr(jobj(params, "error"), "message")) != NULL)
+			set_str(&p->error, s);
+	} else if (strcmp(m, "turn/completed") == 0) {
+		/* its turn's id is inside: another turn's end is not ours */
+		s = jstr(jobj(params, "turn"), "id");
+		if (s == NULL || p->st->turn == NULL || strcmp(s, p->st->turn) == 0)
+			cx_completed(p, params);
+	}
+}
+
+static void cx_answered(struct tq_result_parser *p, const cJSON *o)
+{
+	struct stream_turn *st = p->st;
+	const cJSON *err = jobj(o, "error"), *res = jobj(o, "result");
+
+	switch (st->phase) {
+	case CX_INIT:
+		if (err != NULL) {
+			tq_stream_fail(p, "initialize", err);
+			return;
+		}
+		tq_rpc_notify(p, "initialized", cJSON_CreateObject());
+		tq_stream_set_state(p, NULL);
+		cx_thread(p);
+		return;
+	case CX_THREAD:
+		if (tq_stream_opened(p, st->resume ? "thread/resume" : "thread/start", err,
+				     st->resume != NULL ? st->resume :
+				     jstr(jobj(res, "thread"), "id")) < 0)
+			return;
+		if (jstr(res, "model") != NULL)
+			set_str(&p->init_model, jstr(res, "model"));
+		cx_turn_start(p);
+		return;
+	case CX_TURN:
+		if (err != NULL) {
+			st->quiet = 0;
+			tq_stream_fail(p, "turn/start", err);
+			return;
+		}
+		set_str(&st->turn, jstr(jobj(res, "turn"), "id"));
+		st->quiet = 0;
+		if (st->interrupt_asked && st->turn != NULL)
+			cx_send_interrupt(p);
+		return;
+	}
+}
+
+static void cx_read(struct tq_result_parser *p, const cJSON *o)
+{
+	if (tq_rpc_is_request(o))
+		cx_request(p, o);
+	else if (tq_rpc_is_notification(o))
+		cx_notification(p, o);
+	else if (!p->has_result && tq_rpc_answers(o, p->st->wait))
+		cx_answered(p, o);
+}
+
+/* What codex app-server takes of exec's command: its -c overrides (the
+ * retry cap among them), its features; the model, the sandbox and the
+ * session go in the protocol. */
+static const struct tq_stream_opt stream_opts[] = {
+	{ "-c", 1, 1 }, { "--config", 1, 1 }, { "--enable", 1, 1 }, { "--disable", 1, 1 },
+	{ "--strict-config", 0, 1 }, { NULL, 0, 0 },
+};
+
+static const char *const stream_args[] = { "app-server", NULL };
+
+static const char *const stream_needles[] = { "\"id\"", "\"turn/completed\"",
+					      "\"thread/tokenUsage/updated\"", NULL };
+
+static const struct tq_agent_stream stream = {
+	.args = stream_args,
+	.opts = stream_opts,
+	.keep_other = 0,
+	.needles = stream_needles,
+	.begin = cx_begin,
+	.read = cx_read,
+	.interrupt = cx_interrupt,
+};
+
+/* ------------------------------------------------------------------ */
 /* The entry                                                          */
 
 static const char *const needles[] = {
@@ -466,8 +776,5 @@ const struct tq_agent_def tq_agent_codex = {
 	.isolate = isolate,
 	.conf_model = conf_model,
 	.ws_names = ws_names,
-	/* No stream-input mode: codex exec takes one prompt a run, stdin
-	 * read as more of it (research agent-clis.md 5), so a session of it
-	 * cannot be warm. */
-	.stream = NULL,
+	.stream = &stream,
 };

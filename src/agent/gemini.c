@@ -12,11 +12,20 @@
  * (concatenated: the result text), and the result line (status, error,
  * stats). An error's result is error.message. Output tokens are candidates
  * + thoughts. No cost; no duration with -o json.
+ *
+ * Its stream-input mode (research agent-clis.md 4.1, gemini 0.61.0):
+ * gemini --acp, the Agent Client Protocol (acp.c); the one-shot command's
+ * options but for its output format, prompt and --resume, which ACP mode
+ * ignores (session/load resumes); the model its --model. A session is not
+ * loaded in the minute its chat file was made (load_not_before).
  */
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -25,6 +34,7 @@
 #include "agent.h"
 #include "agent_int.h"
 #include "result_int.h"
+#include "stream_int.h"
 
 /* general.maxAttempts on every run, isolated or not (its default is 10):
  * no retries of its own, taskq's are in charge (issue 17.3). */
@@ -240,6 +250,98 @@ static int cap_retries(struct tq_queue *q, const struct tq_task *t, struct tq_en
 }
 
 /* ------------------------------------------------------------------ */
+/* Stream input (issue 19): gemini --acp                              */
+
+/* A variable of envp ("NAME=value"), or NULL. */
+static const char *env_of(char *const *envp, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (; envp != NULL && *envp != NULL; envp++)
+		if (strncmp(*envp, name, n) == 0 && (*envp)[n] == '=')
+			return *envp + n + 1;
+	return NULL;
+}
+
+/* Whether a chats directory dir holds a file of session sid made in the
+ * UTC minute now ("YYYY-MM-DDTHH-MM"): session-<minute>-<8 of the id>. */
+static int made_in(const char *dir, const char *sid, const char *now)
+{
+	char want[64];
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int found = 0;
+
+	if (d == NULL)
+		return 0;
+	snprintf(want, sizeof(want), "session-%s-%.8s.json", now, sid);
+	while (!found && (e = readdir(d)) != NULL)
+		found = strncmp(e->d_name, want, strlen(want)) == 0;
+	closedir(d);
+	return found;
+}
+
+/*
+ * gemini 0.61's session/load loses the session when it comes in the UTC
+ * minute its chat file was made (research agent-clis.md 4.1: the load's
+ * new chat recording opens session-<minute>-<id8>.jsonl, the session's own
+ * file then, and writes it empty), so a session whose file has this
+ * minute's name is loaded in the next minute, a second into it. Its chats
+ * are under $GEMINI_CLI_HOME (else $HOME)/.gemini/tmp/<project>/chats.
+ */
+static int64_t load_not_before(const char *sid, char *const *envp)
+{
+	const char *home = env_of(envp, "GEMINI_CLI_HOME");
+	char tmp[PATH_MAX], dir[PATH_MAX + 300], now[32];
+	int64_t ms = tq_now_ms();
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+	struct dirent *e;
+	DIR *d;
+	int found = 0;
+
+	if (home == NULL || home[0] != '/')
+		home = env_of(envp, "HOME");
+	if (home == NULL || home[0] != '/' || gmtime_r(&t, &tm) == NULL ||
+	    strftime(now, sizeof(now), "%Y-%m-%dT%H-%M", &tm) == 0 ||
+	    snprintf(tmp, sizeof(tmp), "%s/.gemini/tmp", home) >= (int)sizeof(tmp) ||
+	    (d = opendir(tmp)) == NULL)
+		return 0;
+	while (!found && (e = readdir(d)) != NULL)
+		found = e->d_name[0] != '.' &&
+			snprintf(dir, sizeof(dir), "%s/%s/chats", tmp, e->d_name) <
+			(int)sizeof(dir) && made_in(dir, sid, now);
+	closedir(d);
+	return found ? (ms / 60000 + 1) * 60000 + 1000 : 0;
+}
+
+/* What its one-shot command has that --acp does not take: the output
+ * format, the prompt, the session to resume (session/load does). */
+static const struct tq_stream_opt stream_opts[] = {
+	{ "-o", 1, 0 }, { "--output-format", 1, 0 }, { "-p", 1, 0 }, { "--prompt", 1, 0 },
+	{ "-i", 1, 0 }, { "--prompt-interactive", 1, 0 }, { "-r", 1, 0 }, { "--resume", 1, 0 },
+	{ "--session-id", 1, 0 }, { "--acp", 0, 0 }, { "--experimental-acp", 0, 0 },
+	{ NULL, 0, 0 },
+};
+
+static const char *const stream_args[] = { "--acp", NULL };
+
+static const struct tq_acp_tune acp_tune = { .load_not_before = load_not_before };
+
+/* gemini --acp (research agent-clis.md 4.1): the Agent Client Protocol
+ * (acp.c), its model the command's --model. */
+static const struct tq_agent_stream stream = {
+	.args = stream_args,
+	.opts = stream_opts,
+	.keep_other = 1,
+	.needles = tq_acp_needles,
+	.begin = tq_acp_begin,
+	.read = tq_acp_read,
+	.interrupt = tq_acp_interrupt,
+	.tune = &acp_tune,
+};
+
+/* ------------------------------------------------------------------ */
 /* The entry                                                          */
 
 /* In a workspace (read when GEMINI_CLI_TRUST_WORKSPACE trusts it, as its
@@ -257,8 +359,5 @@ const struct tq_agent_def tq_agent_gemini = {
 	.session_bad = tq_result_session_uuid,
 	.cap_retries = cap_retries,
 	.ws_files = ws_files,
-	/* No stream-input mode: gemini -p takes one prompt a run (its
-	 * stream-json is output only; research agent-clis.md 4), so a session
-	 * of it cannot be warm. */
-	.stream = NULL,
+	.stream = &stream,
 };

@@ -11,6 +11,11 @@
  * turn each; output tokens are output + reasoning), error (is_error, its
  * data.message the result, subtype its name). No duration, no model
  * (conf_model below).
+ *
+ * Its stream-input mode (research agent-clis.md 6.1, opencode 1.18.33):
+ * opencode acp, the Agent Client Protocol (acp.c), its model set by
+ * session/set_config_option; the turn's usage in the prompt's answer, no
+ * cost.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +28,7 @@
 #include "agent.h"
 #include "agent_int.h"
 #include "result_int.h"
+#include "stream_int.h"
 
 /* ------------------------------------------------------------------ */
 /* Result                                                             */
@@ -216,6 +222,34 @@ static char *conf_model(char *const *v, size_t n, const struct tq_env *env, cons
 }
 
 /* ------------------------------------------------------------------ */
+/* Stream input (issue 19): opencode acp                              */
+
+/* What opencode acp takes of its one-shot command: its logging and
+ * plugin options; not run's (the model goes by session/set_config_option,
+ * the session by session/load). */
+static const struct tq_stream_opt stream_opts[] = {
+	{ "--print-logs", 0, 1 }, { "--log-level", 1, 1 }, { "--pure", 0, 1 },
+	{ NULL, 0, 0 },
+};
+
+static const char *const stream_args[] = { "acp", NULL };
+
+static const struct tq_acp_tune acp_tune = { .model_by_option = 1 };
+
+/* opencode acp (research agent-clis.md 6.1): the Agent Client Protocol
+ * (acp.c). */
+static const struct tq_agent_stream stream = {
+	.args = stream_args,
+	.opts = stream_opts,
+	.keep_other = 0,
+	.needles = tq_acp_needles,
+	.begin = tq_acp_begin,
+	.read = tq_acp_read,
+	.interrupt = tq_acp_interrupt,
+	.tune = &acp_tune,
+};
+
+/* ------------------------------------------------------------------ */
 /* The entry                                                          */
 
 static const char *const needles[] = {
@@ -234,7 +268,5 @@ const struct tq_agent_def tq_agent_opencode = {
 	.session_bad = session_bad,
 	.conf_model = conf_model,
 	.ws_files = ws_files,
-	/* No stream-input mode: opencode run takes one message a run
-	 * (research agent-clis.md 6), so a session of it cannot be warm. */
-	.stream = NULL,
+	.stream = &stream,
 };

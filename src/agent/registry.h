@@ -30,10 +30,15 @@
  *     holds; its session id form; and, each optional, capping its own
  *     retries, hiding the user's MCP servers in an isolated workspace, the
  *     model its own config names, the files a workspace gives it and the
- *     names it takes there. The helpers it may use: result_int.h (reading
- *     an object), agent_int.h (a CLI's config read or overlaid, the run's
- *     private directory, the uuid session form). Copy the nearest agent's
- *     file: claude.c is the smallest.
+ *     names it takes there; its stream-input mode for warm sessions
+ *     (struct tq_agent_stream below: a protocol of its own, as claude's
+ *     and codex's, or the Agent Client Protocol of acp.c, tuned, as
+ *     gemini's and opencode's; without one, --warm is refused for it).
+ *     The helpers it may use: result_int.h (reading an object),
+ *     agent_int.h (a CLI's config read or overlaid, the run's private
+ *     directory, the uuid session form), stream_int.h (a warm turn's
+ *     lines, JSON-RPC, ACP). Copy the nearest agent's file: claude.c is
+ *     the smallest.
  *  2. Its name in registry.c's AGENTS list (the table's order is the order
  *     of messages: "claude, gemini, ..."), and foo.c in
  *     src/agent/meson.build's files.

@@ -77,6 +77,24 @@ void tq_stream_fail(struct tq_result_parser *p, const char *what, const cJSON *e
 	}
 }
 
+int tq_stream_opened(struct tq_result_parser *p, const char *verb, const cJSON *error,
+		     const char *id)
+{
+	struct stream_turn *st = p->st;
+	char what[TQ_RESULT_SESSION_MAX + 64];
+
+	if (error != NULL || id == NULL) {
+		snprintf(what, sizeof(what), "%s%s%s", verb, st->resume ? " " : "",
+			 st->resume ? st->resume : "");
+		tq_stream_fail(p, what, error);
+		return -1;
+	}
+	set_str(&st->sid, id);
+	set_str(&p->session, id);
+	tq_stream_set_state(p, id);
+	return 0;
+}
+
 /* ------------------------------------------------------------------ */
 /* JSON-RPC 2.0                                                       */
 

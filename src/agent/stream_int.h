@@ -2,8 +2,9 @@
  * stream_int.h - a turn in an agent's stream-input mode (registry.h, struct
  * tq_agent_stream; result.h, tq_result_parser_stream): what the turn keeps
  * in its result parser, and the helpers its protocol's functions use: what
- * to write to the process, JSON-RPC 2.0 lines (rpc.c). Not for use outside
- * src/agent.
+ * to write to the process, JSON-RPC 2.0 lines (rpc.c), and the Agent
+ * Client Protocol that more than one CLI speaks (acp.c). Not for use
+ * outside src/agent.
  *
  * A protocol's functions run inside the parser's calls: begin inside
  * tq_result_parser_stream (the turn's arguments are in st->arg then, and
@@ -65,6 +66,15 @@ const char *tq_stream_state_conv(const char *state);
  * its data's details when a string), or just what when error is NULL. */
 void tq_stream_fail(struct tq_result_parser *p, const char *what, const struct cJSON *error);
 
+/* The answer to the request that opens the turn's conversation (verb:
+ * "session/load"): 0 when it opened conversation id (NULL: the answer
+ * named none; the one resumed, st->resume, when it was resumed), which is
+ * then the turn's (st->sid), the result's session and the state's; -1 when
+ * error (or no id) says it failed: the turn ends in error, saying verb and
+ * the id resumed. */
+int tq_stream_opened(struct tq_result_parser *p, const char *verb, const struct cJSON *error,
+		     const char *id);
+
 /* ------------------------------------------------------------------ */
 /* JSON-RPC 2.0 (rpc.c)                                               */
 
@@ -89,5 +99,26 @@ int tq_rpc_answers(const struct cJSON *o, const char *id);
  * notification (a method, no id). */
 int tq_rpc_is_request(const struct cJSON *o);
 int tq_rpc_is_notification(const struct cJSON *o);
+
+/* ------------------------------------------------------------------ */
+/* The Agent Client Protocol (acp.c)                                  */
+
+/* What a CLI that speaks ACP tunes of it (struct tq_agent_stream's tune). */
+struct tq_acp_tune {
+	/* the model is set by session/set_config_option "model" (else it is
+	 * the command's, e.g. its -m) */
+	int model_by_option;
+	/* The wall-clock time (ms) before which session sid must not be
+	 * loaded by a process of environment envp, or 0 (a CLI that loses a
+	 * session loaded too soon). NULL: none. */
+	int64_t (*load_not_before)(const char *sid, char *const *envp);
+};
+
+void tq_acp_begin(struct tq_result_parser *p);
+void tq_acp_read(struct tq_result_parser *p, const struct cJSON *o);
+int tq_acp_interrupt(struct tq_result_parser *p);
+
+/* The needles of an ACP turn's objects. */
+extern const char *const tq_acp_needles[];
 
 #endif

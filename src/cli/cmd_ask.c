@@ -56,7 +56,8 @@ static const char ask_help[] =
 	"                   directory of the first (another --cwd is refused), each\n"
 	"                   resuming the agent session of the last one that succeeded\n"
 	"  --warm           with --session: a turn on the session's agent process,\n"
-	"                   kept up between messages (taskq help sessions); claude.\n"
+	"                   kept up between messages (taskq help sessions): claude,\n"
+	"                   gemini (--acp), opencode (acp), codex (app-server).\n"
 	"                   kill, --timeout: the turn interrupted, the process kept\n"
 	"                   (another --model, --env, ...: a new one that resumes)\n"
 	"  --idle-timeout DUR  with --warm: end it after DUR idle (default 10m)\n"
@@ -334,10 +335,14 @@ static int apply_warm(struct cli_submit *s, const struct cli_ask *a, const struc
 				  "(with --session KEY)");
 	if (!warm)
 		return 0;
-	if (d == NULL || d->stream == NULL)
+	if (d == NULL)
+		return tq_err_set(err, TQ_EINVAL, "--warm: profile %s runs no agent taskq knows "
+				  "(\"parser\": \"%s\"), so no stream-input mode to keep it in; "
+				  "drop --warm%s", p->name, p->parser,
+				  a->warm > 0 ? "" : " (the profile's \"warm\": use --no-warm)");
+	if (d->stream == NULL)
 		return tq_err_set(err, TQ_EINVAL, "--warm: %s has no stream-input mode (it takes "
-				  "one prompt a process); drop --warm%s",
-				  d != NULL ? d->name : p->name,
+				  "one prompt a process); drop --warm%s", d->name,
 				  a->warm > 0 ? "" : " (the profile's \"warm\": use --no-warm)");
 	s->spec.warm = 1;
 	s->spec.idle_timeout_ms = a->idle_timeout_ms > 0 ? a->idle_timeout_ms :

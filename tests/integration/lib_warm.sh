@@ -2,7 +2,25 @@
 # session's agent process kept between messages). Source after lib.sh,
 # lib_agents.sh and lib_serve.sh.
 #
-#   warm_ask KEY ARGS...   `taskq ask --session KEY --warm ARGS...`, the id
+# A test of warm sessions runs for the agent WARM_AGENT (claude when
+# unset; meson runs some again for gemini, codex and opencode, as
+# NAME_AGENT): what differs by agent is said by the helpers below.
+#
+#   warm_ask KEY ARGS...   `taskq ask --agent WARM_AGENT --session KEY --warm
+#                          ARGS...`, the id
+#   warm_fake_args ARGS... the fake WARM_AGENT's options (fake_agent_args)
+#   warm_mode              what the warm agent's command line holds: its
+#                          stream-input mode ("--input-format stream-json",
+#                          "--acp", " acp", " app-server")
+#   warm_assert_resumes PID SID   the process PID resumed agent session
+#                          SID: claude by its command line (--resume);
+#                          the others by their protocol, which the turn's
+#                          history and agent session show
+#   warm_interrupted       the subtype of an interrupted turn's result
+#   warm_turn_lines        the lines a kept process's one turn logs with
+#                          the fake (its answer and its text)
+#   warm_start_marker      a text of a new process's start (handshake)
+#                          that no turn's log may hold, "" for none
 #   warm_pids              the live processes this test's warm agents (and
 #                          what they started) are, found by their marks, one
 #                          a line
@@ -10,10 +28,55 @@
 #   serve_log_has TEXT     the supervisor's log (serve --foreground's
 #                          stderr) holds TEXT
 
+WARM_AGENT=${WARM_AGENT:-claude}
+
 warm_ask() {
 	local key=$1
 	shift
-	"$TASKQ_BIN" ask --session "$key" --warm "$@"
+	"$TASKQ_BIN" ask --agent "$WARM_AGENT" --session "$key" --warm "$@"
+}
+
+warm_fake_args() { fake_agent_args "$WARM_AGENT" "$@"; }
+
+warm_mode() {
+	case $WARM_AGENT in
+	claude) echo "--input-format stream-json" ;;
+	gemini) echo "--acp" ;;
+	opencode) echo " acp" ;;
+	codex) echo " app-server" ;;
+	esac
+}
+
+warm_assert_resumes() {
+	[ "$WARM_AGENT" != claude ] ||
+		assert_contains "$(tr '\0' ' ' <"/proc/$1/cmdline")" "--resume $2" \
+			"the new process's command"
+}
+
+warm_interrupted() {
+	case $WARM_AGENT in
+	claude) echo error_during_execution ;;
+	gemini | opencode) echo cancelled ;;
+	codex) echo interrupted ;;
+	esac
+}
+
+warm_turn_lines() {
+	case $WARM_AGENT in
+	claude) echo 2 ;;   # assistant, result
+	gemini) echo 2 ;;   # agent_message_chunk, the prompt's answer
+	opencode) echo 3 ;; # two agent_message_chunks, the prompt's answer
+	codex) echo 5 ;;    # turn/started, the delta, item/completed,
+		# tokenUsage, turn/completed (turn/start's answer is its start)
+	esac
+}
+
+warm_start_marker() {
+	case $WARM_AGENT in
+	claude) echo "" ;;
+	gemini | opencode) echo '"protocolVersion"' ;;
+	codex) echo '"userAgent"' ;;
+	esac
 }
 
 # Every process whose environment holds the warm mark and this test's

@@ -7,10 +7,12 @@
 #   - a profile's "warm": true makes a session's messages warm ("idle_timeout"
 #     its default), --no-warm a cold one, a message without --session is
 #     not warm;
+#   - --warm for gemini, opencode and codex is stored warm as claude's is
+#     (each CLI has a stream-input mode: research agent-clis.md 4.1-6.1);
 #   - refused with one line, exit 2, nothing stored: --warm without
 #     --session, --idle-timeout without a warm task, a bad --idle-timeout,
-#     --warm for an agent whose CLI has no stream-input mode (gemini, codex,
-#     opencode; the line names it), --warm with --interactive;
+#     --warm for a profile that runs no agent taskq knows ("parser":
+#     "none"; the line names the profile), --warm with --interactive;
 #   - serve --max-warm N (1-256) and the config's "max_warm": the running
 #     supervisor's in status --json; out of range or not a whole number:
 #     one line, exit 2.
@@ -40,6 +42,12 @@ assert_eq '[false, null, "s1"]' "$(warm_of "$c")"
 assert_exit 0 tq show "$c"
 assert_contains "$(out)" "warm:         no"
 
+check "--warm for gemini, opencode and codex: stored warm"
+for agent in gemini opencode codex; do
+	assert_exit 0 tq ask --no-start --agent "$agent" --session "s-$agent" --warm "hi"
+	assert_eq "[true, 600000, \"s-$agent\"]" "$(warm_of "$(out)")" "$agent"
+done
+
 check "refused with one line, exit 2, nothing stored"
 n=$(task_count)
 assert_exit 2 tq ask --no-start --warm "no session"
@@ -53,11 +61,13 @@ assert_one_line_error
 assert_contains "$(err)" "--idle-timeout: "
 assert_exit 2 tq ask --no-start --session s1 --warm --idle-timeout 0 "zero"
 assert_one_line_error
-for agent in gemini codex opencode; do
-	assert_exit 2 tq ask --no-start --agent "$agent" --session "s-$agent" --warm "hi"
-	assert_one_line_error
-	assert_contains "$(err)" "--warm: $agent has no stream-input mode"
-done
+cat >"$TQ_TMP/plain.json" <<'JSON'
+{"profiles": {"plain": {"command": ["sh", "-c", "echo {prompt}"], "parser": "none"}}}
+JSON
+assert_exit 2 env TASKQ_CONFIG="$TQ_TMP/plain.json" "$TASKQ_BIN" ask --no-start --agent plain \
+	--session s-plain --warm "hi"
+assert_one_line_error
+assert_contains "$(err)" '--warm: profile plain runs no agent taskq knows ("parser": "none")'
 assert_exit 2 tq ask --interactive --session s1 --warm
 assert_one_line_error
 assert_contains "$(err)" "--warm does not apply to --interactive"
@@ -66,7 +76,8 @@ assert_eq "$n" "$(task_count)" "tasks stored"
 check "a profile's \"warm\": true: a session's messages are warm, with its idle timeout"
 cat >"$TQ_TMP/config.json" <<'JSON'
 {"profiles": {"hot": {"extends": "claude", "warm": true, "idle_timeout": "2m"},
-              "gem": {"extends": "gemini", "warm": true}}}
+              "gem": {"extends": "gemini", "warm": true},
+              "cod": {"extends": "codex", "warm": true}}}
 JSON
 export TASKQ_CONFIG="$TQ_TMP/config.json"
 assert_exit 0 tq ask --no-start --agent hot --session s2 "profile"
@@ -77,11 +88,20 @@ assert_exit 0 tq ask --no-start --agent hot --session s2 --no-warm "cold"
 assert_eq '[false, null, "s2"]' "$(warm_of "$(out)")"
 assert_exit 0 tq ask --no-start --agent hot "no session"
 assert_eq '[false, null, null]' "$(warm_of "$(out)")"
-assert_exit 2 tq ask --no-start --agent gem --session s3 "warm gemini"
-assert_one_line_error
-assert_contains "$(err)" "--warm: gemini has no stream-input mode"
-assert_contains "$(err)" "use --no-warm"
+assert_exit 0 tq ask --no-start --agent gem --session s3 "warm gemini"
+assert_eq '[true, 600000, "s3"]' "$(warm_of "$(out)")"
 assert_exit 0 tq ask --no-start --agent gem --session s3 --no-warm "cold gemini"
+assert_eq '[false, null, "s3"]' "$(warm_of "$(out)")"
+assert_exit 0 tq ask --no-start --agent cod --session s5 "warm codex"
+assert_eq '[true, 600000, "s5"]' "$(warm_of "$(out)")"
+cat >"$TQ_TMP/config.json" <<'JSON'
+{"profiles": {"plainwarm": {"command": ["sh", "-c", "echo {prompt}"], "parser": "none",
+                            "warm": true}}}
+JSON
+assert_exit 2 tq ask --no-start --agent plainwarm --session s6 "warm plain"
+assert_one_line_error
+assert_contains "$(err)" "--warm: profile plainwarm runs no agent taskq knows"
+assert_contains "$(err)" "use --no-warm"
 echo '{"profiles": {"bad": {"extends": "claude", "warm": "yes"}}}' >"$TQ_TMP/config.json"
 assert_exit 2 tq ask --no-start --agent bad --session s4 "x"
 assert_one_line_error
@@ -99,7 +119,6 @@ assert_eq '[true, 60000, "f"]' "$(warm_of "$l2")"
 assert_eq '[false, null, "f"]' "$(warm_of "$l3")"
 n=$(task_count)
 for bad in '{"prompt":"x","warm":true}' \
-	'{"prompt":"x","agent":"codex","session":"c","warm":true}' \
 	'{"prompt":"x","session":"f","idle_timeout":"5m"}' \
 	'{"prompt":"x","session":"f","warm":true,"idle_timeout":0}' \
 	'{"prompt":"x","session":"f","warm":"yes"}'; do

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # test_warm_death.sh - a warm session's agent process dies (issue 19), with
-# the fake claude in its stream-input mode:
+# the fake agent WARM_AGENT in its stream-input mode (lib_warm.sh; claude,
+# and as warm_death_gemini, _codex, _opencode the others):
 #   - SIGKILLed between messages: the supervisor reaps it and says so; the
 #     next message starts a new process that resumes the session
-#     (--resume, the conversation kept);
+#     (claude's --resume, a protocol's session load: the conversation and
+#     the agent session kept);
 #   - SIGKILLed during a turn: that attempt is recorded with its reason (the
 #     signal), what the agent had started in a session of its own (a tool's
 #     grandchild) is killed, no process is left, and the next message
@@ -18,14 +20,12 @@
 
 PATH="$(fake_agents_path):$PATH"
 export PATH
-fake_agent_args claude --key-order real --grandchild-pid-file "$TQ_TMP/grandchild" \
+warm_fake_args --key-order real --grandchild-pid-file "$TQ_TMP/grandchild" \
 	--result 'R:{prompt} turn{turns} pid{pid} h[{history}]'
 mkdir -p "$TQ_TMP/proj"
 cd "$TQ_TMP/proj" || exit 1
 
 serve_start 2
-
-cmdline() { tr '\0' ' ' <"/proc/$1/cmdline"; }
 
 check "SIGKILLed between messages: the next message resumes on a new process"
 a=$(warm_ask k1 "first")
@@ -40,7 +40,7 @@ wait_state "$b" succeeded
 pb=$(turn_pid "$b")
 [ "$pb" != "$pa" ] || fail "the second message ran on the dead process's pid"
 assert_eq "R:second turn2 pid$pb h[first]" "$(attempt_field "$b" last result)" "second result"
-assert_contains "$(cmdline "$pb")" "--resume $sid" "the new process's command"
+warm_assert_resumes "$pb" "$sid"
 assert_eq "$sid" "$(attempt_field "$b" last agent_session)" "the agent session"
 
 check "SIGKILLed during a turn: the attempt says why, nothing is left, the next resumes"
@@ -81,4 +81,5 @@ pe=$(turn_pid "$e")
 [ "$pe" != "$pd" ] || fail "the retry ran on the ended process's pid"
 assert_eq "R:fifth [sleep 4] turn4 pid$pe h[first | second | fourth]" \
 	"$(attempt_field "$e" last result)" "the retry's result"
-assert_contains "$(cmdline "$pe")" "--resume $sid" "the retry's process"
+warm_assert_resumes "$pe" "$sid"
+assert_eq "$sid" "$(attempt_field "$e" last agent_session)" "the retry's agent session"

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # test_warm_kill.sh - stopping a warm message's turn (issue 19), with the
-# fake claude in its stream-input mode:
-#   - taskq kill writes the CLI's interrupt control message: the turn ends
-#     at once with its result (error_during_execution), the attempt is
-#     killed, and the process is kept: the next message runs on it;
+# fake agent WARM_AGENT in its stream-input mode (lib_warm.sh; claude, and
+# as warm_kill_gemini, _codex, _opencode the others):
+#   - taskq kill writes the CLI's interrupt (claude's control message, ACP's
+#     session/cancel, codex's turn/interrupt): the turn ends at once with
+#     its result (error_during_execution, cancelled, interrupted), the
+#     attempt is killed, and the process is kept: the next message runs on
+#     it;
 #   - an agent that does not answer the interrupt within the kill grace is
 #     ended (TERM to its group), the attempt killed with the signal, and
 #     the next message resumes on a new process;
@@ -16,7 +19,7 @@
 
 PATH="$(fake_agents_path):$PATH"
 export PATH
-fake_agent_args claude --key-order real --result 'R:{prompt} turn{turns} pid{pid}'
+warm_fake_args --key-order real --result 'R:{prompt} turn{turns} pid{pid}'
 mkdir -p "$TQ_TMP/proj"
 cd "$TQ_TMP/proj" || exit 1
 
@@ -39,7 +42,7 @@ wait_for "[ \"\$(turn_pid $b)\" = $pa ]" 10 || fail "task $b did not run on pid 
 wait_state "$b" killed
 assert_eq "killed by taskq kill (its turn interrupted, its agent kept)" \
 	"$(attempt_field "$b" last reason)" "the killed attempt's reason"
-assert_eq error_during_execution "$(attempt_field "$b" last subtype)" "the turn's result"
+assert_eq "$(warm_interrupted)" "$(attempt_field "$b" last subtype)" "the turn's result"
 [ "$(runtime_ms "$b")" -lt 15000 ] || fail "the interrupt took the kill grace"
 _tq_alive "$pa" || fail "the interrupt ended the process"
 c=$(warm_ask k1 "third")

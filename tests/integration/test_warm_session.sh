@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
-# test_warm_session.sh - a warm session (issue 19) with the fake claude in
-# its stream-input mode (tests/fixtures/fakeagent: one process, a result per
-# turn, the earlier prompts of the process's conversation in {history}):
+# test_warm_session.sh - a warm session (issue 19) with the fake agent
+# WARM_AGENT (lib_warm.sh: claude, and as warm_session_gemini, _codex,
+# _opencode the others) in its stream-input mode (tests/fixtures/fakeagent:
+# one process, a result per turn, the earlier prompts of the process's
+# conversation in {history}):
 #   - the second message runs on the same process (same pid, recorded as
 #     the attempt's pid) and its conversation (the first prompt in its
 #     history), with no --resume: the process was kept;
 #   - each message is a task: its own result, and a log holding only its
-#     turn's lines (the first has the init line; the second none, and not
-#     the first's result);
+#     turn's lines (claude's first has the init line; the second none, and
+#     not the first's result; a protocol's handshake is in neither);
 #   - three messages submitted at once run one at a time in submission
 #     order on that process, each with its own result;
+#   - a turn that fails with a rate limit, an overload, an auth error is
+#     classified as a cold run's failure is (the agent's error in its
+#     protocol), and the process is kept;
 #   - a warm message holds a worker only while its turn runs: with one
 #     worker, a plain task runs while the process waits, and the process is
 #     still there after;
@@ -25,7 +30,7 @@
 
 PATH="$(fake_agents_path):$PATH"
 export PATH
-fake_agent_args claude --key-order real --result 'R:{prompt} turn{turns} pid{pid} h[{history}]'
+warm_fake_args --key-order real --result 'R:{prompt} turn{turns} pid{pid} h[{history}]'
 mkdir -p "$TQ_TMP/proj"
 cd "$TQ_TMP/proj" || exit 1
 
@@ -43,19 +48,26 @@ wait_state "$b" succeeded
 assert_eq "$pa" "$(turn_pid "$b")" "the second message's agent pid"
 assert_eq "R:second turn2 pid$pa h[first]" "$(attempt_field "$b" last result)" "second result"
 argv=$(tr '\0' ' ' <"/proc/$pa/cmdline")
-assert_contains "$argv" "--input-format stream-json" "the warm agent's command"
+assert_contains "$argv" "$(warm_mode)" "the warm agent's command"
 assert_not_contains "$argv" "--resume" "a first process of a new session"
 assert_not_contains "$argv" "first" "the prompt is not in the command"
 
 check "each message's log holds only its turn's lines"
 "$TASKQ_BIN" log "$a" >"$TQ_TMP/log_a"
 "$TASKQ_BIN" log "$b" >"$TQ_TMP/log_b"
-assert_contains "$(cat "$TQ_TMP/log_a")" '"subtype":"init"' "the first turn's log"
-assert_contains "$(cat "$TQ_TMP/log_a")" 'R:first' "the first turn's log"
-assert_not_contains "$(cat "$TQ_TMP/log_b")" '"subtype":"init"' "the second turn's log"
-assert_not_contains "$(cat "$TQ_TMP/log_b")" 'R:first' "the second turn's log"
-assert_eq 1 "$(grep -c '"type":"result"' "$TQ_TMP/log_b")" "result lines in the second log"
-assert_eq 2 "$(grep -c . "$TQ_TMP/log_b")" "lines in the second log (assistant, result)"
+if [ "$WARM_AGENT" = claude ]; then
+	assert_contains "$(cat "$TQ_TMP/log_a")" '"subtype":"init"' "the first turn's log"
+	assert_not_contains "$(cat "$TQ_TMP/log_b")" '"subtype":"init"' "the second turn's log"
+	assert_eq 1 "$(grep -c '"type":"result"' "$TQ_TMP/log_b")" "result lines in the second log"
+fi
+marker=$(warm_start_marker)
+if [ -n "$marker" ]; then
+	assert_not_contains "$(cat "$TQ_TMP/log_a")" "$marker" "the first turn's log (its handshake)"
+	assert_not_contains "$(cat "$TQ_TMP/log_b")" "$marker" "the second turn's log"
+fi
+assert_contains "$(cat "$TQ_TMP/log_a")" 'turn1 pid' "the first turn's log"
+assert_not_contains "$(cat "$TQ_TMP/log_b")" 'turn1 pid' "the second turn's log"
+assert_eq "$(warm_turn_lines)" "$(grep -c . "$TQ_TMP/log_b")" "lines in the second log"
 
 check "three messages submitted at once finish in order, each with its own result"
 c1=$(warm_ask k1 "m3")
@@ -71,6 +83,16 @@ e2=$(attempt_field "$c2" last ended_at)
 s3=$(attempt_field "$c3" last started_at)
 [ "$s2" -ge "$e1" ] && [ "$s3" -ge "$e2" ] ||
 	fail "the messages overlapped: m3 ended $e1, m4 ran $s2..$e2, m5 started $s3"
+
+check "a turn's API errors are classified as a cold run's, the process kept"
+for m in rate_limit:rate_limit overload:overload auth:auth; do
+	f=$(warm_ask k1 --retries 0 "fails [mode ${m%%:*}]")
+	wait_state "$f" failed
+	assert_eq "$pa|${m#*:}" "$(attempt_field "$f" last pid category)" "a turn in ${m%%:*} mode"
+done
+f=$(warm_ask k1 "after the errors")
+wait_state "$f" succeeded
+assert_eq "$pa" "$(turn_pid "$f")" "the agent after the errors"
 
 check "a warm process holds no worker between messages"
 p=$("$TASKQ_BIN" submit -- sh -c 'echo plain')
