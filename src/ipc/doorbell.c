@@ -67,3 +67,8 @@ int tq_doorbell_ring(const char *home)
 	tq_close(fd);
 	return 0;
 }
+
+void tq_doorbell_ring_fd(int fd)
+{
+	(void)tq_write(fd, "", 1);
+}

@@ -31,4 +31,15 @@ int tq_doorbell_drain(int fd);
  */
 int tq_doorbell_ring(const char *home);
 
+/*
+ * Ring through fd, the doorbell held open (tq_doorbell_open): one byte,
+ * one system call, for a process that rings often (a worker claiming from
+ * a backlog, the supervisor after each submit). As the FIFO is held open
+ * for reading (by fd itself), the byte is taken even when no worker
+ * listens, and waits for the next one to go idle, as a byte rung while
+ * every worker is busy does. A full pipe (EAGAIN) is fine: bytes are
+ * waiting already. Async-signal-safe.
+ */
+void tq_doorbell_ring_fd(int fd);
+
 #endif

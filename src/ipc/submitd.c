@@ -73,6 +73,7 @@ struct tq_submitd {
 	dev_t dev;                  /* what we created, to unlink only that */
 	ino_t ino;
 	int64_t paused_until;       /* mono ms; 0: accepting */
+	int bellfd;                 /* the doorbell, held once rung; -1: not yet */
 	struct tq_queue *q;
 	struct conn conns[TQ_SUBMITD_CONN_MAX];
 	int nconns;
@@ -159,6 +160,7 @@ int tq_submitd_open(struct tq_submitd **sdp, const char *home, struct tq_err *er
 	if ((sd = calloc(1, sizeof(*sd))) == NULL)
 		return tq_err_set(err, TQ_ENOMEM, "out of memory");
 	sd->fd = -1;
+	sd->bellfd = -1;
 	for (int i = 0; i < TQ_SUBMITD_CONN_MAX; i++)
 		sd->conns[i].fd = -1;
 	sd->dirfd = -1;
@@ -246,6 +248,19 @@ static int peer_ok(int c, void (*log)(const char *msg))
 
 /* Store the request that arrived whole on c, a frame of version, and
  * answer it in that version (wire.h, "Versions"). */
+/* Wake an idle worker: through the doorbell held open (one write a
+ * submit, not an open, a write and a close), or by its path where it
+ * cannot be held. */
+static void ring(struct tq_submitd *sd)
+{
+	if (sd->bellfd < 0)
+		sd->bellfd = tq_doorbell_open(sd->home, NULL);
+	if (sd->bellfd >= 0)
+		tq_doorbell_ring_fd(sd->bellfd);
+	else
+		tq_doorbell_ring(sd->home);
+}
+
 static void store(struct tq_submitd *sd, int c, const uint8_t *payload, size_t len,
 		  int version, void (*log)(const char *msg))
 {
@@ -278,7 +293,7 @@ static void store(struct tq_submitd *sd, int c, const uint8_t *payload, size_t l
 	/* A token already stored (the client's retry) rings once more for
 	 * nothing: harmless, a worker just finds no new task. */
 	if (!existed && tq_queue_wants_worker(sd->q, id))
-		tq_doorbell_ring(sd->home);
+		ring(sd);
 out:
 	tq_wire_free(&w);
 }
@@ -465,6 +480,7 @@ void tq_submitd_close(struct tq_submitd *sd)
 		unlink_ours(sd);
 	tq_close(sd->dirfd);
 	tq_close(sd->fd);
+	tq_close(sd->bellfd);
 	for (int i = 0; i < TQ_SUBMITD_CONN_MAX; i++)
 		if (sd->conns[i].fd >= 0)
 			conn_close(sd, &sd->conns[i]);

@@ -55,13 +55,11 @@ int tq_contain_dir(const char *home, struct tq_err *err)
 	return fd;
 }
 
-/* Mark the file idle: nothing running, nothing to recover. */
+/* Mark the file idle: nothing running, nothing to recover. Whatever an
+ * earlier record left after it is read past (record_read). */
 static int set_idle(int fd)
 {
-	if (tq_pwrite_all(fd, IDLE, strlen(IDLE), 0) < 0 ||
-	    ftruncate(fd, (off_t)strlen(IDLE)) < 0)
-		return -1;
-	return 0;
+	return tq_pwrite_all(fd, IDLE, strlen(IDLE), 0) < 0 ? -1 : 0;
 }
 
 int tq_contain_file_open(struct tq_contain_file *f, const char *home, struct tq_err *err)
@@ -97,6 +95,12 @@ void tq_contain_file_close(struct tq_contain_file *f)
 
 /* ---- writing a record --------------------------------------------------- */
 
+/* The last sequence number written by this process, whose one record file
+ * takes every attempt's records: numbers never repeat in a file, so what an
+ * earlier attempt's record left after a later one's can never complete
+ * the later one's cut short. */
+static uint64_t last_seq;
+
 /* Write body (the lines between head and end) as c's record, in place. */
 static int record_write(struct tq_contain *c, const char *kind, const char *body, size_t len)
 {
@@ -107,7 +111,7 @@ static int record_write(struct tq_contain *c, const char *kind, const char *body
 
 	if (c->fd < 0)
 		return 0;
-	c->seq++;
+	c->seq = ++last_seq;
 	hl = (size_t)snprintf(head, sizeof(head), MAGIC "%lld %d %" PRIu64 " %s\n",
 			      (long long)c->task, c->attempt, c->seq, kind);
 	el = (size_t)snprintf(end, sizeof(end), "end %" PRIu64 "\n", c->seq);
@@ -119,9 +123,12 @@ static int record_write(struct tq_contain *c, const char *kind, const char *body
 	memcpy(buf, head, hl);
 	memcpy(buf + hl, body, len);
 	memcpy(buf + hl + len, end, el);
-	/* One write, then the cut: a reader after a crash sees this record,
-	 * or the old one, or a mix that the sequence numbers refuse. */
-	if (tq_pwrite_all(c->fd, buf, total, 0) == 0 && ftruncate(c->fd, (off_t)total) == 0) {
+	/* One write, never a cut: a reader stops at the first end line, so
+	 * what a longer record before left after this one is never read, and
+	 * after a crash it sees this record, or the old one, or a mix that the
+	 * sequence numbers refuse. (An ftruncate each time, twice an attempt,
+	 * cost more than the write: 13 against 2.5 us of CPU here.) */
+	if (tq_pwrite_all(c->fd, buf, total, 0) == 0) {
 		c->filed = 1;
 		rc = 0;
 	}
@@ -349,8 +356,8 @@ static int record_read(int dirfd, const char *name, struct record *r, struct tq_
 		goto out;
 	}
 	r->buf[n] = '\0';
-	if (n == 0 || strcmp(r->buf, IDLE) == 0)
-		goto out; /* idle (empty: made, not yet marked) */
+	if (n == 0 || strncmp(r->buf, IDLE, strlen(IDLE)) == 0)
+		goto out; /* idle (empty: made, not yet marked); a record's tail after */
 	/* "taskq-procs 2 TASK ATTEMPT SEQ KIND\n" ... "end SEQ\n" */
 	if (sscanf(r->buf, MAGIC "%lld %d %" SCNu64 " %15s%n", &task, &r->attempt, &seq, kind,
 		   &used) != 4 || r->buf[used] != '\n' || task < 1 || r->attempt < 1 ||

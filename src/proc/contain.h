@@ -29,10 +29,12 @@
  *     end <seq>                                      ...
  *                                                    end <seq>
  *
- * rewritten in place (one pwrite, then ftruncate) when it changes, and
- * marked idle again once the attempt's processes are gone. In place, not a new file
- * renamed over the old: a new inode an attempt is what made a record cost
- * most on a busy ext4 (measured: inode allocation was 40% of a `true`
+ * rewritten in place (one pwrite, never cut: a reader stops at the end
+ * line, or after "idle", and what a longer record before left beyond it is
+ * never read; sequence numbers never repeat in a file) when it changes,
+ * and marked idle again once the attempt's processes are gone. In place,
+ * not a new file renamed over the old: a new inode an attempt is what made
+ * a record cost most on a busy ext4 (measured: inode allocation was 40% of a `true`
  * task's CPU there, with the two files of its log; a third per attempt cost
  * a third more). A worker killed in the middle of a write longer than a
  * page can leave a new head on an old tail (the kernel checks for a fatal

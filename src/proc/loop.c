@@ -4,7 +4,7 @@
  * What it does not do: decide anything. Which descriptors, which deadline,
  * what a signal means and what follows a child's exit are the caller's; this
  * file owns the mechanics every loop repeated: the poll with an absolute
- * deadline, EINTR, the signalfd read until EAGAIN, and reaping every child
+ * deadline, EINTR, the signalfd read until it is empty, and reaping every child
  * at SIGCHLD.
  *
  * Invariant: a turn never blocks anywhere but in its one poll.
@@ -57,24 +57,38 @@ int tq_loop_timeout(int64_t deadline, int64_t now)
 	return deadline - now > INT_MAX ? INT_MAX : (int)(deadline - now);
 }
 
+/* Signals read from the signalfd in one read(2): a read returns every
+ * record pending that fits, so one that returns fewer has emptied it,
+ * and a turn takes no second read only to see EAGAIN (a system call a
+ * task in a worker, after its SIGCHLD). */
+#define SIGFD_BATCH 8
+
 int tq_loop_signals(const struct tq_loop *l, struct tq_err *err)
 {
-	struct signalfd_siginfo si;
+	struct signalfd_siginfo si[SIGFD_BATCH];
 	ssize_t got;
 	int rc = 0, r;
 
 	if (l->sigfd < 0)
 		return 0;
-	while ((got = tq_read(l->sigfd, &si, sizeof(si))) == (ssize_t)sizeof(si)) {
-		/* one SIGCHLD may stand for several children: reap them all */
-		if (si.ssi_signo == SIGCHLD &&
-		    (r = tq_proc_reap(l->on_child, l->arg, err)) < 0) {
-			tq_err_prefix(err, "reap");
-			rc = r;
+	do {
+		size_t n;
+
+		if ((got = tq_read(l->sigfd, si, sizeof(si))) < 0)
+			break;
+		n = (size_t)got / sizeof(si[0]);
+		for (size_t i = 0; i < n; i++) {
+			/* one SIGCHLD may stand for several children: reap
+			 * them all */
+			if (si[i].ssi_signo == SIGCHLD &&
+			    (r = tq_proc_reap(l->on_child, l->arg, err)) < 0) {
+				tq_err_prefix(err, "reap");
+				rc = r;
+			}
+			if (l->on_signal != NULL)
+				l->on_signal(&si[i], l->arg);
 		}
-		if (l->on_signal != NULL)
-			l->on_signal(&si, l->arg);
-	}
+	} while (got == (ssize_t)sizeof(si));
 	/* EAGAIN: read empty. A signalfd reads whole records or nothing. */
 	if (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK && rc == 0)
 		rc = tq_err_sys(err, "read signalfd");

@@ -121,7 +121,9 @@ int tq_proc_kill_group(pid_t pgid, int sig, struct tq_err *err);
  * within TQ_PROC_SWEEP_WAIT_MS; TQ_ENOMEM, TQ_EIO with err set.
  *
  * Children are listed from /proc/self/task/TID/children when the kernel has
- * CONFIG_PROC_CHILDREN, else by scanning /proc/PID/stat for our pid as ppid.
+ * CONFIG_PROC_CHILDREN, else by scanning /proc/PID/stat for our pid as ppid;
+ * not at all when waitid(2) says the caller has none (one system call: the
+ * common case after a task).
  */
 int tq_proc_sweep(const pid_t *keep, size_t nkeep, size_t *killed,
 	struct tq_err *err);

@@ -1301,7 +1301,7 @@ static void written(struct run *r, enum tq_state state)
 	 * worker so it sleeps until then, not until its old timeout (up to its
 	 * idle heartbeat); its claim at that time wakes the others in turn. */
 	if (f->next != TQ_NEXT_FINAL)
-		tq_doorbell_ring(r->w->o->home);
+		tq_doorbell_ring_fd(r->w->bellfd);
 	tq_worker_log(r->w, "task %lld attempt %d: %s%s%s%s%s%s", (long long)r->t->id,
 		      r->t->attempt, tq_outcome_name(f->outcome),
 		      f->category ? " (" : "", f->category ? tq_category_name(f->category) : "",

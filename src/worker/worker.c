@@ -60,7 +60,7 @@ void tq_worker_log(struct worker *w, const char *fmt, ...)
 	char who[64], msg[TQ_ERR_MAX + 256];
 	va_list ap;
 
-	snprintf(who, sizeof(who), "taskq worker %d (pid %d)", w->o->slot, (int)getpid());
+	snprintf(who, sizeof(who), "taskq worker %d (pid %d)", w->o->slot, (int)w->pid);
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
@@ -334,7 +334,7 @@ static int step(struct worker *w)
 		 * at a time) the others sleep on: waking them would only cost a
 		 * claim that finds nothing. */
 		if (more)
-			tq_doorbell_ring(w->o->home);
+			tq_doorbell_ring_fd(w->bellfd);
 		/* The claim wrote the task's lease, not our row: a worker
 		 * draining short tasks beats once in half an idle beat. */
 		tq_worker_beat(w, t.id, 0);
@@ -400,7 +400,7 @@ static int start(struct worker *w, struct tq_err *err)
 
 int tq_worker_main(const struct tq_worker_opts *o)
 {
-	struct worker w = { .o = o, .sigfd = -1, .bellfd = -1,
+	struct worker w = { .o = o, .sigfd = -1, .bellfd = -1, .pid = getpid(),
 			    .reserve_fd = -1, .procs = TQ_CONTAIN_FILE_INIT,
 			    .cgroup = { .fd = -1 }, .home = TQ_STATEDIR_INIT };
 	struct tq_err err = TQ_ERR_INIT;

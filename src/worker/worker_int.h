@@ -21,7 +21,8 @@ struct worker {
 	struct tq_queue *q;
 	int64_t id;             /* row in workers: fences this worker's leases */
 	int sigfd;              /* signalfd: CHLD, TERM, INT, USR1, HUP */
-	int bellfd;             /* the doorbell's read end */
+	int bellfd;             /* the doorbell, read and rung (O_RDWR) */
+	pid_t pid;              /* ours, for the log lines */
 	int stopping;           /* a stop signal arrived */
 	int stop_signal;        /* which one, for the exit status */
 	int64_t stop_at;        /* mono ms: the running task's grace ends */

@@ -7,7 +7,11 @@
 # rt_sigaction a task), each of its file actions asked getrlimit (7
 # prlimit64 a task), and the sweep after each task listed
 # /proc/self/task (2 getdents64 a task). These bounds are far above what
-# the fixed code makes and far below what each of those made.
+# the fixed code makes and far below what each of those made. Later: the
+# process record cut after each write (2 ftruncate a task), the sweep's
+# look at a worker with no child left (getpid, getsid, getpgrp and 5 calls
+# on /proc), the doorbell opened and closed at each ring, the signalfd read
+# again to see it empty.
 . "$(dirname "$0")/lib.sh"
 
 if ! command -v strace >/dev/null; then
@@ -64,6 +68,14 @@ check "the sweep after a task reads its worker's children without listing /proc/
 n=$(per_task getdents64)
 [ "$n" -le 1 ] || fail "$n getdents64 a task (the sweep lists a directory?)"
 
+check "the sweep after a task that left no child reads nothing (waitid says so)"
+n=$(per_task getsid)
+[ "$n" -eq 0 ] || fail "$n getsid a task (the sweep looked for children when none was left)"
+
+check "a process record is written over, never cut"
+n=$(per_task ftruncate)
+[ "$n" -eq 0 ] || fail "$n ftruncate a task"
+
 # The calls themselves, in a drain of 5: a pipe's flags set without
 # asking them first (F_GETFL on each of a task's two pipes), and a small
 # /proc or cgroup file read once, not again to see its end (/proc/PID/stat
@@ -73,10 +85,18 @@ check "no F_GETFL on a task's pipes, no read that only finds a /proc or cgroup f
 home="$TQ_TMP/home5"
 for i in 1 2 3 4 5; do TASKQ_HOME=$home tq submit true >/dev/null; done
 TASKQ_HOME=$home ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
-	strace -f -y -e trace=read,pread64,fcntl -o "$TQ_TMP/calls5" "$TASKQ_BIN" drain --workers 1 \
+	strace -f -y -e trace=read,pread64,fcntl,openat -o "$TQ_TMP/calls5" "$TASKQ_BIN" drain --workers 1 \
 	>/dev/null 2>"$TQ_TMP/drain5.err" || { cat "$TQ_TMP/drain5.err" >&2; fail "drain of 5 under strace failed"; }
 n=$(grep -cE 'fcntl\([0-9]+<pipe:\[[0-9]+\]>, F_GETFL' "$TQ_TMP/calls5" || true)
 [ "$n" -eq 0 ] || fail "$n F_GETFL on pipes in a drain of 5: $(grep -m1 F_GETFL "$TQ_TMP/calls5")"
 n=$(grep -cE 'read(64)?\([0-9]+</(proc/[0-9]+/stat|[^>]*/cgroup\.events)>, "", ' "$TQ_TMP/calls5" || true)
 [ "$n" -eq 0 ] || fail "$n reads that found only the end of a /proc or cgroup file: $(
 	grep -m1 -E 'read(64)?\([0-9]+</(proc/[0-9]+/stat|[^>]*/cgroup\.events)>, "", ' "$TQ_TMP/calls5")"
+
+# The worker rings the doorbell for the backlog after each claim (4 of the
+# 5): through the FIFO it holds, not an open, a write and a close each.
+check "no open of the doorbell per task, no read of the signalfd that finds it empty"
+n=$(grep -cE 'openat\(.*/doorbell"' "$TQ_TMP/calls5" || true)
+[ "$n" -le 2 ] || fail "$n opens of the doorbell in a drain of 5: $(grep -m1 'doorbell"' "$TQ_TMP/calls5")"
+n=$(grep -cE 'read\([0-9]+<anon_inode:\[signalfd\]>, .*EAGAIN' "$TQ_TMP/calls5" || true)
+[ "$n" -le 2 ] || fail "$n reads of the signalfd that found it empty in a drain of 5"

@@ -183,12 +183,27 @@ static int file_exists(int dirfd, const char *name)
 }
 
 /* Our record file, whole. */
-static void read_record(const struct fixture *f, char *buf, size_t n)
+/* The record in f's file as a reader takes it: "idle", or up to its first
+ * end line. What a longer record before left after it (the file is never
+ * cut) is dropped; *raw (may be NULL) gets the file's whole length. */
+static void read_record_raw(const struct fixture *f, char *buf, size_t n, size_t *raw)
 {
 	ssize_t got = tq_pread_full(f->file.fd, buf, n - 1, 0);
+	char *end;
 
 	assert_true(got >= 0);
 	buf[got] = '\0';
+	if (raw != NULL)
+		*raw = (size_t)got;
+	if (strncmp(buf, IDLE, strlen(IDLE)) == 0)
+		buf[strlen(IDLE)] = '\0';
+	else if ((end = strstr(buf, "\nend ")) != NULL && strchr(end + 1, '\n') != NULL)
+		strchr(end + 1, '\n')[1] = '\0';
+}
+
+static void read_record(const struct fixture *f, char *buf, size_t n)
+{
+	read_record_raw(f, buf, n, NULL);
 }
 
 /* "<pid> <start>" of pid, as a record line would have it. */
@@ -280,6 +295,8 @@ static void test_record_follows_tree(void **state)
 	struct stat st;
 	char buf[4096], want[256];
 	int64_t start = 0, now;
+	uint64_t seq;
+	size_t raw = 0;
 	pid_t e;
 
 	(void)state;
@@ -298,9 +315,11 @@ static void test_record_follows_tree(void **state)
 	tq_contain_spawned(&c, ch.pid, start, now);
 	assert_true(tq_contain_deadline(&c) == now + TQ_CONTAIN_SCAN_MIN_MS);
 	read_record(&f, buf, sizeof(buf));
-	snprintf(want, sizeof(want), "taskq-procs 2 41 2 1 tree\n%ld %lld\nend 1\n",
-		 (long)ch.pid, (long long)start);
+	snprintf(want, sizeof(want), "taskq-procs 2 41 2 %llu tree\n%ld %lld\nend %llu\n",
+		 (unsigned long long)c.seq, (long)ch.pid, (long long)start,
+		 (unsigned long long)c.seq);
 	assert_string_equal(buf, want);
+	seq = c.seq;
 
 	/* Unchanged: the next look comes later, nothing is written. */
 	now = tq_contain_deadline(&c);
@@ -309,7 +328,7 @@ static void test_record_follows_tree(void **state)
 		fail_msg("next look at %lld, want %lld; %zu listed (first %ld)",
 			 (long long)(tq_contain_deadline(&c) - now), 2LL * TQ_CONTAIN_SCAN_MIN_MS,
 			 c.nids, c.nids ? (long)c.ids[0].pid : 0L);
-	assert_true(c.seq == 1);
+	assert_true(c.seq == seq);
 
 	e = escape(&ch);
 	wait_escaped(e);
@@ -326,9 +345,34 @@ static void test_record_follows_tree(void **state)
 	kill(e, SIGKILL);
 	tq_proc_sweep(NULL, 0, NULL, NULL);
 	assert_int_equal(tq_contain_end(&c, NULL, &err), 0);
-	read_record(&f, buf, sizeof(buf));
+	read_record_raw(&f, buf, sizeof(buf), &raw);
 	assert_string_equal(buf, IDLE);
+	assert_true(raw > strlen(IDLE)); /* written over, never cut */
+	assert_int_equal(tq_contain_recover(f.dirfd, TASK, ATTEMPT, NULL, NULL, &err),
+			 TQ_ENOTFOUND);
 	assert_int_equal(tq_contain_end(&c, NULL, &err), 0);
+	tq_spawn_release(&ch);
+
+	/* The next attempt's shorter record over that longer one's tail: read
+	 * as itself, with a sequence number of its own. */
+	assert_int_equal(tq_contain_begin(&c, &no_cgroup, f.file.fd, TASK, ATTEMPT + 1, &err),
+			 0);
+	spawn(&ch, (char *[]){ "sleep", "1000", NULL }, -1);
+	tq_proc_start_time(ch.pid, &start, NULL);
+	tq_contain_spawned(&c, ch.pid, start, tq_mono_ms());
+	assert_true(c.seq > seq);
+	read_record_raw(&f, buf, sizeof(buf), &raw);
+	snprintf(want, sizeof(want), "taskq-procs 2 41 3 %llu tree\n%ld %lld\nend %llu\n",
+		 (unsigned long long)c.seq, (long)ch.pid, (long long)start,
+		 (unsigned long long)c.seq);
+	assert_string_equal(buf, want);
+	assert_true(raw > strlen(want));
+	size_t killed = 0;
+	assert_int_equal(tq_contain_recover(f.dirfd, TASK, ATTEMPT + 1, NULL, &killed, &err), 0);
+	assert_int_equal(killed, 1);
+	wait_dead(ch.pid);
+	tq_proc_sweep(NULL, 0, NULL, NULL);
+	tq_contain_end(&c, NULL, NULL);
 	tq_spawn_release(&ch);
 	fixture_close(&f);
 }
@@ -729,7 +773,8 @@ static void test_contain_cgroup_recover(void **state)
 	assert_int_equal(c.kind, TQ_CONTAIN_CGROUP);
 	read_record(&f, buf, sizeof(buf));
 	assert_int_equal(tq_cgroup_path(&mine, TASK, ATTEMPT, path, sizeof(path)), 0);
-	snprintf(want, sizeof(want), "taskq-procs 2 41 2 1 cgroup\n%s\nend 1\n", path);
+	snprintf(want, sizeof(want), "taskq-procs 2 41 2 %llu cgroup\n%s\nend %llu\n",
+		 (unsigned long long)c.seq, path, (unsigned long long)c.seq);
 	assert_string_equal(buf, want);
 	spawn(&ch, escaper_argv, tq_contain_cgroup_fd(&c));
 	tq_contain_spawned(&c, ch.pid, 0, tq_mono_ms());
