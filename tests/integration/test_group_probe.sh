@@ -47,14 +47,26 @@ import json, sys
 g = [g for g in json.load(sys.stdin)["groups"] if g["name"] == "api"][0]
 print("%s %s" % (g["probing"], g["probe_task"]))'
 }
-# seen while the probe's 2 s run lasts (the check after it ends always runs)
-if wait_for "[ \"\$(probe_task)\" = \"True $a\" ]" 2; then
-	assert_contains "$(tq status)" "group api: 1 running, 3 queued, probing: task $a runs first"
-	assert_exit 0 tq group list
-	assert_contains "$(out)" "probing (task $a)"
+# seen while the probe's 2 s run lasts (the check after it ends always runs):
+# status, group list and the others' states read between two looks that
+# both find the same attempt probing, so all of them are of its run (on a loaded
+# machine one command can outlast the probe: the next try reads again)
+probe_snapshot() {
+	local id n
+	n=$(attempt_count "$a")
+	[ "$(probe_task)" = "True $a" ] || return 1
+	SNAP_STATUS=$(tq status)
+	SNAP_GROUPS=$(tq group list)
+	SNAP_STATES=
 	for id in "${others[@]}"; do
-		assert_eq queued "$(state_of "$id")"
+		SNAP_STATES+="$(state_of "$id") "
 	done
+	[ "$(probe_task)" = "True $a" ] && [ "$(attempt_count "$a")" = "$n" ]
+}
+if wait_for probe_snapshot 2; then
+	assert_contains "$SNAP_STATUS" "group api: 1 running, 3 queued, probing: task $a runs first"
+	assert_contains "$SNAP_GROUPS" "probing (task $a)"
+	assert_eq "queued queued queued " "$SNAP_STATES" "the others, while the probe ran"
 else
 	echo "(machine too slow to see the probe running; checking times only)"
 fi
