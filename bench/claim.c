@@ -18,7 +18,11 @@
  * run in rounds, one per depth in turn, so that the depths compared are
  * measured side by side, not minutes apart.
  *
- *   claim [-q] [DEPTH...]     (default depths 1000 100000 1000000)
+ *   claim [-q] [-u URL] [DEPTH...]     (default depths 1000 100000 1000000)
+ *
+ * -u URL: the store is PostgreSQL at URL (bench/run pg), depth N's in the
+ * schema claim_N, which must exist and be empty (the URL's search_path is
+ * set to it: options=-csearch_path=claim_N); nothing is removed after.
  *
  * -q (quick, a smoke check): windows of at least 1000 pairs and 0.5 s
  * instead of 5000 pairs and 2 s.
@@ -45,6 +49,7 @@
 #define CHUNK 10000          /* tasks per tq_queue_submit_many call */
 #define MAX_RUNS 3
 static int runs_per_depth = 3;
+static const char *pg_url;   /* -u: PostgreSQL instead of state directories */
 static long min_pairs = 5000;
 static long warmup_pairs = 1000;  /* untimed, before the first window */
 static double min_seconds = 2.0;
@@ -185,9 +190,15 @@ static void depth_open(struct depth *d)
 	const char *tmp = getenv("TMPDIR");
 	struct tq_err err = TQ_ERR_INIT;
 
-	if (snprintf(d->dir, sizeof d->dir, "%s/taskq-bench-claim-XXXXXX",
-		     tmp && *tmp ? tmp : "/tmp") >= (int)sizeof d->dir || !mkdtemp(d->dir))
+	if (pg_url != NULL) {
+		if (snprintf(d->dir, sizeof d->dir, "%s%coptions=-csearch_path%%3Dclaim_%ld",
+			     pg_url, strchr(pg_url, '?') ? '&' : '?', d->n) >= (int)sizeof d->dir)
+			die("URL too long", NULL);
+	} else if (snprintf(d->dir, sizeof d->dir, "%s/taskq-bench-claim-XXXXXX",
+			    tmp && *tmp ? tmp : "/tmp") >= (int)sizeof d->dir ||
+		   !mkdtemp(d->dir)) {
 		die("mkdtemp", NULL);
+	}
 	if (tq_queue_open(&d->q, d->dir, 0, &err))
 		die("tq_queue_open", &err);
 	d->ins = insert(d->q, d->n);
@@ -222,11 +233,19 @@ int main(int argc, char **argv)
 	double rates[MAX_DEPTHS];
 	int n = 3;
 
-	if (argc > 1 && strcmp(argv[1], "-q") == 0) {
-		min_pairs = 1000;
-		min_seconds = 0.5;
-		argv++;
-		argc--;
+	for (;;) {
+		if (argc > 1 && strcmp(argv[1], "-q") == 0) {
+			min_pairs = 1000;
+			min_seconds = 0.5;
+			argv++;
+			argc--;
+		} else if (argc > 2 && strcmp(argv[1], "-u") == 0) {
+			pg_url = argv[2];
+			argv += 2;
+			argc -= 2;
+		} else {
+			break;
+		}
 	}
 	if (argc > 1) {
 		if (argc - 1 > MAX_DEPTHS) {
@@ -238,7 +257,7 @@ int main(int argc, char **argv)
 
 			depths[n] = (long)strtonum(argv[n + 1], 1, 100000000, &e);
 			if (e) {
-				fprintf(stderr, "usage: claim [-q] [DEPTH...]  (\"%s\": %s)\n",
+				fprintf(stderr, "usage: claim [-q] [-u URL] [DEPTH...]  (\"%s\": %s)\n",
 					argv[n + 1], e);
 				return 2;
 			}
@@ -261,7 +280,8 @@ int main(int argc, char **argv)
 		}
 	for (int i = 0; i < n; i++) {
 		tq_queue_close(d[i].q);
-		rmtree(d[i].dir);
+		if (pg_url == NULL)
+			rmtree(d[i].dir);
 		rates[i] = depth_report(&d[i]);
 	}
 	/* The ratio the issue asks for: deepest over shallowest. */
