@@ -19,6 +19,13 @@ durations, pids, ids of agent sessions, the temporary directory, which reads
 do not matter. A line `...` in the README stands for any number of lines.
 `unordered`: each command's lines are compared as a sorted list, and which
 worker printed them is not compared (the interleaved logs of two workers).
+`settle`: a command whose output does not match yet is run again, for up
+to SETTLE_S seconds, until it does (a read such as `taskq status` while the
+workers a supervisor just started register); mark only blocks of reads so.
+
+The session "nodes" needs a PostgreSQL store: TASKQ_DB from the
+environment (the PostgreSQL pass sets it, a schema of the test's own), else
+its blocks are skipped. With --only SESSION, only that session's blocks run.
 
 Every process a session starts is stopped at its end (`taskq shutdown --now`,
 then any process whose environment names the session's state directory).
@@ -34,6 +41,7 @@ import time
 
 SHOWN_ROOT = "/tmp/demo"          # what the README shows for the directory
 CMD_TIMEOUT = 120                 # seconds a command may take
+SETTLE_S = 30                     # seconds a `settle` block's command may take to match
 
 SANITIZER_VAR = re.compile(r'^\s*"(ASAN|UBSAN|LSAN)_OPTIONS=')
 ENV_COUNT = re.compile(r"^(environment:\s+)(\d+) variables")
@@ -154,8 +162,21 @@ def setup_ask(d, env):
         f.write("# demo\n")
 
 
+class Skip(Exception):
+    """A session this environment cannot run (its blocks are left alone)."""
+
+
+def setup_nodes(d, env):
+    # two nodes on one machine, each its state directory and TASKQ_NODE
+    # (the README's commands set them), one PostgreSQL store
+    db = os.environ.get("TASKQ_DB", "")
+    if "://" not in db and "=" not in db:
+        raise Skip("no PostgreSQL store (TASKQ_DB): the PostgreSQL pass runs it")
+    env["TASKQ_DB"] = db
+
+
 SETUPS = {"demo": setup_demo, "agents": setup_agents, "ask": setup_ask,
-          "batch": setup_batch, "serve": setup_serve}
+          "batch": setup_batch, "serve": setup_serve, "nodes": setup_nodes}
 
 
 class Session:
@@ -176,7 +197,11 @@ class Session:
             if k in os.environ:
                 self.env[k] = os.environ[k]
         self.rc = 0
-        SETUPS[name](self.root, self.env)
+        try:
+            SETUPS[name](self.root, self.env)
+        except Skip:
+            shutil.rmtree(self.root, ignore_errors=True)
+            raise
 
     def run(self, cmd):
         """The output lines of cmd, stdout and stderr as written."""
@@ -200,10 +225,16 @@ class Session:
         return lines
 
     def close(self):
-        subprocess.run(["bash", "-c", "taskq shutdown --now >/dev/null 2>&1"],
-                       cwd=self.root, env=self.env, timeout=CMD_TIMEOUT)
-        mark = ("TASKQ_HOME=" + self.env["TASKQ_HOME"]).encode()
-        home_mark = ("TASKQ_TASK_HOME=" + self.env["TASKQ_HOME"]).encode()
+        # every state directory of the session: TASKQ_HOME, and those its
+        # commands named under its root (the nodes' ~/n1, ~/n2)
+        for home in [self.env["TASKQ_HOME"]] + [
+                os.path.join(self.root, e) for e in sorted(os.listdir(self.root))
+                if os.path.exists(os.path.join(self.root, e, "serve.pid"))]:
+            subprocess.run(["bash", "-c", "taskq shutdown --now >/dev/null 2>&1"],
+                           cwd=self.root, env=dict(self.env, TASKQ_HOME=home),
+                           timeout=CMD_TIMEOUT)
+        mark = ("TASKQ_HOME=" + self.root + "/").encode()
+        home_mark = ("TASKQ_TASK_HOME=" + self.root + "/").encode()
         deadline = time.monotonic() + 10
         while True:
             left = []
@@ -215,7 +246,7 @@ class Session:
                         envs = f.read().split(b"\0")
                 except OSError:
                     continue
-                if mark in envs or any(e.startswith(home_mark) for e in envs):
+                if any(e.startswith(mark) or e.startswith(home_mark) for e in envs):
                     left.append(int(pid))
             if not left or time.monotonic() > deadline:
                 break
@@ -269,10 +300,14 @@ def main():
         sys.exit("usage: readme_tour.py TASKQ_BIN README.md [--write]")
     taskq, path = sys.argv[1], sys.argv[2]
     write = "--write" in sys.argv[3:]
+    only = None
+    if "--only" in sys.argv[3:-1]:
+        only = sys.argv[sys.argv.index("--only") + 1]
     lines, blocks = parse(open(path, encoding="utf-8").read())
     if not blocks:
         sys.exit("readme_tour: no <!-- tour: ... --> block in " + path)
     sessions = {}
+    skipped = set()
     failures = 0
     new_lines = list(lines)
     edits = []
@@ -280,11 +315,23 @@ def main():
         for name, opts, start, end in blocks:
             if name not in SETUPS:
                 sys.exit("readme_tour: %s:%d: unknown session %r" % (path, start, name))
-            s = sessions.get(name) or sessions.setdefault(name, Session(name, taskq))
+            if (only and name != only) or name in skipped:
+                continue
+            try:
+                s = sessions.get(name) or sessions.setdefault(name, Session(name, taskq))
+            except Skip as e:
+                print("skip %s: %s" % (name, e))
+                skipped.add(name)
+                continue
             body = []
             for cmd, exp in commands(lines[start:end]):
                 act = s.run(cmd)
                 ok = match(exp, act, SHOWN_ROOT, "unordered" in opts)
+                deadline = time.monotonic() + SETTLE_S
+                while not ok and "settle" in opts and time.monotonic() < deadline:
+                    time.sleep(0.2)
+                    act = s.run(cmd)
+                    ok = match(exp, act, SHOWN_ROOT, "unordered" in opts)
                 print("%s %s: $ %s" % ("ok  " if ok else "DIFF", name, cmd))
                 if not ok:
                     failures += 1
