@@ -2534,6 +2534,48 @@ static void test_finish_claim(void **state)
 	assert_int_equal(attempt, 1);
 }
 
+/*
+ * tq_queue_finish_claim when the claim fails part-way (here a trigger of the
+ * test's own refuses every task becoming running): the end is written all
+ * the same, nothing is taken, the next task stays queued and nothing of the
+ * claim is left (its attempt row, the state counts).
+ */
+static void test_finish_claim_when_the_claim_fails(void **state)
+{
+	struct fx *f = *state;
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_task t, n;
+	enum tq_state s = TQ_RUNNING;
+	int claimed = -1, more = -1;
+	int64_t a = submit_simple(f->q, 0, NULL), b = submit_simple(f->q, 0, NULL);
+	struct tq_finish fin = { .worker_id = 1, .outcome = TQ_OUT_SUCCEEDED, .exit_code = 0,
+				 .next = TQ_NEXT_FINAL };
+	SQLITE_ONLY();
+
+	assert_int_equal(tq_queue_claim(f->q, 1, 60000, &t, NULL, &err), 0);
+	assert_int_equal(t.id, a);
+	fin.task_id = a;
+	fin.attempt = t.attempt;
+	tq_task_release(&t);
+	sql_int(state_home, "CREATE TRIGGER no_claims BEFORE UPDATE OF state ON tasks"
+		" WHEN NEW.state = 'running' BEGIN SELECT RAISE(ABORT, 'no claims'); END");
+	assert_int_equal(tq_queue_finish_claim(f->q, &fin, &s, 60000, &n, &claimed, &more, &err),
+			 0);
+	assert_int_equal(claimed, 0);
+	assert_int_equal(more, 0);
+	assert_int_equal(s, TQ_SUCCEEDED);
+	assert_int_equal(state_of(f->q, a), TQ_SUCCEEDED);
+	assert_int_equal(state_of(f->q, b), TQ_QUEUED);
+	assert_int_equal(sql_int(state_home, "SELECT count(*) FROM attempts"), 1);
+	assert_int_equal(sql_int(state_home, "SELECT n FROM task_counts WHERE state = 'queued'"),
+			 1);
+	assert_int_equal(sql_int(state_home, "SELECT n FROM task_counts WHERE state = 'running'"),
+			 0);
+	/* the claim, once it may: b */
+	sql_int(state_home, "DROP TRIGGER no_claims");
+	assert_int_equal(claim_id(f->q, NULL), b);
+}
+
 /* ------------------------------------------------------------------ */
 /* Output, on either backend (logstore.h)                             */
 
@@ -2956,6 +2998,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_probe_lost_next_probe, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pause_by_hand_not_probed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_finish_claim, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_finish_claim_when_the_claim_fails, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_log_roundtrip_paged, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_supervisor_rows, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wake_other_nodes, setup, teardown),

@@ -20,12 +20,74 @@
 
 static int promote_due(struct tq_sqlite *q, int64_t now, struct tq_err *err)
 {
-	sqlite3_stmt *st = tq_db_stmt(q, ST_PROMOTE_DUE, err);
+	sqlite3_stmt *st = tq_db_stmt(q, ST_DUE_ANY, err);
+	int rc;
 
 	if (st == NULL)
 		return err ? err->code : TQ_EIO;
 	sqlite3_bind_int64(st, 1, now);
+	rc = sqlite3_step(st);
+	tq_db_done(st);
+	if (rc == SQLITE_DONE)
+		return 0; /* none due: nothing to promote */
+	if (rc != SQLITE_ROW)
+		return tq_db_error(q, rc, err, "look for due scheduled tasks");
+	if ((st = tq_db_stmt(q, ST_PROMOTE_DUE, err)) == NULL)
+		return err ? err->code : TQ_EIO;
+	sqlite3_bind_int64(st, 1, now);
 	return tq_db_exec_st(q, st, err, "promote scheduled tasks");
+}
+
+/* The task to claim now: of the heads of the groups that may start one,
+ * the highest priority, then the lowest id (the order of tasks_ready).
+ * *id 0: none. */
+static int pick_head(struct tq_sqlite *q, int64_t now, int64_t *id, int *attempt,
+		     struct tq_err *err)
+{
+	sqlite3_stmt *st = tq_db_stmt(q, ST_CLAIM_HEADS, err);
+	int64_t best_prio = 0;
+	int rc;
+
+	*id = 0;
+	*attempt = 0;
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	sqlite3_bind_int64(st, 1, now);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t hid = sqlite3_column_int64(st, 0), prio = sqlite3_column_int64(st, 1);
+
+		if (*id == 0 || prio > best_prio || (prio == best_prio && hid < *id)) {
+			*id = hid;
+			best_prio = prio;
+			*attempt = sqlite3_column_int(st, 2);
+		}
+	}
+	tq_db_done(st);
+	return rc == SQLITE_DONE ? 0 : tq_db_error(q, rc, err, "claim");
+}
+
+/* Task id, whose attempt so far is attempt, runs: attempt + 1 under the
+ * worker's lease. */
+static int take(struct tq_sqlite *q, int64_t id, int attempt, int64_t worker_id,
+		int64_t lease_ms, int64_t now, struct tq_err *err)
+{
+	sqlite3_stmt *st = tq_db_stmt(q, ST_CLAIM_TAKE, err);
+	int rc;
+
+	if (st == NULL)
+		return err ? err->code : TQ_EIO;
+	sqlite3_bind_int64(st, 1, id);
+	sqlite3_bind_int(st, 2, attempt + 1);
+	sqlite3_bind_int64(st, 3, worker_id);
+	sqlite3_bind_int64(st, 4, lease_ms);
+	sqlite3_bind_int64(st, 5, now);
+	if ((rc = tq_db_exec_st(q, st, err, "claim")) < 0)
+		return rc;
+	if (sqlite3_changes(q->db) != 1) /* cannot be: the head was read in
+					   * this transaction */
+		return tq_err_set(err, TQ_EIO, "claim: task %lld is no longer queued",
+				  (long long)id);
+	return 0;
 }
 
 /* The task just claimed is its group's probe, if the group is probing. */
@@ -62,30 +124,19 @@ static int claim_in(struct tq_sqlite *q, int64_t worker_id, int64_t lease_ms,
 		    struct tq_task *t, int *more, struct tq_err *err)
 {
 	int64_t now = tq_now_ms(), id = 0;
-	sqlite3_stmt *st;
 	int attempt = 0, rc;
 
 	memset(t, 0, sizeof(*t));
 	if (more)
 		*more = 0;
-	if ((rc = promote_due(q, now, err)) < 0)
+	if ((rc = promote_due(q, now, err)) < 0 ||
+	    (rc = pick_head(q, now, &id, &attempt, err)) < 0)
 		return rc;
-	if ((st = tq_db_stmt(q, ST_CLAIM, err)) == NULL)
-		return err ? err->code : TQ_EIO;
-	sqlite3_bind_int64(st, 1, worker_id);
-	sqlite3_bind_int64(st, 2, lease_ms);
-	sqlite3_bind_int64(st, 3, now);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
-		id = sqlite3_column_int64(st, 0);
-		attempt = sqlite3_column_int(st, 1);
-		rc = sqlite3_step(st);
-	}
-	tq_db_done(st);
-	if (rc != SQLITE_DONE)
-		return tq_db_error(q, rc, err, "claim");
 	if (id == 0)
 		return tq_err_set(err, TQ_ENOTFOUND, "no runnable task");
+	if ((rc = take(q, id, attempt, worker_id, lease_ms, now, err)) < 0)
+		return rc;
+	attempt++;
 	if ((rc = add_attempt(q, id, attempt, worker_id, now, err)) < 0 ||
 	    (rc = probe_take(q, id, err)) < 0 ||
 	    (more && (rc = tq_sqlite_runnable(&q->base, now, more, err)) < 0) ||
@@ -498,21 +549,15 @@ int tq_sqlite_finish(struct tq_queue *base, const struct tq_finish *f,
 	return 0;
 }
 
-static int exec_slot(struct tq_sqlite *q, enum tq_stmt slot, struct tq_err *err)
-{
-	sqlite3_stmt *st = tq_db_stmt(q, slot, err);
-
-	if (st == NULL)
-		return err ? err->code : TQ_EIO;
-	return tq_db_exec_st(q, st, err, tq_stmt_sql(slot));
-}
-
 /*
- * The end, then the claim, in one BEGIN IMMEDIATE (queue.h). The claim runs
- * inside a savepoint: when it takes nothing (or fails) its part is undone
- * but for the promotions of due tasks, which a claim keeps, and the end is
- * committed all the same. Its error is not the caller's: the worker claims
- * again in its loop and meets it there.
+ * The end, then the claim, in one BEGIN IMMEDIATE (queue.h). When the claim
+ * takes nothing it wrote nothing but the promotions of due tasks, which a
+ * claim keeps: the end is committed with them. When it fails part-way (out
+ * of memory, an I/O error) the whole transaction is undone and the end is
+ * written alone, as tq_sqlite_finish; the claim's error is not the
+ * caller's: the worker claims again in its loop and meets it there. (A
+ * savepoint around the claim did the same for every task: each page the
+ * claim changed was first copied into its journal.)
  */
 int tq_sqlite_finish_claim(struct tq_queue *base, const struct tq_finish *f,
 			   enum tq_state *state, int64_t lease_ms, struct tq_task *t,
@@ -529,16 +574,16 @@ int tq_sqlite_finish_claim(struct tq_queue *base, const struct tq_finish *f,
 		*more = 0;
 	if ((rc = tq_db_begin(q, err)) < 0)
 		return rc;
-	if ((rc = finish_in(q, f, &s, err)) < 0 || (rc = exec_slot(q, ST_SAVEPOINT, err)) < 0)
+	if ((rc = finish_in(q, f, &s, err)) < 0)
 		goto fail;
 	crc = claim_in(q, f->worker_id, lease_ms, t, more, &cerr);
 	if (crc < 0 && crc != TQ_ENOTFOUND) {
 		if (more)
 			*more = 0;
-		if ((rc = exec_slot(q, ST_ROLLBACK_TO, err)) < 0)
-			goto fail;
+		tq_db_rollback(q);
+		return tq_sqlite_finish(base, f, state, err);
 	}
-	if ((rc = exec_slot(q, ST_RELEASE, err)) < 0 || (rc = tq_db_commit(q, err)) < 0) {
+	if ((rc = tq_db_commit(q, err)) < 0) {
 		if (crc == 0)
 			tq_task_release(t);
 		goto fail;
