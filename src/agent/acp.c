@@ -7,10 +7,11 @@
  *
  * A turn on a process started for it (its state ""): initialize; then
  * session/load of the session to resume (the history it replays comes as
- * session/update before the answer), or session/new; then, when the CLI
- * takes the model so, session/set_config_option "model"; then
- * session/prompt. Until the prompt is written all of it is the process's
- * start, quiet (not the turn's log). On a kept process (its state "i ID")
+ * session/update, before the answer or after it), or session/new; then,
+ * when the CLI takes the model so, session/set_config_option "model"; then
+ * session/prompt, once the agent's start is over (prompt()). Until the
+ * prompt is written all of it is the process's start, quiet (not the
+ * turn's log). On a kept process (its state "i ID")
  * the turn is session/prompt alone; "i" (started, no session: the last
  * turn failed to open one) opens one first.
  *
@@ -38,15 +39,23 @@
 
 #include <cjson/cJSON.h>
 
+#include "common/sys.h"
+
 #include "registry.h"
 #include "stream_int.h"
 
 enum { ACP_INIT = 1, ACP_SESSION, ACP_MODEL, ACP_PROMPT };
 
+/* How long a new session's prompt waits for the agent's
+ * available_commands_update, which ends its start (below), when none
+ * comes. */
+#define SETTLE_MS 2000
+
 /* "method not found" (JSON-RPC 2.0). */
 #define RPC_NO_METHOD (-32601)
 
-const char *const tq_acp_needles[] = { "\"id\"", "\"agent_message_chunk\"", NULL };
+const char *const tq_acp_needles[] = { "\"id\"", "\"agent_message_chunk\"",
+					"\"available_commands_update\"", NULL };
 
 static const struct tq_acp_tune *tune(const struct tq_result_parser *p)
 {
@@ -97,9 +106,20 @@ static void open_session(struct tq_result_parser *p)
 		o = NULL;
 	}
 	st->phase = ACP_SESSION;
+	st->fresh_session = 1;
 	tq_rpc_request(p, st->resume != NULL ? "session/load" : "session/new", o);
 }
 
+/*
+ * The prompt. On a session just opened it waits until the agent's start
+ * is over: an agent may answer session/load before it replays the
+ * session's history (research agent-clis.md 4.1: its replay not awaited),
+ * and a history replayed after the prompt would be taken for the turn's
+ * text; the ACP agents measured end their start with an
+ * available_commands_update (a timer after the answer, after the replay).
+ * So the prompt is held, still quiet, until that update comes (update())
+ * or SETTLE_MS pass (tq_result_stream_input, settle_on_release).
+ */
 static void prompt(struct tq_result_parser *p)
 {
 	struct stream_turn *st = p->st;
@@ -113,8 +133,13 @@ static void prompt(struct tq_result_parser *p)
 		o = NULL;
 	}
 	st->phase = ACP_PROMPT;
-	st->quiet = 0; /* what comes from here on is the turn's */
 	tq_rpc_request(p, "session/prompt", o);
+	if (st->fresh_session && !st->settled) {
+		st->not_before = tq_now_ms() + SETTLE_MS;
+		st->settle_on_release = 1;
+		return;
+	}
+	st->quiet = 0; /* what comes from here on is the turn's */
 }
 
 /* The session is open: its model, when the CLI takes it so; the prompt. */
@@ -190,15 +215,27 @@ static void agent_request(struct tq_result_parser *p, const cJSON *o)
 	tq_rpc_answer(p, o, r);
 }
 
-/* session/update during the prompt: the agent's text is the result. */
+/* session/update: the end of a new session's start (the prompt held for
+ * it goes), and during the prompt the agent's text, which is the result. */
 static void update(struct tq_result_parser *p, const cJSON *o)
 {
+	struct stream_turn *st = p->st;
 	const cJSON *params = jobj(o, "params"), *u = jobj(params, "update");
 	const cJSON *content = jobj(u, "content");
 	const char *kind = jstr(u, "sessionUpdate"), *sid = jstr(params, "sessionId"), *text;
 
-	if (p->st->phase != ACP_PROMPT || kind == NULL || sid == NULL || p->st->sid == NULL ||
-	    strcmp(sid, p->st->sid) != 0 || strcmp(kind, "agent_message_chunk") != 0)
+	if (kind != NULL && strcmp(kind, "available_commands_update") == 0 && !st->settled) {
+		st->settled = 1;
+		if (st->settle_on_release) { /* the held prompt goes now */
+			st->not_before = 0;
+			st->settle_on_release = 0;
+			st->quiet = 0;
+		}
+		return;
+	}
+	if (st->phase != ACP_PROMPT || st->quiet || kind == NULL || sid == NULL ||
+	    st->sid == NULL || strcmp(sid, st->sid) != 0 ||
+	    strcmp(kind, "agent_message_chunk") != 0)
 		return;
 	if ((text = jstr(content, "text")) != NULL)
 		append_text(p, text);

@@ -344,6 +344,10 @@ int tq_result_stream_input(struct tq_result_parser *p, char **buf, size_t *len, 
 		return 0;
 	}
 	st->not_before = 0;
+	if (st->settle_on_release) { /* what was held is the turn's start */
+		st->settle_on_release = 0;
+		st->quiet = 0;
+	}
 	*buf = st->in.p;
 	*len = st->in.len;
 	st->in = (struct text){ 0 };

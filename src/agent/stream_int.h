@@ -40,6 +40,9 @@ struct stream_turn {
 	char *prompt, *model, *cwd, *resume, *extra;
 	struct text in;            /* what to write to the process */
 	int64_t not_before;        /* wall ms: nothing written before */
+	int settle_on_release;     /* quiet until the held input is taken */
+	int fresh_session;         /* the turn opened its session (ACP) */
+	int settled;               /* the agent said its start is over (ACP) */
 	char state[TQ_STREAM_STATE_MAX];
 };
 

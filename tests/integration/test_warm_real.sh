@@ -76,6 +76,7 @@ b=$(ask "which word?")
 wait_state "$b" succeeded 60
 assert_eq "$pa" "$(turn_pid "$b")" "the second message's agent pid"
 assert_eq "$sid" "$(att "$b" agent_session)" "the agent session"
+assert_eq "$TEXT|false" "$(att "$b" result is_error)" "the second message's result"
 [ "$(mock_requests)" -gt "$n" ] || fail "the second message asked the mock nothing"
 mock_request_has -1 "remember the word kiwi" || fail "the second request lacks the first turn"
 mock_request_has -1 "which word?" || fail "the second request lacks its own prompt"
@@ -131,6 +132,10 @@ pd=$(turn_pid "$d")
 [ "$pd" != "$pa" ] || fail "the message ran on the dead process's pid"
 warm_assert_resumes "$pd" "$sid"
 assert_eq "$sid" "$(att "$d" agent_session)" "the agent session"
+# its result is its own turn's text, not the history a load replays
+assert_eq "$TEXT|false" "$(att "$d" result is_error)" "the resumed message's result"
+assert_not_contains "$("$TASKQ_BIN" log "$d")" "remember the word kiwi" \
+	"the resumed message's log (the replayed history is not its turn)"
 mock_request_has -1 "remember the word kiwi" || fail "the resumed conversation lost its first turn"
 mock_request_has -1 "still there?" || fail "the resumed conversation's request lacks its prompt"
 

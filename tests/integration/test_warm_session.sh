@@ -15,6 +15,8 @@
 #   - a turn that fails with a rate limit, an overload, an auth error is
 #     classified as a cold run's failure is (the agent's error in its
 #     protocol), and the process is kept;
+#   - a protocol agent's own request (a permission, an approval) is
+#     answered, refused: the turn goes on without a person;
 #   - a warm message holds a worker only while its turn runs: with one
 #     worker, a plain task runs while the process waits, and the process is
 #     still there after;
@@ -93,6 +95,18 @@ done
 f=$(warm_ask k1 "after the errors")
 wait_state "$f" succeeded
 assert_eq "$pa" "$(turn_pid "$f")" "the agent after the errors"
+
+if [ "$WARM_AGENT" != claude ]; then
+	check "the agent's own requests are answered: a permission is refused"
+	f=$(warm_ask k1 "[permission] may I")
+	wait_state "$f" succeeded
+	case $WARM_AGENT in
+	codex) want="perm[decline]" ;;
+	*) want="perm[cancel]" ;; # its reject_once option
+	esac
+	assert_contains "$(attempt_field "$f" last result)" "$want" "the turn's result"
+	assert_eq "$pa" "$(turn_pid "$f")" "the agent after the permission"
+fi
 
 check "a warm process holds no worker between messages"
 p=$("$TASKQ_BIN" submit -- sh -c 'echo plain')

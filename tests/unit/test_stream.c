@@ -54,6 +54,29 @@ static void assert_no_input(struct tq_result_parser *p)
 	free(s);
 }
 
+/* Input is pending but held: nothing now, a time to write it at. */
+static void assert_held(struct tq_result_parser *p)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	int64_t at = 0;
+
+	assert_int_equal(tq_result_stream_input(p, &buf, &len, &at), 0);
+	assert_null(buf);
+	assert_true(at > tq_now_ms());
+}
+
+static int released(void *arg)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	int64_t at = 0;
+	int rc = tq_result_stream_input(arg, &buf, &len, &at);
+
+	free(buf);
+	return rc == 1;
+}
+
 /* The one line pending, parsed; fails unless there is exactly one. */
 static cJSON *one_line(struct tq_result_parser *p)
 {
@@ -123,6 +146,9 @@ static void test_acp_new_session(void **state)
 	const char *hs = "{\"jsonrpc\":\"2.0\",\"id\":\"taskq-9-2-1\",\"result\":{\"protocolVersion\":1}}\n"
 			 "{\"jsonrpc\":\"2.0\",\"id\":\"taskq-9-2-2\",\"result\":{\"sessionId\":\"0b6c7e1e-7c1f-4a43-9d57-1f2b3c4d5e6f\","
 			 "\"models\":{\"currentModelId\":\"gemini-2.5-flash\"}}}\n"
+			 "{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{\"sessionId\":"
+			 "\"0b6c7e1e-7c1f-4a43-9d57-1f2b3c4d5e6f\",\"update\":{\"sessionUpdate\":"
+			 "\"available_commands_update\",\"availableCommands\":[]}}}\n"
 			 "{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{\"sessionId\":\"0b6c7e1e-7c1f-4a43-9d57-1f2b3c4d5e6f\","
 			 "\"update\":{\"sessionUpdate\":\"agent_message_chunk\",\"content\":{\"type\":"
 			 "\"text\",\"text\":\"Hello\"}}}}\n";
@@ -136,9 +162,11 @@ static void test_acp_new_session(void **state)
 	assert_true(cJSON_IsNumber(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "params"),
 						       "protocolVersion")));
 	cJSON_Delete(o);
-	/* fed at once: it stops after the line that ends the quiet start */
+	/* fed at once: it stops after the line that ends the quiet start, the
+	 * agent's available_commands_update after the new session */
 	took = tq_result_feed_quiet(p, hs, strlen(hs));
-	assert_int_equal(took, (size_t)(strstr(hs, "{\"jsonrpc\":\"2.0\",\"method\"") - hs));
+	assert_int_equal(took, (size_t)(strstr(hs, "\"availableCommands\":[]}}}\n") -
+					hs + strlen("\"availableCommands\":[]}}}\n")));
 	assert_false(tq_result_quiet(p));
 	tq_result_feed(p, hs + took, strlen(hs) - took);
 	{
@@ -240,14 +268,39 @@ static void test_acp_load_and_model(void **state)
 	cJSON_Delete(o);
 	assert_true(tq_result_quiet(p));
 	feed(p, "{\"jsonrpc\":\"2.0\",\"id\":\"taskq-9-2-3\",\"result\":{\"configOptions\":[]}}");
-	cJSON_Delete(request(p, "session/prompt", "taskq-9-2-4"));
+	/* the prompt waits for the end of the agent's start; a history
+	 * replayed after the load's answer (gemini) is not the turn's text */
+	assert_held(p);
+	feed(p, "{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{\"sessionId\":"
+		"\"ses_old\",\"update\":{\"sessionUpdate\":\"agent_message_chunk\",\"content\":"
+		"{\"type\":\"text\",\"text\":\"a replayed answer\"}}}}");
+	assert_true(tq_result_quiet(p));
+	feed(p, "{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{\"sessionId\":"
+		"\"ses_old\",\"update\":{\"sessionUpdate\":\"available_commands_update\"}}}");
 	assert_false(tq_result_quiet(p));
+	cJSON_Delete(request(p, "session/prompt", "taskq-9-2-4"));
 	feed(p, "{\"jsonrpc\":\"2.0\",\"id\":\"taskq-9-2-4\",\"result\":{\"stopReason\":\"end_turn\"}}");
 	tq_result_end(p, &r);
 	assert_false(r.is_error);
 	assert_null(r.result); /* no text of this turn: not the replayed one */
 	assert_string_equal(r.agent_session, "ses_old");
 	assert_string_equal(r.model, "mockant/m2");
+	tq_result_parser_free(p);
+}
+
+/* A new session whose agent never says its start is over: the prompt goes
+ * after a bound, and then the turn is loud. */
+static void test_acp_settle_bound(void **state)
+{
+	struct tq_result_parser *p = turn("opencode", "i", 0, NULL, NULL);
+
+	(void)state;
+	cJSON_Delete(request(p, "session/new", "taskq-9-2-1"));
+	feed(p, "{\"jsonrpc\":\"2.0\",\"id\":\"taskq-9-2-1\",\"result\":{\"sessionId\":\"ses_n\"}}");
+	assert_held(p);
+	assert_true(tq_result_quiet(p));
+	assert_true(th_wait_for(released, p, 10000));
+	assert_false(tq_result_quiet(p));
 	tq_result_parser_free(p);
 }
 
@@ -666,6 +719,7 @@ int main(void)
 		cmocka_unit_test(test_acp_new_session),
 		cmocka_unit_test(test_acp_kept),
 		cmocka_unit_test(test_acp_load_and_model),
+		cmocka_unit_test(test_acp_settle_bound),
 		cmocka_unit_test(test_acp_errors),
 		cmocka_unit_test(test_acp_interrupt),
 		cmocka_unit_test(test_acp_agent_requests),
