@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # test_warm_limits.sh - how long and how many warm agents a supervisor
-# keeps (issue 19), with the fake claude in its stream-input mode:
+# keeps (issue 19), with the fake agent WARM_AGENT in its stream-input mode
+# (lib_warm.sh; claude, and as warm_limits_gemini, _codex, _opencode the
+# others):
 #   - past serve --max-warm N live processes, the least recently used idle
 #     one is ended, as a group (what it started in a session of its own
 #     goes too); its session's next message starts a new process that
@@ -15,7 +17,7 @@
 
 PATH="$(fake_agents_path):$PATH"
 export PATH
-fake_agent_args claude --key-order real --grandchild-pid-file "$TQ_TMP/grandchild" \
+warm_fake_args --key-order real --grandchild-pid-file "$TQ_TMP/grandchild" \
 	--result 'R:{prompt} turn{turns} pid{pid} h[{history}]'
 mkdir -p "$TQ_TMP/proj"
 cd "$TQ_TMP/proj" || exit 1
@@ -61,7 +63,7 @@ wait_for "! _tq_alive ${pid[k2]}" 10 || fail "k2's agent, now the least recently
 for k in k3 k4 k5; do
 	_tq_alive "${pid[$k]}" || fail "session $k's agent (pid ${pid[$k]}) was ended"
 done
-assert_eq 4 "$(warm_pids | xargs -r ps -o pid= -o args= -p | grep -c 'input-format')" \
+assert_eq 4 "$(warm_pids | xargs -r ps -o pid= -o args= -p | grep -c -- "$(warm_mode)")" \
 	"warm agents alive"
 
 check "the idle timeout ends a session's process; the next message resumes"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # test_warm_stop.sh - warm agents and the supervisor's stops (issue 19),
-# with the fake claude in its stream-input mode:
+# with the fake agent WARM_AGENT in its stream-input mode (lib_warm.sh;
+# claude, and as warm_stop_gemini, _codex, _opencode the others):
 #   - shutdown --now during a turn: the turn is interrupted and its message
 #     requeued, the agent ended; no agent process is left once serve has
 #     exited; the next supervisor runs the message again on a new process
@@ -18,7 +19,7 @@
 
 PATH="$(fake_agents_path):$PATH"
 export PATH
-fake_agent_args claude --key-order real --result 'R:{prompt} turn{turns} pid{pid} h[{history}]'
+warm_fake_args --key-order real --result 'R:{prompt} turn{turns} pid{pid} h[{history}]'
 mkdir -p "$TQ_TMP/proj"
 cd "$TQ_TMP/proj" || exit 1
 
@@ -46,7 +47,7 @@ assert_eq "R:second [sleep 3] turn3 pid$pb h[first | second [sleep 3]]" \
 	"$(attempt_field "$b" last result)" "the message run again"
 
 check "a supervisor killed while its agent idles: the next one ends what it left"
-fake_agent_args claude --key-order real --ignore-eof \
+warm_fake_args --key-order real --ignore-eof \
 	--result 'R:{prompt} turn{turns} pid{pid} h[{history}]'
 "$TASKQ_BIN" shutdown >/dev/null
 wait_for "! _tq_alive $SERVE_PID" 20 || fail "the supervisor did not stop"
@@ -70,7 +71,7 @@ assert_eq "R:fourth turn5 pid$pd h[first | second [sleep 3] | second [sleep 3] |
 	"$(attempt_field "$d" last result)" "the next message"
 
 check "a supervisor killed during a turn: its worker finishes it and ends the agent"
-fake_agent_args claude --key-order real --result 'R:{prompt} turn{turns} pid{pid} h[{history}]'
+warm_fake_args --key-order real --result 'R:{prompt} turn{turns} pid{pid} h[{history}]'
 e=$(warm_ask k1 "fifth [sleep 2]")
 wait_state "$e" running
 wait_for "[ -n \"\$(turn_pid $e)\" ]" 10 || fail "task $e has no agent pid"
