@@ -1,5 +1,6 @@
 /*
- * cgroup.c - a cgroup v2 group per task attempt (see cgroup.h).
+ * cgroup.c - a cgroup v2 group per worker, kept for its attempts (or, once
+ * one would not empty, per task attempt; see cgroup.h).
  *
  * Everything goes through the cgroup2 file system: mkdir makes a group,
  * writing "0" to its cgroup.procs moves the writer in, "1" to cgroup.kill
@@ -262,24 +263,28 @@ int tq_cgroup_path(const struct tq_cgroup_base *b, int64_t task, int attempt,
 	return r < 0 || (size_t)r >= n ? -1 : 0;
 }
 
-int tq_cgroup_create(const struct tq_cgroup_base *b, int64_t task, int attempt,
-		     struct tq_cgroup *cg, struct tq_err *err)
+int tq_cgroup_worker_path(const struct tq_cgroup_base *b, pid_t pid, int64_t start,
+			  char *buf, size_t n)
+{
+	int r = snprintf(buf, n, "%s/%sw%ld.%lld", b->dir, b->prefix, (long)pid,
+			 (long long)start);
+
+	return r < 0 || (size_t)r >= n ? -1 : 0;
+}
+
+/* Make the group named cg->name (set) under b and open it. */
+static int create(const struct tq_cgroup_base *b, struct tq_cgroup *cg, struct tq_err *err)
 {
 	char file[sizeof(cg->name) + 16];
 	int rc;
 
-	*cg = (struct tq_cgroup)TQ_CGROUP_INIT;
-	if (!b->usable || b->fd < 0)
-		return tq_err_set(err, TQ_EINVAL, "no cgroup to use: %s", b->why);
-	if (tq_cgroup_path(b, task, attempt, cg->path, sizeof(cg->path)) < 0 ||
-	    (size_t)snprintf(cg->name, sizeof(cg->name), "%s%lld.%d", b->prefix,
-			     (long long)task, attempt) >= sizeof(cg->name))
-		return tq_err_set(err, TQ_EINVAL, "cgroup path too long under %s", b->dir);
 	/* Everything relative to the base's descriptor: a few system calls an
 	 * attempt, no path walked from the root. */
 	if (mkdirat(b->fd, cg->name, 0755) < 0) {
 		/* The same attempt number again (a database restored from a
-		 * backup): what its group holds is a leftover. */
+		 * backup), or a worker's pid and start time again (after a
+		 * reboot, were a group to survive one): what it holds is a
+		 * leftover. */
 		if (errno != EEXIST)
 			return tq_err_sys(err, "mkdir %s", cg->path);
 		if ((rc = tq_cgroup_destroy(cg->path, NULL, err)) < 0)
@@ -303,6 +308,32 @@ fail:
 	unlinkat(b->fd, cg->name, AT_REMOVEDIR);
 	*cg = (struct tq_cgroup)TQ_CGROUP_INIT;
 	return rc;
+}
+
+int tq_cgroup_create(const struct tq_cgroup_base *b, int64_t task, int attempt,
+		     struct tq_cgroup *cg, struct tq_err *err)
+{
+	*cg = (struct tq_cgroup)TQ_CGROUP_INIT;
+	if (!b->usable || b->fd < 0)
+		return tq_err_set(err, TQ_EINVAL, "no cgroup to use: %s", b->why);
+	if (tq_cgroup_path(b, task, attempt, cg->path, sizeof(cg->path)) < 0 ||
+	    (size_t)snprintf(cg->name, sizeof(cg->name), "%s%lld.%d", b->prefix,
+			     (long long)task, attempt) >= sizeof(cg->name))
+		return tq_err_set(err, TQ_EINVAL, "cgroup path too long under %s", b->dir);
+	return create(b, cg, err);
+}
+
+int tq_cgroup_create_worker(const struct tq_cgroup_base *b, pid_t pid, int64_t start,
+			    struct tq_cgroup *cg, struct tq_err *err)
+{
+	*cg = (struct tq_cgroup)TQ_CGROUP_INIT;
+	if (!b->usable || b->fd < 0)
+		return tq_err_set(err, TQ_EINVAL, "no cgroup to use: %s", b->why);
+	if (tq_cgroup_worker_path(b, pid, start, cg->path, sizeof(cg->path)) < 0 ||
+	    (size_t)snprintf(cg->name, sizeof(cg->name), "%sw%ld.%lld", b->prefix, (long)pid,
+			     (long long)start) >= sizeof(cg->name))
+		return tq_err_set(err, TQ_EINVAL, "cgroup path too long under %s", b->dir);
+	return create(b, cg, err);
 }
 
 /* ---- checks on a path read back ------------------------------------- */
@@ -547,6 +578,7 @@ int tq_cgroup_kill_group(struct tq_cgroup *cg, struct tq_err *err)
 	if ((pop = populated(cg->events_fd)) <= 0)
 		return pop < 0 ? tq_err_sys(err, "read %s/cgroup.events", cg->path) : 0;
 	snprintf(file, sizeof(file), "%s/cgroup.kill", cg->name);
+	cg->killed = 1;
 	if ((fd = tq_openat(cg->basefd, file, O_WRONLY, 0)) >= 0) {
 		pop = tq_write_all(fd, "1", 1);
 		tq_close(fd);
@@ -671,6 +703,29 @@ out:
 	return rc;
 }
 
+int tq_cgroup_empty(struct tq_cgroup *cg, size_t *killed, struct tq_err *err)
+{
+	int r, rc;
+
+	if (killed != NULL)
+		*killed = 0;
+	if (cg->events_fd < 0)
+		return 0;
+	if ((r = populated(cg->events_fd)) > 0) {
+		if (killed != NULL)
+			*killed = count_members(cg->path, 0);
+		if ((rc = tq_cgroup_kill_group(cg, err)) < 0)
+			return rc;
+		r = wait_empty(cg->events_fd, tq_mono_ms() + TQ_CGROUP_EMPTY_WAIT_MS);
+	}
+	if (r > 0)
+		return tq_err_set(err, TQ_EBUSY, "%s: still has processes %d ms after "
+				  "cgroup.kill", cg->path, TQ_CGROUP_EMPTY_WAIT_MS);
+	if (r < 0)
+		return tq_err_sys(err, "read %s/cgroup.events", cg->path);
+	return 0;
+}
+
 int tq_cgroup_destroy(const char *path, size_t *killed, struct tq_err *err)
 {
 	char parent[PATH_MAX];
@@ -717,6 +772,25 @@ out:
 	return rc;
 }
 
+/* "w<pid>.<start>" after our prefix, a worker's kept group: 0 with both
+ * parsed, else -1. */
+static int parse_worker_group(const char *rest, pid_t *pid, int64_t *start)
+{
+	char buf[64];
+	const char *errstr = NULL;
+	char *dot;
+
+	if (rest[0] != 'w' || strlcpy(buf, rest + 1, sizeof(buf)) >= sizeof(buf) ||
+	    (dot = strchr(buf, '.')) == NULL)
+		return -1;
+	*dot = '\0';
+	*pid = (pid_t)strtonum(buf, 1, INT_MAX, &errstr);
+	if (errstr != NULL)
+		return -1;
+	*start = strtonum(dot + 1, 0, INT64_MAX, &errstr);
+	return errstr == NULL ? 0 : -1;
+}
+
 /* "<task>.<attempt>" after our prefix: 0 with both parsed, else -1. */
 static int parse_group(const char *rest, int64_t *task, int *attempt)
 {
@@ -735,14 +809,16 @@ static int parse_group(const char *rest, int64_t *task, int *attempt)
 }
 
 int tq_cgroup_sweep(const struct tq_cgroup_base *b,
-		    int (*live)(int64_t task, int attempt, void *arg), void *arg,
+		    int (*live)(int64_t task, int attempt, void *arg),
+		    int (*keep_worker)(pid_t pid, int64_t start, void *arg), void *arg,
 		    size_t *removed, struct tq_err *err)
 {
 	char path[PATH_MAX];
 	size_t plen = strlen(b->prefix);
 	struct dirent *de;
-	int64_t task;
+	int64_t task, start;
 	int attempt, rc = 0, r;
+	pid_t pid;
 	DIR *d;
 
 	if (removed != NULL)
@@ -761,9 +837,13 @@ int tq_cgroup_sweep(const struct tq_cgroup_base *b,
 			unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR);
 			continue;
 		}
-		if (parse_group(de->d_name + plen, &task, &attempt) < 0 ||
-		    live(task, attempt, arg))
+		if (parse_worker_group(de->d_name + plen, &pid, &start) == 0) {
+			if (keep_worker(pid, start, arg))
+				continue;
+		} else if (parse_group(de->d_name + plen, &task, &attempt) < 0 ||
+			   live(task, attempt, arg)) {
 			continue;
+		}
 		if ((size_t)snprintf(path, sizeof(path), "%s/%s", b->dir, de->d_name) >=
 		    sizeof(path))
 			continue;

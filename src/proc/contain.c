@@ -86,6 +86,11 @@ int tq_contain_file_open(struct tq_contain_file *f, const char *home, struct tq_
 
 void tq_contain_file_close(struct tq_contain_file *f)
 {
+	/* The group first. One that would not empty stays, for the
+	 * housekeeping, which removes a dead worker's group. */
+	if (f->cg.dir_fd >= 0)
+		tq_cgroup_end(&f->cg, NULL, NULL);
+	f->cg_state = 0;
 	if (f->fd >= 0)
 		unlinkat(f->dirfd, f->name, 0);
 	tq_close(f->fd);
@@ -178,20 +183,37 @@ static int write_failed(struct tq_contain *c, struct tq_err *err, const char *wh
 
 /* ---- the worker's side -------------------------------------------------- */
 
-int tq_contain_begin(struct tq_contain *c, const struct tq_cgroup_base *b, int fd,
-		     int64_t task, int attempt, struct tq_err *err)
+/* The group of c's attempt: the worker's, or its own. */
+static struct tq_cgroup *attempt_group(struct tq_contain *c)
+{
+	return c->kept ? &c->file->cg : &c->cg;
+}
+
+int tq_contain_begin(struct tq_contain *c, const struct tq_cgroup_base *b,
+		     struct tq_contain_file *f, int64_t task, int attempt, struct tq_err *err)
 {
 	char path[PATH_MAX + 1];
-	int rc;
+	int64_t start = 0;
+	int rc, r;
 
 	*c = (struct tq_contain)TQ_CONTAIN_INIT;
-	c->fd = fd;
+	c->file = f;
+	c->fd = f != NULL ? f->fd : -1;
 	c->task = task;
 	c->attempt = attempt;
 	c->kind = TQ_CONTAIN_RECORD;
 	if (!b->usable)
 		return 0;
-	if (tq_cgroup_path(b, task, attempt, path, sizeof(path) - 1) < 0)
+	/* The worker's group, made at its first attempt and kept; a group of
+	 * the attempt's own once the worker's would not empty. */
+	c->kept = f != NULL && f->cg_state >= 0;
+	if (c->kept && f->cg_state == 0)
+		tq_proc_start_time(getpid(), &start, NULL);
+	r = !c->kept ? tq_cgroup_path(b, task, attempt, path, sizeof(path) - 1)
+	    : f->cg_state == 1 ? (strlcpy(path, f->cg.path, sizeof(path) - 1) <
+				  sizeof(path) - 1 ? 0 : -1)
+	    : tq_cgroup_worker_path(b, getpid(), start, path, sizeof(path) - 1);
+	if (r < 0)
 		return tq_err_set(err, TQ_EINVAL, "cgroup path too long under %s "
 				  "(a process-tree record instead)", b->dir);
 	/* The record first: a group never exists without one naming it. */
@@ -199,20 +221,27 @@ int tq_contain_begin(struct tq_contain *c, const struct tq_cgroup_base *b, int f
 	if (record_write(c, KIND_CGROUP, path, strlen(path)) < 0)
 		return tq_err_sys(err, "write the record of task %lld (a process-tree "
 				  "record instead of a cgroup)", (long long)task);
-	if ((rc = tq_cgroup_create(b, task, attempt, &c->cg, err)) < 0) {
+	rc = !c->kept ? tq_cgroup_create(b, task, attempt, &c->cg, err)
+	     : f->cg_state == 1 ? 0
+	     : tq_cgroup_create_worker(b, getpid(), start, &f->cg, err);
+	if (rc < 0) {
 		if (c->filed)
 			set_idle(c->fd);
 		c->filed = 0;
 		return tq_err_prefix(err, "no cgroup for this attempt (a process-tree "
 				     "record instead)");
 	}
+	if (c->kept)
+		f->cg_state = 1;
 	c->kind = TQ_CONTAIN_CGROUP;
 	return 0;
 }
 
 int tq_contain_cgroup_fd(const struct tq_contain *c)
 {
-	return c->kind == TQ_CONTAIN_CGROUP ? c->cg.dir_fd : -1;
+	if (c->kind != TQ_CONTAIN_CGROUP)
+		return -1;
+	return c->kept ? c->file->cg.dir_fd : c->cg.dir_fd;
 }
 
 int tq_contain_join_failed(struct tq_contain *c, struct tq_cgroup_base *b,
@@ -220,7 +249,9 @@ int tq_contain_join_failed(struct tq_contain *c, struct tq_cgroup_base *b,
 {
 	if (c->kind != TQ_CONTAIN_CGROUP)
 		return 0;
-	tq_cgroup_end(&c->cg, NULL, NULL);
+	/* the worker's stays until it stops (tq_contain_file_close) */
+	if (!c->kept)
+		tq_cgroup_end(&c->cg, NULL, NULL);
 	c->kind = TQ_CONTAIN_RECORD;
 	tq_cgroup_unusable(b, "a task could not join its cgroup: %s", why->msg);
 	return 0;
@@ -289,7 +320,7 @@ int tq_contain_kill(struct tq_contain *c, struct tq_err *err)
 {
 	if (c->kind != TQ_CONTAIN_CGROUP)
 		return 0;
-	return tq_cgroup_kill_group(&c->cg, err);
+	return tq_cgroup_kill_group(attempt_group(c), err);
 }
 
 int tq_contain_end(struct tq_contain *c, size_t *killed, struct tq_err *err)
@@ -300,8 +331,24 @@ int tq_contain_end(struct tq_contain *c, size_t *killed, struct tq_err *err)
 		*killed = 0;
 	if (c->kind == TQ_CONTAIN_NONE)
 		return 0;
-	if (c->kind == TQ_CONTAIN_CGROUP)
+	if (c->kind == TQ_CONTAIN_CGROUP && c->kept) {
+		/* Seen empty, the worker's group takes its next attempt; one
+		 * that would not empty keeps this record, and the worker's
+		 * later attempts get a group each. */
+		rc = tq_cgroup_empty(&c->file->cg, killed, err);
+		if (rc == TQ_EBUSY) {
+			c->file->cg_state = -1;
+		} else if (rc < 0 || c->file->cg.killed) {
+			/* gone (removed by hand, or by a recovery that took
+			 * this worker for dead), or killed in, which a group
+			 * never takes a child after (cgroup.h): made anew for
+			 * the next attempt */
+			tq_cgroup_end(&c->file->cg, NULL, NULL);
+			c->file->cg_state = 0;
+		}
+	} else if (c->kind == TQ_CONTAIN_CGROUP) {
 		rc = tq_cgroup_end(&c->cg, killed, err);
+	}
 	/* A group that would not go keeps its record, for the housekeeping. */
 	if (rc == 0 && c->filed && set_idle(c->fd) < 0)
 		rc = tq_err_sys(err, "clear the process record of task %lld",
@@ -522,10 +569,40 @@ int tq_contain_recover(int dirfd, int64_t task, int attempt,
 	return rc;
 }
 
+/* What the sweep of groups asks, through tq_cgroup_sweep. */
+struct sweep_ctx {
+	int (*live)(int64_t task, int attempt, void *arg);
+	void *arg;
+	int dirfd;
+};
+
+static int ctx_live(int64_t task, int attempt, void *p)
+{
+	struct sweep_ctx *x = p;
+
+	return x->live(task, attempt, x->arg);
+}
+
+/* A worker's group is kept while the worker runs, and after its death
+ * while its record file is there: the files were swept first, so a dead
+ * worker's file left names an attempt that still runs, whose recovery
+ * ends the group. */
+static int ctx_keep_worker(pid_t pid, int64_t start, void *p)
+{
+	struct sweep_ctx *x = p;
+	char name[48];
+
+	if (tq_proc_same(pid, start))
+		return 1;
+	snprintf(name, sizeof(name), "w%ld.%lld", (long)pid, (long long)start);
+	return x->dirfd >= 0 && faccessat(x->dirfd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
 int tq_contain_sweep(int dirfd, const struct tq_cgroup_base *b,
 		     int (*live)(int64_t task, int attempt, void *arg), void *arg,
 		     size_t *n, size_t *killed, struct tq_err *err)
 {
+	struct sweep_ctx ctx = { live, arg, dirfd };
 	struct dirent *de;
 	struct record r;
 	size_t done = 0, dead = 0, k = 0;
@@ -563,7 +640,7 @@ int tq_contain_sweep(int dirfd, const struct tq_cgroup_base *b,
 		}
 		closedir(d);
 	}
-	if (b != NULL && (r2 = tq_cgroup_sweep(b, live, arg, &k, err)) < 0)
+	if (b != NULL && (r2 = tq_cgroup_sweep(b, ctx_live, ctx_keep_worker, &ctx, &k, err)) < 0)
 		rc = r2;
 	else if (b != NULL)
 		done += k;

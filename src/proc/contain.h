@@ -8,9 +8,11 @@
  * Two ways, and the machine decides which (tq_cgroup_probe, once per
  * process):
  *
- *   cgroup  a cgroup v2 group per attempt (cgroup.h): the task's process
- *           is started in it, and all it ever starts stays in it.
- *           The end of the attempt, or its recovery, is one cgroup.kill.
+ *   cgroup  a cgroup v2 group (cgroup.h), the worker's, kept for its
+ *           attempts and seen empty between two (or one per attempt, once
+ *           the worker's would not empty): the task's process is started in
+ *           it, and all it ever starts stays in it. The end of the attempt,
+ *           or its recovery, is one cgroup.kill.
  *   tree    where no cgroup is delegated to us: the attempt's process tree,
  *           pid and start time of every descendant of the worker (it runs
  *           one task; as a subreaper it keeps every orphan of it), which the
@@ -83,23 +85,28 @@ enum tq_contain_kind {
 	TQ_CONTAIN_RECORD,           /* the process tree */
 };
 
-/* A worker's record file, HOME/procs/w<pid>.<start>. */
+/* A worker's record file, HOME/procs/w<pid>.<start>, and the group it
+ * keeps for its attempts. */
 struct tq_contain_file {
 	int dirfd;                   /* HOME/procs */
 	int fd;                      /* the file, read-write; -1: none */
 	char name[48];
+	struct tq_cgroup cg;         /* the worker's group, once made */
+	int cg_state;                /* 0: none yet; 1: made; -1: a group per attempt */
 };
 
-#define TQ_CONTAIN_FILE_INIT { -1, -1, "" }
+#define TQ_CONTAIN_FILE_INIT { -1, -1, "", TQ_CGROUP_INIT, 0 }
 
 /* One attempt's containment, kept by the worker that runs it. */
 struct tq_contain {
 	enum tq_contain_kind kind;
-	int fd;                      /* the worker's record file, borrowed; -1: none */
+	struct tq_contain_file *file; /* the worker's, borrowed; NULL: none */
+	int fd;                      /* its record file; -1: none */
 	int64_t task;
 	int attempt;
 	uint64_t seq;                /* of the last record written */
-	struct tq_cgroup cg;         /* cgroup: its group */
+	struct tq_cgroup cg;         /* cgroup: a group of its own, or unused */
+	int kept;                    /* cgroup: in file->cg, the worker's */
 	struct tq_proc_id *ids;      /* tree: as last written */
 	size_t nids;
 	int64_t next_scan;           /* tree: mono ms, or TQ_CONTAIN_NEVER */
@@ -108,7 +115,7 @@ struct tq_contain {
 	int failed;                  /* a write failed (said once) */
 };
 
-#define TQ_CONTAIN_INIT { TQ_CONTAIN_NONE, -1, 0, 0, 0, TQ_CGROUP_INIT, NULL, 0, \
+#define TQ_CONTAIN_INIT { TQ_CONTAIN_NONE, NULL, -1, 0, 0, 0, TQ_CGROUP_INIT, 0, NULL, 0, \
 	TQ_CONTAIN_NEVER, 0, 0, 0 }
 
 /*
@@ -124,21 +131,23 @@ int tq_contain_dir(const char *home, struct tq_err *err);
  */
 int tq_contain_file_open(struct tq_contain_file *f, const char *home, struct tq_err *err);
 
-/* The worker stops with nothing running: remove its file. Safe twice. */
+/* The worker stops with nothing running: remove its file and its group.
+ * Safe twice. */
 void tq_contain_file_close(struct tq_contain_file *f);
 
 /*
  * Begin the containment of (task, attempt), before the spawn: with a usable
- * b, write the record naming its group, then make the group (give
- * tq_contain_cgroup_fd to the child); otherwise, or if either fails, the
- * tree (its record is written at tq_contain_spawned). fd is the worker's
- * record file (tq_contain_file.fd); -1: none (recovery then has the
- * marks). Returns 0; or a TQ_E* code with err set when the cgroup could not
- * be had or the record not written: a note for the log, c is still in use
- * (on the tree).
+ * b, write the record naming its group, then make the group if it is not
+ * made (the worker's, kept in f between attempts; or the attempt's own)
+ * (give tq_contain_cgroup_fd to the child); otherwise, or if either fails,
+ * the tree (its record is written at tq_contain_spawned). f is the
+ * worker's (tq_contain_file_open), whose fd may be -1: no record file
+ * (recovery then has the marks). Returns 0; or a TQ_E* code with err set
+ * when the cgroup could not be had or the record not written: a note for
+ * the log, c is still in use (on the tree).
  */
-int tq_contain_begin(struct tq_contain *c, const struct tq_cgroup_base *b, int fd,
-	int64_t task, int attempt, struct tq_err *err);
+int tq_contain_begin(struct tq_contain *c, const struct tq_cgroup_base *b,
+	struct tq_contain_file *f, int64_t task, int attempt, struct tq_err *err);
 
 /* The group's directory for tq_child.cgroup_fd, or -1. */
 int tq_contain_cgroup_fd(const struct tq_contain *c);
@@ -175,11 +184,14 @@ int tq_contain_tick(struct tq_contain *c, int64_t now, struct tq_err *err);
 int tq_contain_kill(struct tq_contain *c, struct tq_err *err);
 
 /*
- * After the sweep: wait for the group to empty and remove it, mark the
- * record file idle, free what c holds; c is TQ_CONTAIN_NONE after, and a second
- * call does nothing. *killed (may be NULL) gets the processes the group
- * still held. Returns 0 or a TQ_E* code with err set (a group that would
- * not go keeps its record, for the supervisor's housekeeping).
+ * After the sweep: wait for the group to empty (and remove an attempt's
+ * own; the worker's stays for its next attempt), mark the record file
+ * idle, free what c holds; c is TQ_CONTAIN_NONE after, and a second call
+ * does nothing. *killed (may be NULL) gets the processes the group still
+ * held. Returns 0 or a TQ_E* code with err set (a group that would not go
+ * keeps its record, for the supervisor's housekeeping; the worker's that
+ * would not empty is left until the worker stops, and its later attempts
+ * get a group each).
  */
 int tq_contain_end(struct tq_contain *c, size_t *killed, struct tq_err *err);
 

@@ -242,7 +242,7 @@ static int spawn_contained(struct run *r, struct tq_err *err)
 	struct tq_err note = TQ_ERR_INIT;
 	int rc;
 
-	if (tq_contain_begin(&r->contain, &r->w->cgroup, r->w->procs.fd, r->t->id,
+	if (tq_contain_begin(&r->contain, &r->w->cgroup, &r->w->procs, r->t->id,
 			     r->t->attempt, &note) < 0)
 		tq_worker_log(r->w, "task %lld: %s", (long long)r->t->id, note.msg);
 	r->child.cgroup_fd = tq_contain_cgroup_fd(&r->contain);

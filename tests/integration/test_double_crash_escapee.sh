@@ -4,8 +4,9 @@
 # supervisor are SIGKILLed together and a new supervisor starts: no
 # environment mark finds it, so recovery must know the task's processes the
 # way the kernel does. Both ways are run where the machine allows: a cgroup
-# v2 group per attempt (where a cgroup is delegated to us: root, or a
-# Delegate=yes unit), and the process-tree record (TASKQ_CGROUP=0 forces it).
+# v2 group, the worker's, kept for its attempts (where a cgroup is
+# delegated to us: root, or a Delegate=yes unit), and the process-tree
+# record (TASKQ_CGROUP=0 forces it).
 # Then the supervisor's housekeeping: a record and a group that a crash left
 # for an attempt that no longer runs are cleaned up, and what they held is
 # killed.
@@ -46,7 +47,7 @@ escapee() {
 
 # Run the reproduction of issue 16 item 6 under the containment $1.
 double_crash() {
-	local want=$1 got t p e s w
+	local want=$1 got t p e s w g=
 	serve_start 1
 	PREFIX=taskq.$(stat -c '%d.%i' "$TASKQ_HOME")
 	got=$(containment)
@@ -65,12 +66,15 @@ double_crash() {
 		# The worker's record lists it (it looks again within a second).
 		wait_for "grep -qs '^$e ' $TASKQ_HOME/procs/w*" 10 ||
 			fail "the record of task $t does not list its escapee $e: $(cat "$TASKQ_HOME"/procs/w* 2>&1)"
-	elif [ "$got" = cgroup ]; then
-		assert_eq "0::$REL/$PREFIX.$t.1" "$(grep '^0::' "/proc/$e/cgroup")" \
-			"the escapee is in its task's cgroup"
 	fi
 	w=$(running_worker_pid "$t")
 	[ -n "$w" ] || fail "no worker runs task $t"
+	if [ "$got" = cgroup ]; then
+		# the worker's group: taskq.<dev>.<ino>.w<pid>.<start>
+		g=$PREFIX.w$w.$(sed 's/.*) //' "/proc/$w/stat" | awk '{ print $20 }')
+		assert_eq "0::$REL/$g" "$(grep '^0::' "/proc/$e/cgroup")" \
+			"the escapee is in its worker's cgroup"
+	fi
 	kill -9 "$w" "$SERVE_PID"
 	wait_for "! _tq_alive $SERVE_PID && ! _tq_alive $w" 10 || fail "supervisor or worker still alive"
 	_tq_alive "$e" || fail "the escapee $e died with its worker: nothing to recover"
@@ -82,8 +86,8 @@ double_crash() {
 	wait_for "! _tq_alive $s" 10 || fail "task $t's sleep 305 ($s) outlived the double crash"
 	wait_for "! grep -qs '^taskq-procs 2 $t 1 ' $TASKQ_HOME/procs/w*" 10 ||
 		fail "task $t's record was not removed: $(grep -l . "$TASKQ_HOME"/procs/w* 2>&1)"
-	if [ -n "$CG" ]; then
-		wait_for "[ ! -d $CG/$PREFIX.$t.1 ]" 10 || fail "task $t's cgroup was not removed"
+	if [ -n "$CG" ] && [ -n "$g" ]; then
+		wait_for "[ ! -d $CG/$g ]" 10 || fail "task $t's cgroup ($g) was not removed"
 	fi
 	assert_eq "$want" "$got" "status: how task processes are contained"
 	_tq_signal TERM "$SERVE_PID"
@@ -130,8 +134,14 @@ else
 	held=$TQ_LAST_PID
 	echo "$held" >"$CG/$PREFIX.997.1/cgroup.procs"
 	mkdir "$CG/$PREFIX.996.1"
+	# a dead worker's group (no process has pid 2147483644), no record
+	mkdir "$CG/$PREFIX.w2147483644.1"
+	tq_bg sleep 1000
+	held2=$TQ_LAST_PID
+	echo "$held2" >"$CG/$PREFIX.w2147483644.1/cgroup.procs"
 	serve_start 1
-	wait_for "! _tq_alive $held" 10 || fail "the process in a stale cgroup survived"
-	wait_for "[ ! -d $CG/$PREFIX.997.1 ] && [ ! -d $CG/$PREFIX.996.1 ]" 10 ||
+	wait_for "! _tq_alive $held && ! _tq_alive $held2" 10 ||
+		fail "the process in a stale cgroup survived"
+	wait_for "[ ! -d $CG/$PREFIX.997.1 ] && [ ! -d $CG/$PREFIX.996.1 ] && [ ! -d $CG/$PREFIX.w2147483644.1 ]" 10 ||
 		fail "stale cgroups stayed: $(ls -d "$CG/$PREFIX".* 2>&1)"
 fi

@@ -8,7 +8,8 @@
 # prlimit64 a task), and the sweep after each task listed
 # /proc/self/task (2 getdents64 a task). These bounds are far above what
 # the fixed code makes and far below what each of those made. Later: the
-# process record cut after each write (2 ftruncate a task), the sweep's
+# process record cut after each write (2 ftruncate a task), a cgroup made
+# and removed for each task (a mkdirat and an unlinkat), the sweep's
 # look at a worker with no child left (getpid, getsid, getpgrp and 5 calls
 # on /proc), the doorbell opened and closed at each ring, the signalfd read
 # again to see it empty.
@@ -75,6 +76,12 @@ n=$(per_task getsid)
 check "a process record is written over, never cut"
 n=$(per_task ftruncate)
 [ "$n" -eq 0 ] || fail "$n ftruncate a task"
+
+# (0 also where no cgroup is delegated: then a task has none)
+check "a task starts in its worker's cgroup, kept between tasks: none made or removed a task"
+n=$(per_task mkdirat)
+m=$(per_task unlinkat)
+[ "$n" -eq 0 ] && [ "$m" -eq 0 ] || fail "$n mkdirat and $m unlinkat a task"
 
 # The calls themselves, in a drain of 5: a pipe's flags set without
 # asking them first (F_GETFL on each of a task's two pipes), and a small

@@ -305,7 +305,7 @@ static void test_record_follows_tree(void **state)
 	assert_int_equal(st.st_mode & 07777, 0600);
 	read_record(&f, buf, sizeof(buf));
 	assert_string_equal(buf, IDLE);
-	assert_int_equal(tq_contain_begin(&c, &no_cgroup, f.file.fd, TASK, ATTEMPT, &err), 0);
+	assert_int_equal(tq_contain_begin(&c, &no_cgroup, &f.file, TASK, ATTEMPT, &err), 0);
 	assert_int_equal(c.kind, TQ_CONTAIN_RECORD);
 	assert_int_equal(tq_contain_cgroup_fd(&c), -1);
 	assert_true(tq_contain_deadline(&c) == TQ_CONTAIN_NEVER);
@@ -355,7 +355,7 @@ static void test_record_follows_tree(void **state)
 
 	/* The next attempt's shorter record over that longer one's tail: read
 	 * as itself, with a sequence number of its own. */
-	assert_int_equal(tq_contain_begin(&c, &no_cgroup, f.file.fd, TASK, ATTEMPT + 1, &err),
+	assert_int_equal(tq_contain_begin(&c, &no_cgroup, &f.file, TASK, ATTEMPT + 1, &err),
 			 0);
 	spawn(&ch, (char *[]){ "sleep", "1000", NULL }, -1);
 	tq_proc_start_time(ch.pid, &start, NULL);
@@ -394,7 +394,7 @@ static void test_record_recover(void **state)
 
 	(void)state;
 	fixture_open(&f);
-	tq_contain_begin(&c, &no_cgroup, f.file.fd, TASK, ATTEMPT, &err);
+	tq_contain_begin(&c, &no_cgroup, &f.file, TASK, ATTEMPT, &err);
 	spawn(&ch, escaper_argv, -1);
 	tq_proc_start_time(ch.pid, &start, NULL);
 	tq_contain_spawned(&c, ch.pid, start, tq_mono_ms());
@@ -535,7 +535,7 @@ static void test_sweep(void **state)
 	write_file(f.dirfd, "w2147483644.1", IDLE);  /* idle */
 	write_file(f.dirfd, "notes.txt", body);
 	/* our own file (a live worker's) names the ended 40.1 too */
-	tq_contain_begin(&c, &no_cgroup, f.file.fd, 40, 1, &err);
+	tq_contain_begin(&c, &no_cgroup, &f.file, 40, 1, &err);
 	tq_contain_spawned(&c, a.pid, sa, tq_mono_ms());
 	assert_int_equal(tq_contain_sweep(f.dirfd, NULL, live_41_2, NULL, &n, &killed, &err), 0);
 	assert_int_equal(n, 1);
@@ -749,30 +749,34 @@ static void test_cgroup_end_and_fallback(void **state)
 	tq_spawn_release(&d);
 }
 
-/* The cgroup path of contain: its file names the group; recovery after a
- * crash kills the group's processes and removes group and file; the sweep
- * removes a group whose attempt ended. */
+/* The cgroup path of contain: the worker's group, named in its file;
+ * recovery after a crash kills the group's processes and removes group and
+ * file (the worker makes it again for its next attempt); the sweep removes
+ * a group whose attempt ended, and a dead worker's group unless its file
+ * still names an attempt that runs. */
 static void test_contain_cgroup_recover(void **state)
 {
 	struct tq_cgroup_base *b = *state, mine;
 	struct tq_contain c = TQ_CONTAIN_INIT;
 	struct tq_child ch = TQ_CHILD_INIT;
-	struct tq_cgroup left = TQ_CGROUP_INIT;
+	struct tq_cgroup left = TQ_CGROUP_INIT, dead = TQ_CGROUP_INIT, busy = TQ_CGROUP_INIT;
 	struct tq_err err = TQ_ERR_INIT;
 	enum tq_contain_kind kind = TQ_CONTAIN_NONE;
 	struct fixture f;
 	char buf[8192], path[4096], want[4200];
 	size_t killed = 0, n = 0;
+	int64_t start = 0;
 	pid_t e;
 
 	if (b == NULL)
 		skip();
 	fixture_open(&f);
 	assert_true(tq_cgroup_probe(&mine, f.home));
-	assert_int_equal(tq_contain_begin(&c, &mine, f.file.fd, TASK, ATTEMPT, &err), 0);
+	assert_int_equal(tq_proc_start_time(getpid(), &start, NULL), 0);
+	assert_int_equal(tq_contain_begin(&c, &mine, &f.file, TASK, ATTEMPT, &err), 0);
 	assert_int_equal(c.kind, TQ_CONTAIN_CGROUP);
 	read_record(&f, buf, sizeof(buf));
-	assert_int_equal(tq_cgroup_path(&mine, TASK, ATTEMPT, path, sizeof(path)), 0);
+	assert_int_equal(tq_cgroup_worker_path(&mine, getpid(), start, path, sizeof(path)), 0);
 	snprintf(want, sizeof(want), "taskq-procs 2 41 2 %llu cgroup\n%s\nend %llu\n",
 		 (unsigned long long)c.seq, path, (unsigned long long)c.seq);
 	assert_string_equal(buf, want);
@@ -789,16 +793,136 @@ static void test_contain_cgroup_recover(void **state)
 	assert_false(dir_exists(path));
 	read_record(&f, buf, sizeof(buf));
 	assert_string_equal(buf, IDLE);
+	tq_proc_sweep(NULL, 0, NULL, NULL);
 	tq_contain_end(&c, NULL, NULL);
+	tq_spawn_release(&ch);
+	/* gone under the worker: made again for its next attempt */
+	assert_int_equal(tq_contain_begin(&c, &mine, &f.file, TASK, ATTEMPT + 1, &err), 0);
+	assert_int_equal(c.kind, TQ_CONTAIN_CGROUP);
+	assert_true(dir_exists(path));
+	assert_int_equal(tq_contain_end(&c, NULL, &err), 0);
+	assert_true(dir_exists(path));
 
 	/* a group left without its record, for an attempt that ended */
 	assert_int_equal(tq_cgroup_create(&mine, 40, 1, &left, &err), 0);
 	tq_close(left.dir_fd);
 	tq_close(left.events_fd);
+	/* a dead worker's group, its file gone: removed */
+	assert_int_equal(tq_cgroup_create_worker(&mine, INT_MAX - 1, 1, &dead, &err), 0);
+	tq_close(dead.dir_fd);
+	tq_close(dead.events_fd);
+	/* a dead worker's group whose file names an attempt that runs: left
+	 * to that attempt's recovery */
+	assert_int_equal(tq_cgroup_create_worker(&mine, INT_MAX - 2, 1, &busy, &err), 0);
+	tq_close(busy.dir_fd);
+	tq_close(busy.events_fd);
+	snprintf(want, sizeof(want), "taskq-procs 2 41 2 3 cgroup\n%s\nend 3\n", busy.path);
+	write_file(f.dirfd, "w2147483645.1", want);
 	assert_int_equal(tq_contain_sweep(f.dirfd, &mine, live_41_2, NULL, &n, &killed, &err), 0);
-	assert_int_equal(n, 1);
+	assert_int_equal(n, 2);
 	assert_false(dir_exists(left.path));
+	assert_false(dir_exists(dead.path));
+	assert_true(dir_exists(busy.path));
+	assert_true(dir_exists(path)); /* ours: we run */
+	assert_true(file_exists(f.dirfd, "w2147483645.1"));
+	/* its attempt ended: the file and the group go */
+	assert_int_equal(tq_contain_sweep(f.dirfd, &mine, live_none, NULL, &n, &killed, &err), 0);
+	assert_false(dir_exists(busy.path));
+	assert_false(file_exists(f.dirfd, "w2147483645.1"));
+	assert_true(dir_exists(path));
+	/* the worker stops: its group goes with its file */
+	tq_contain_file_close(&f.file);
+	assert_false(dir_exists(path));
+	tq_cgroup_base_release(&mine);
+	fixture_close(&f);
+}
+
+/* The worker's group is kept between its attempts: what an attempt left is
+ * killed and the group seen empty before the next one starts in it, the
+ * same group, with a record of its own; a group that will not do (here:
+ * the worker gave up on it) makes the next attempts take a group each. */
+static void test_contain_cgroup_kept(void **state)
+{
+	struct tq_cgroup_base *b = *state, mine;
+	struct tq_contain c = TQ_CONTAIN_INIT;
+	struct tq_child ch = TQ_CHILD_INIT;
+	struct tq_err err = TQ_ERR_INIT;
+	struct fixture f;
+	char buf[8192], path[4096], own[4096];
+	size_t killed = 0;
+	uint64_t seq;
+	int status;
+	pid_t e;
+
+	if (b == NULL)
+		skip();
+	fixture_open(&f);
+	assert_true(tq_cgroup_probe(&mine, f.home));
+	assert_int_equal(tq_contain_begin(&c, &mine, &f.file, TASK, ATTEMPT, &err), 0);
+	snprintf(path, sizeof(path), "%s", f.file.cg.path);
+	spawn(&ch, escaper_argv, tq_contain_cgroup_fd(&c));
+	e = escape(&ch);
+	wait_escaped(e);
+	assert_true(in_group(e, &f.file.cg));
+	/* the shell exits; its escapee is left in the group */
+	kill(ch.pid, SIGKILL);
+	wait_dead(ch.pid);
+	assert_int_equal(tq_contain_kill(&c, &err), 0);
+	tq_proc_sweep(NULL, 0, NULL, NULL);
+	assert_int_equal(tq_contain_end(&c, &killed, &err), 0);
+	wait_dead(e);
+	read_record(&f, buf, sizeof(buf));
+	assert_string_equal(buf, IDLE);
+	seq = c.seq;
 	tq_spawn_release(&ch);
+
+	/* the next attempt: the same group, its own record */
+	assert_int_equal(tq_contain_begin(&c, &mine, &f.file, TASK, ATTEMPT + 1, &err), 0);
+	assert_int_equal(c.kind, TQ_CONTAIN_CGROUP);
+	assert_string_equal(f.file.cg.path, path);
+	assert_true(c.seq > seq);
+	read_record(&f, buf, sizeof(buf));
+	assert_non_null(strstr(buf, path));
+	assert_non_null(strstr(buf, "taskq-procs 2 41 3 "));
+	/* (a group killed in is made anew: a child cloned into it would be
+	 * SIGKILLed at birth here) */
+	assert_true(dir_exists(path));
+	spawn(&ch, (char *[]){ "true", NULL }, tq_contain_cgroup_fd(&c));
+	status = -1;
+	assert_true(tq_spawn_wait(&ch, &status, &err) == 0);
+	assert_int_equal(status, 0);
+	assert_int_equal(tq_contain_kill(&c, &err), 0);
+	assert_false(f.file.cg.killed);
+	assert_int_equal(tq_contain_end(&c, &killed, &err), 0);
+	assert_int_equal(killed, 0);
+	tq_spawn_release(&ch);
+
+	/* nothing left, nothing killed: the same group, kept as it was */
+	int dir_fd = f.file.cg.dir_fd;
+	assert_int_equal(f.file.cg_state, 1);
+	assert_int_equal(tq_contain_begin(&c, &mine, &f.file, TASK, ATTEMPT + 3, &err), 0);
+	assert_int_equal(f.file.cg.dir_fd, dir_fd);
+	spawn(&ch, (char *[]){ "true", NULL }, tq_contain_cgroup_fd(&c));
+	status = -1;
+	assert_true(tq_spawn_wait(&ch, &status, &err) == 0);
+	assert_int_equal(status, 0);
+	assert_int_equal(tq_contain_kill(&c, &err), 0);
+	assert_int_equal(tq_contain_end(&c, NULL, &err), 0);
+	tq_spawn_release(&ch);
+
+	/* given up on: a group each from then on, the worker's left alone */
+	f.file.cg_state = -1;
+	assert_int_equal(tq_contain_begin(&c, &mine, &f.file, TASK, ATTEMPT + 4, &err), 0);
+	assert_int_equal(c.kind, TQ_CONTAIN_CGROUP);
+	assert_int_equal(tq_cgroup_path(&mine, TASK, ATTEMPT + 4, own, sizeof(own)), 0);
+	assert_true(dir_exists(own));
+	read_record(&f, buf, sizeof(buf));
+	assert_non_null(strstr(buf, own));
+	assert_int_equal(tq_contain_end(&c, NULL, &err), 0);
+	assert_false(dir_exists(own));
+	assert_true(dir_exists(path));
+	tq_contain_file_close(&f.file);
+	assert_false(dir_exists(path));
 	tq_cgroup_base_release(&mine);
 	fixture_close(&f);
 }
@@ -863,6 +987,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_cgroup_pty, teardown),
 		cmocka_unit_test_teardown(test_cgroup_end_and_fallback, teardown),
 		cmocka_unit_test_teardown(test_contain_cgroup_recover, teardown),
+		cmocka_unit_test_teardown(test_contain_cgroup_kept, teardown),
 		cmocka_unit_test_teardown(test_cgroup_destroy_refuses, teardown),
 	};
 	int rc;
