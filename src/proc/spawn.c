@@ -40,7 +40,8 @@
  * Exec failure comes back as an error, never as exit status 127: the child
  * reports the step that failed and its errno in memory it shares with us
  * (struct clone_plan), or over a pipe on the fork path. The cwd is checked
- * first all the same, for a clear message in the common case. The program
+ * here only when the program is not found (a relative one is looked up in
+ * it), so that the message names the cwd; else the child's chdir does. The program
  * (argv[0], or exe) is resolved here, by taskq's one PATH search
  * (search_path), against the child's PATH rather than the caller's.
  *
@@ -866,11 +867,15 @@ int tq_spawn_start(struct tq_child *c, struct tq_err *err)
 	if (c->in == TQ_SPAWN_STDIN_PTY && (c->flags & TQ_SPAWN_KEEP_SESSION))
 		return tq_err_set(err, TQ_EINVAL,
 			"spawn \"%s\": a terminal needs a session of its own", prog(c));
-	/* The cwd first: a relative command is looked up inside it. */
-	if (c->cwd != NULL && (e = check_cwd(c->cwd)))
-		return fail_on(err, e, "chdir", c->cwd);
-	if ((rc = resolve_exe(c, envp, path, sizeof(path), err)))
+	/* A relative command is looked up inside the cwd, so a cwd that is
+	 * not there is said first when the command is not found; when it is
+	 * found, the child's chdir says so, with the same message (two
+	 * system calls a task fewer: stat and access of the cwd). */
+	if ((rc = resolve_exe(c, envp, path, sizeof(path), err))) {
+		if (c->cwd != NULL && (e = check_cwd(c->cwd)))
+			return fail_on(err, e, "chdir", c->cwd);
 		return rc;
+	}
 	if (c->flags & TQ_SPAWN_MARK_SELF) {
 		if ((rc = mark_env(envp, mark, &marked, err)) < 0)
 			return rc;

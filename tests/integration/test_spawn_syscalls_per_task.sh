@@ -9,7 +9,8 @@
 # /proc/self/task (2 getdents64 a task). These bounds are far above what
 # the fixed code makes and far below what each of those made. Later: the
 # process record cut after each write (2 ftruncate a task), a cgroup made
-# and removed for each task (a mkdirat and an unlinkat), the sweep's
+# and removed for each task (a mkdirat and an unlinkat), the cwd's stat
+# and access before each spawn, the sweep's
 # look at a worker with no child left (getpid, getsid, getpgrp and 5 calls
 # on /proc), the doorbell opened and closed at each ring, the signalfd read
 # again to see it empty.
@@ -76,6 +77,10 @@ n=$(per_task getsid)
 check "a process record is written over, never cut"
 n=$(per_task ftruncate)
 [ "$n" -eq 0 ] || fail "$n ftruncate a task"
+
+check "a task's cwd is looked at only when its program is not found"
+n=$(per_task faccessat2)
+[ "$n" -le 1 ] || fail "$n faccessat2 a task (the cwd's and the program's?)"
 
 # (0 also where no cgroup is delegated: then a task has none)
 check "a task starts in its worker's cgroup, kept between tasks: none made or removed a task"
