@@ -644,6 +644,14 @@ struct tq_finish {
 				     * its own end); 0: a final end leaves the
 				     * hook owed, for a worker to take
 				     * (tq_queue_on_exit_take) */
+	/* The attempt's process, as tq_queue_set_process would record it,
+	 * written with the end when it was not recorded before (a task that
+	 * ended within moments of its spawn: the attempt row is written once,
+	 * one transaction a task fewer, issue 21); pid 0: nothing to write,
+	 * the attempt keeps what it has. */
+	int pid, pgid;
+	int64_t proc_start;
+	int64_t log_offset, log_line;
 };
 
 /*

@@ -102,6 +102,14 @@
  * waits with it (a task writing into an 8 KiB pipe blocked for as long). */
 #define RENEW_BUSY_MS 200
 #define RENEW_RETRY_MS 250
+/* The spawned process is recorded in the store (tq_queue_set_process) this
+ * long after its spawn if it still runs; one that ended sooner is recorded
+ * with its end, in the same statement: a transaction a task fewer for short
+ * tasks (issue 21). Until then `show` has no pid for the attempt, and a
+ * recovery goes by the attempt's cgroup or process record (contain.h),
+ * written at the spawn, and the task's mark, as for a worker killed before
+ * its record was written. */
+#define PROCESS_RECORD_MS 50
 
 enum run_phase {
 	PHASE_LIVE,      /* the process runs, or its output is still open */
@@ -146,6 +154,11 @@ struct run {
 	int64_t read_bytes;        /* output bytes read from the task's pipes */
 	int64_t kept_bytes;        /* of those, stored in the log */
 	int64_t log_line;          /* where this attempt's output begins */
+	/* the process, not yet in the store: recorded at proc_record_at (mono
+	 * ms; 0: not to be tried again), else with the end */
+	int proc_pending;
+	int proc_pid;
+	int64_t proc_start, proc_offset, proc_record_at;
 	/* output order: the widths of the pipes (pipe_width) */
 	int wrote[2];              /* output was read from stdout, stderr */
 	enum tq_stream wide;       /* the stream whose pipe is wide; ALL: none */
@@ -344,6 +357,17 @@ static void warm_input(struct run *r)
 	free(buf);
 }
 
+/* The spawned process (pid, its start time, where its output begins in the
+ * log: r->log_line), for the store: at PROCESS_RECORD_MS, or with the end. */
+static void note_process(struct run *r, int pid, int64_t start, int64_t offset)
+{
+	r->proc_pending = 1;
+	r->proc_pid = pid;
+	r->proc_start = start;
+	r->proc_offset = offset;
+	r->proc_record_at = tq_mono_ms() + PROCESS_RECORD_MS;
+}
+
 /*
  * A warm message: borrow the session's agent process (started by the
  * supervisor from this task's command in its stream-input mode when none
@@ -410,9 +434,7 @@ static int start_warm(struct run *r, struct tq_env *env, struct tq_err *err)
 	tq_worker_log(r->w, "task %lld: warm session %s, agent pid %d (%s)",
 		      (long long)r->t->id, r->t->session, (int)r->wt.pid,
 		      r->wt.fresh ? "started for it" : "kept from its last message");
-	if (tq_queue_set_process(r->w->q, r->t->id, r->t->attempt, r->wt.pid, r->wt.pid,
-				 r->wt.start, off, line_no, err) == TQ_ESTALE)
-		r->lease_lost = 1;
+	note_process(r, r->wt.pid, r->wt.start, off);
 	return 0;
 }
 
@@ -484,9 +506,7 @@ static int start(struct run *r, struct tq_err *err)
 	tq_log_position(r->log, &off, &line);
 	r->log_line = line;
 	r->out_start = tq_log_output_bytes(r->log);
-	if (tq_queue_set_process(r->w->q, r->t->id, r->t->attempt, r->child.pid,
-				 r->child.pid, start_ticks, off, line, err) == TQ_ESTALE)
-		r->lease_lost = 1;
+	note_process(r, r->child.pid, start_ticks, off);
 	return 0;
 }
 
@@ -808,6 +828,26 @@ static void fetch_stdin(struct run *r)
 
 static void written_elsewhere(struct run *r);
 
+/* The process noted at the spawn, into the store now (it still runs). */
+static void record_process(struct run *r)
+{
+	struct tq_err err = TQ_ERR_INIT;
+	int rc = tq_queue_set_process(r->w->q, r->t->id, r->t->attempt, r->proc_pid,
+				      r->proc_pid, r->proc_start, r->proc_offset,
+				      r->log_line, &err);
+
+	r->proc_record_at = 0; /* once: if it failed, the end writes it */
+	if (rc == 0)
+		r->proc_pending = 0;
+	if (rc == TQ_ESTALE) {
+		/* someone recovered this task: no longer ours to run */
+		tq_worker_log(r->w, "task %lld: %s; stopping it", (long long)r->t->id,
+			      err.msg);
+		r->lease_lost = 1;
+		stop_task(r, SIGKILL);
+	}
+}
+
 static void renew(struct run *r, int64_t now)
 {
 	struct tq_err err = TQ_ERR_INIT;
@@ -931,6 +971,8 @@ static int64_t loop_deadline(struct run *r, int64_t now)
 	}
 	if (!r->exited && r->term.deadline != TQ_TERM_NEVER)
 		at = min64(at, r->term.deadline);
+	if (!r->exited && r->proc_record_at != 0)
+		at = min64(at, r->proc_record_at);
 	if (!r->exited && r->interrupted && !r->wt.end_asked)
 		at = min64(at, r->end_at);
 	if (!r->exited && r->in_hold != 0)
@@ -998,6 +1040,8 @@ static void on_timers(struct run *r, int64_t now)
 	}
 	if (!r->exited && !r->warm && tq_contain_tick(&r->contain, now, &err) < 0)
 		tq_worker_log(r->w, "task %lld: %s", (long long)r->t->id, err.msg);
+	if (!r->exited && !r->lease_lost && r->proc_record_at != 0 && now >= r->proc_record_at)
+		record_process(r);
 	if (!r->lease_lost && now >= r->next_renew)
 		renew(r, now);
 }
@@ -1469,6 +1513,12 @@ static void record(struct run *r)
 	r->fin.attempt = r->t->attempt;
 	r->fin.worker_id = r->w->id;
 	r->fin.ended_at = r->ended_at;
+	if (r->proc_pending) { /* it ended before its record was due */
+		r->fin.pid = r->fin.pgid = r->proc_pid;
+		r->fin.proc_start = r->proc_start;
+		r->fin.log_offset = r->proc_offset;
+		r->fin.log_line = r->log_line;
+	}
 	r->phase = PHASE_RECORDING;
 	/* a short wait per try: the record is written soon, and signals and
 	 * the lease are seen between tries */

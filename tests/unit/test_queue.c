@@ -1148,6 +1148,52 @@ static void test_fencing(void **state)
 	assert_int_equal(tq_queue_request_kill(f->q, id, SIGTERM, &err), TQ_ESTATE);
 }
 
+/*
+ * An end that brings its attempt's process (tq_finish.pid: a task that ended
+ * before its worker recorded the process) writes it with the end, in the
+ * attempt row; an end without one keeps what set_process recorded.
+ */
+static void test_finish_records_process(void **state)
+{
+	struct fx *f = *state;
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_attempt *a = NULL;
+	size_t n = 0;
+	int64_t quick = submit_simple(f->q, 0, NULL), slow = submit_simple(f->q, 0, NULL);
+	int attempt = 0;
+	struct tq_finish fin = { .task_id = quick, .worker_id = 1,
+				 .outcome = TQ_OUT_SUCCEEDED, .exit_code = 0,
+				 .pid = 4321, .pgid = 4321, .proc_start = 777,
+				 .log_offset = 12, .log_line = 3 };
+
+	assert_int_equal(claim_id(f->q, &attempt), quick);
+	fin.attempt = attempt;
+	assert_int_equal(tq_queue_finish(f->q, &fin, NULL, &err), 0);
+	assert_int_equal(tq_queue_attempts(f->q, quick, &a, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(a[0].pid, 4321);
+	assert_int_equal(a[0].pgid, 4321);
+	assert_int_equal(a[0].proc_start, 777);
+	assert_int_equal(a[0].log_offset, 12);
+	assert_int_equal(a[0].log_line, 3);
+	assert_int_equal(a[0].outcome, TQ_OUT_SUCCEEDED);
+	assert_true(a[0].ended_at > 0);
+	tq_attempt_list_free(a, n);
+
+	assert_int_equal(claim_id(f->q, &attempt), slow);
+	assert_int_equal(tq_queue_set_process(f->q, slow, attempt, 55, 55, 66, 0, 1, &err), 0);
+	fin = (struct tq_finish){ .task_id = slow, .attempt = attempt, .worker_id = 1,
+				  .outcome = TQ_OUT_FAILED, .exit_code = 2 };
+	assert_int_equal(tq_queue_finish(f->q, &fin, NULL, &err), 0);
+	assert_int_equal(tq_queue_attempts(f->q, slow, &a, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(a[0].pid, 55);
+	assert_int_equal(a[0].proc_start, 66);
+	assert_int_equal(a[0].log_line, 1);
+	assert_int_equal(a[0].exit_code, 2);
+	tq_attempt_list_free(a, n);
+}
+
 static void test_retry_and_requeue(void **state)
 {
 	struct fx *f = *state;
@@ -2978,6 +3024,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_claim_scheduled, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_claim_concurrent, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fencing, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_finish_records_process, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retry_and_requeue, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_group_pause, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_group_parallel, setup, teardown),

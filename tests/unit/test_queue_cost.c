@@ -240,6 +240,53 @@ static void test_frames_per_chained_task(void **state)
 			 (double)frames / TASKS, CHAIN_MAX_FRAMES);
 }
 
+/*
+ * The same, for a task that ends before its worker records its process
+ * (runner.c, PROCESS_RECORD_MS: a `true`): the process is written with the
+ * end (tq_finish.pid), so a task costs one transaction, its end with the
+ * next claim, and no page more than that one writes.
+ */
+#define QUICK_COMMITS 1
+#define QUICK_MAX_FRAMES 7.0
+
+static void test_frames_per_quick_task(void **state)
+{
+	struct fx *f = *state;
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_task t, n;
+	long frames, commits;
+	int claimed = 0;
+
+	for (int i = 0; i < WARMUP + TASKS + 1; i++)
+		submit_one(f);
+	for (int i = 0; i < WARMUP; i++)
+		run_one(f);
+	if (tq_queue_claim(f->q, f->worker, 60000, &t, NULL, &err) != 0)
+		fail_msg("claim: %s", err.msg);
+	wal_reset(f);
+	for (int i = 0; i < TASKS; i++) {
+		struct tq_finish fin = { .task_id = t.id, .attempt = t.attempt,
+					 .worker_id = f->worker, .outcome = TQ_OUT_SUCCEEDED,
+					 .exit_code = 0, .next = TQ_NEXT_FINAL,
+					 .pid = (int)getpid(), .pgid = (int)getpid(),
+					 .proc_start = 1, .log_line = 1 };
+
+		if (tq_queue_finish_claim(f->q, &fin, NULL, 60000, &n, &claimed, NULL, &err) != 0)
+			fail_msg("finish_claim: %s", err.msg);
+		assert_int_equal(claimed, 1);
+		tq_task_release(&t);
+		t = n;
+	}
+	tq_task_release(&t);
+	wal_count(f, &frames, &commits);
+	print_message("per quick task: %.2f WAL frames, %.2f commits\n",
+		      (double)frames / TASKS, (double)commits / TASKS);
+	assert_int_equal(commits, QUICK_COMMITS * TASKS);
+	if ((double)frames / TASKS > QUICK_MAX_FRAMES)
+		fail_msg("%.2f WAL frames a quick task, more than %.1f",
+			 (double)frames / TASKS, QUICK_MAX_FRAMES);
+}
+
 /* A submit of `true` (no labels, dependencies or token): one transaction;
  * its pages: tasks, the indexes written at insert (tasks_ready, tasks_name,
  * tasks_env), task_counts. 7 before schema 11 (tasks_state, and
@@ -270,6 +317,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_frames_per_task, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_frames_per_chained_task, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_frames_per_quick_task, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_frames_per_submit, setup, teardown),
 	};
 

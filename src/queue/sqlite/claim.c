@@ -320,6 +320,13 @@ static int end_attempt(struct tq_sqlite *q, const struct tq_finish *f, int64_t n
 	tq_bind_text(st, 8, f->reason);
 	tq_bind_opt_i64(st, 9, f->next != TQ_NEXT_FINAL ? f->retry_at : 0, 0);
 	sqlite3_bind_int(st, 10, f->next != TQ_NEXT_REQUEUE);
+	if (f->pid > 0) {
+		sqlite3_bind_int(st, 11, f->pid);
+		sqlite3_bind_int(st, 12, f->pgid);
+		sqlite3_bind_int64(st, 13, f->proc_start);
+		sqlite3_bind_int64(st, 14, f->log_offset);
+		sqlite3_bind_int64(st, 15, f->log_line);
+	}
 	return tq_db_exec_st(q, st, err, "record attempt");
 }
 
