@@ -248,15 +248,16 @@ cJSON *cli_task_summary_json(const struct tq_task *t, int *oom)
 /* Shared by log and poll                                             */
 
 /* Open the queue and read task id. On failure the error is printed and
- * its exit code returned; *q is then NULL. */
-static int open_task(const struct cli_ctx *c, int64_t id, unsigned flags,
+ * its exit code returned; *q is then NULL. A store that cannot be reached
+ * is tried again for retry_ms (a --follow waits for a task anyway). */
+static int open_task(const struct cli_ctx *c, int64_t id, unsigned flags, int64_t retry_ms,
 		     struct tq_queue **q, struct tq_task *t)
 {
 	struct tq_err err = TQ_ERR_INIT;
 	int rc;
 
 	memset(t, 0, sizeof(*t));
-	if ((rc = cli_open(c, flags | TQ_OPEN_NOCREATE, q)) != CLI_OK)
+	if ((rc = cli_open_retry(c, flags | TQ_OPEN_NOCREATE, retry_ms, q)) != CLI_OK)
 		return rc;
 	if (tq_queue_get(*q, id, 0, t, &err) < 0) {
 		tq_queue_close(*q);
@@ -552,12 +553,14 @@ static int show_log(const struct cli_ctx *c, const struct log_req *r)
 	struct cli_follow f;
 	struct cli_lines p;
 	struct tq_task t;
-	int64_t total = 0;
+	int64_t total = 0, retry_ms = 0;
 	int rc;
 
 	if (r->offset < 0 && r->limit >= 0)
 		range.tail = r->limit; /* --limit alone: the last M lines */
-	if ((rc = open_task(c, r->id, 0, &q, &t)) != CLI_OK)
+	if (r->follow && (rc = cli_retry_ms(c, &retry_ms)) != CLI_OK)
+		return rc;
+	if ((rc = open_task(c, r->id, 0, retry_ms, &q, &t)) != CLI_OK)
 		return rc;
 	cli_lines_init(&p, stdout, stdout, r->raw);
 	p.json = r->json;
@@ -776,7 +779,7 @@ static int do_poll(const struct cli_ctx *c, const struct poll_req *r)
 	char note[TQ_ERR_MAX];
 
 	memset(&g, 0, sizeof(g));
-	if ((rc = open_task(c, r->id, 0, &q, &t)) != CLI_OK)
+	if ((rc = open_task(c, r->id, 0, 0, &q, &t)) != CLI_OK)
 		return rc;
 	tq_task_release(&t);
 	if ((rc = tq_ops_poll(q, r->id, r->reader, &g, &err)) < 0) {

@@ -359,10 +359,14 @@ static int run_wait(struct cli_ctx *c, int argc, char **argv)
 {
 	struct waiter w = { .c = c, .timeout_ms = -1 };
 	int rc = parse_args(&w, argc, argv), done = 0, status;
+	int64_t retry_ms = 0;
 
 	if (rc != CLI_OK)
 		goto out;
-	if ((rc = cli_open(c, TQ_OPEN_NOCREATE, &w.q)) != CLI_OK)
+	/* a store that cannot be reached (a database server restarting):
+	 * tried again, as the wait's looks are (ops/wait.h) */
+	if ((rc = cli_retry_ms(c, &retry_ms)) != CLI_OK ||
+	    (rc = cli_open_retry(c, TQ_OPEN_NOCREATE, retry_ms, &w.q)) != CLI_OK)
 		goto out;
 	cli_output_init();
 	if (w.batch) {

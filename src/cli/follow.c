@@ -125,6 +125,10 @@ int cli_follow_lines_cb(const struct tq_log_line *l, void *arg)
 
 	if (cli_lines_put(f->lines, l) < 0)
 		return 1;
+	/* printed: a read cut off after it (the store went away) goes on
+	 * from the next */
+	if (l->n + 1 > f->next)
+		f->next = l->n + 1;
 	/* a backlog of a million lines must not hold a Ctrl-C until it is out */
 	if (++f->since_look >= FOLLOW_SIGNAL_EVERY) {
 		f->since_look = 0;
@@ -173,15 +177,18 @@ static int follow_loop(struct cli_follow *f, struct tq_err *err)
 	cli_follow_catch(f);
 	for (;;) {
 		tq_task_release(&f->task);
-		if ((rc = tq_queue_get(f->q, f->id, 0, &f->task, err)) < 0)
+		/* the store away (a database server restarting): looked at
+		 * again at the next pause, until it is back or the deadline */
+		if ((rc = tq_queue_get(f->q, f->id, 0, &f->task, err)) < 0 &&
+		    rc != TQ_EOFFLINE)
 			return rc;
-		if ((rc = print_new(f, err)) < 0)
+		if (rc == 0 && (rc = print_new(f, err)) < 0 && rc != TQ_EOFFLINE)
 			return rc;
 		if (f->lines != NULL && ferror(f->lines->out))
 			return CLI_FOLLOW_ENDED; /* stdout is gone: main says why */
 		if (f->signal != 0) /* it stopped the printing */
 			return CLI_FOLLOW_SIGNAL;
-		if (tq_state_final(f->task.state))
+		if (rc == 0 && tq_state_final(f->task.state))
 			return CLI_FOLLOW_ENDED;
 		if ((f->signal = signal_got(f)) != 0)
 			return CLI_FOLLOW_SIGNAL;

@@ -107,9 +107,12 @@ struct ended_look {
 static int look_ended(void *arg)
 {
 	struct ended_look *l = arg;
+	int r = l->batch ? tq_ops_batch_ended(l->q, l->batch, l->b, l->err)
+			 : tq_ops_tasks_ended(l->q, l->w, l->err);
 
-	return l->batch ? tq_ops_batch_ended(l->q, l->batch, l->b, l->err)
-			: tq_ops_tasks_ended(l->q, l->w, l->err);
+	/* the store away (a database server restarting): not ended yet;
+	 * the next look, after a pause, finds it back */
+	return r == TQ_EOFFLINE ? 0 : r;
 }
 
 int tq_ops_wait_ended(struct tq_queue *q, struct tq_ops_tasks *w, const char *batch,

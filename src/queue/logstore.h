@@ -115,6 +115,21 @@ void tq_log_hold(struct tq_log *l, size_t bytes, int64_t ms);
 /* Bytes of records held back, waiting for tq_log_flush. */
 size_t tq_log_held(const struct tq_log *l);
 
+/*
+ * A store that is away (TQ_EOFFLINE: a database server restarting, the
+ * connection it ended): the writer keeps the records it could not store, in
+ * order, in memory, and takes output as before (tq_log_write, flush, tick
+ * and end_stream return 0 for them); tq_log_tick tries again when its
+ * *next_ms says, and once the store is back they are stored, each once, in
+ * their order, before anything newer. The bytes of records so kept (0: none;
+ * a store that is never away, SQLite, keeps none). A caller that may read
+ * more output stops at TQ_LOG_AWAY_MAX (the task then waits on its full
+ * pipe, losing nothing) and closes the log only once none are kept:
+ * tq_log_close drops what is kept, saying how much (TQ_EOFFLINE).
+ */
+size_t tq_log_away(const struct tq_log *l);
+#define TQ_LOG_AWAY_MAX (8 * 1024 * 1024)
+
 /* Write the held records now. Returns 0 or an error as tq_log_write. */
 int tq_log_flush(struct tq_log *l, struct tq_err *err);
 
@@ -248,13 +263,19 @@ struct tq_log_watch; /* opaque */
  * notification (PostgreSQL: LISTEN on a channel the writer NOTIFYs with the
  * task id; the connection's socket is the descriptor).
  *
+ * tq_log_watch_fd is -1 while the watch has no descriptor: a PostgreSQL
+ * watch whose connection was lost (the server restarted) is made again,
+ * with its LISTEN, by a later call, at most once per backoff (100 ms
+ * doubling to 2 s); its first hit after that is 1, as lines may have come
+ * meanwhile. Poll at the reader's own pace meanwhile.
+ *
  * 0 with *wp set, or an error with *wp NULL (no inotify instance or watch
  * left: TQ_ENOSPC; the reader then paces itself by its timeout alone). The
  * descriptor is O_CLOEXEC and non-blocking, owned by the watch.
  */
 int tq_log_watch_open(struct tq_queue *q, int64_t id, struct tq_log_watch **wp,
 		      struct tq_err *err);
-int tq_log_watch_fd(const struct tq_log_watch *w);
+int tq_log_watch_fd(struct tq_log_watch *w);
 int tq_log_watch_hit(struct tq_log_watch *w);
 /* Close the watch and free it; NULL is a no-op. */
 void tq_log_watch_close(struct tq_log_watch *w);

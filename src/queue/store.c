@@ -686,6 +686,11 @@ size_t tq_log_held(const struct tq_log *l)
 	return l->ops->log_held(l);
 }
 
+size_t tq_log_away(const struct tq_log *l)
+{
+	return l->ops->log_away != NULL ? l->ops->log_away(l) : 0;
+}
+
 int tq_log_flush(struct tq_log *l, struct tq_err *err)
 {
 	return l->ops->log_flush(l, err);
@@ -761,7 +766,7 @@ int tq_log_watch_open(struct tq_queue *q, int64_t id, struct tq_log_watch **wp,
 	return q->ops->log_watch_open(q, id, wp, err);
 }
 
-int tq_log_watch_fd(const struct tq_log_watch *w)
+int tq_log_watch_fd(struct tq_log_watch *w)
 {
 	return w->ops->log_watch_fd(w);
 }

@@ -181,6 +181,8 @@ struct tq_store_ops {
 		size_t n, int64_t now_ms, struct tq_err *err);
 	void (*log_hold)(struct tq_log *l, size_t bytes, int64_t ms);
 	size_t (*log_held)(const struct tq_log *l);
+	/* may be NULL (a store that is never away: SQLite): tq_log_away 0 */
+	size_t (*log_away)(const struct tq_log *l);
 	int (*log_flush)(struct tq_log *l, struct tq_err *err);
 	int (*log_tick)(struct tq_log *l, int64_t now_ms, int64_t *next_ms,
 		struct tq_err *err);
@@ -202,7 +204,7 @@ struct tq_store_ops {
 		struct tq_err *err);
 	int (*log_watch_open)(struct tq_queue *q, int64_t id, struct tq_log_watch **wp,
 		struct tq_err *err);
-	int (*log_watch_fd)(const struct tq_log_watch *w);
+	int (*log_watch_fd)(struct tq_log_watch *w);
 	int (*log_watch_hit)(struct tq_log_watch *w);
 	void (*log_watch_close)(struct tq_log_watch *w);
 	/* wake_open may leave *wp NULL (a backend of one node: SQLite) */

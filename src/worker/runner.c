@@ -18,6 +18,20 @@
  * fenced out, sees that it was written. A stop signal ends the retries at
  * the shutdown grace; the record stays for the next supervisor.
  *
+ * The store away (TQ_EOFFLINE: a PostgreSQL server restarting, a
+ * connection it ended) is not the task's problem: it runs on. Its output is
+ * kept by the log writer until the store is back (tq_log_away), up to
+ * TQ_LOG_AWAY_MAX, past which its pipes are not read (it waits on them,
+ * losing nothing, its stall clock stopped meanwhile: tq_stall_pause); the
+ * renewal and the process's record are tried again every RENEW_RETRY_MS
+ * (the connection's own backoff paces the connects); once the process has
+ * ended, what the log kept is stored before the end is recorded (the
+ * FLUSHING phase: state before log, as always), then the end as above,
+ * through its record. Back, a lease taken over meanwhile fences us out as
+ * any other: the task is killed, its output not the log's any more. An end
+ * whose commit's answer was lost (done or not) is found done by its fence
+ * (TQ_ESTALE with the same outcome): written by us, so the hook is ours.
+ *
  * One event loop (proc/loop.h) owns all of it; every timer is an absolute
  * CLOCK_MONOTONIC deadline, the soonest of which is the loop's; signals
  * arrive on the worker's signalfd. The runner never blocks on a full pipe in either direction and
@@ -113,6 +127,8 @@
 
 enum run_phase {
 	PHASE_LIVE,      /* the process runs, or its output is still open */
+	PHASE_FLUSHING,  /* it has ended; what the log kept while the store
+			  * was away is not stored yet */
 	PHASE_RECORDING, /* it has ended; its end is not written yet */
 	PHASE_DONE,      /* written (by us or from our record), or left */
 };
@@ -133,6 +149,11 @@ struct run {
 	int64_t drain_until;       /* after exit: give up on open pipes then */
 	int64_t next_renew;
 	int64_t renew_busy_since;  /* renewals refused, locked, since (0: none) */
+	/* the store away (TQ_EOFFLINE) */
+	int64_t away_since;        /* mono ms it went (said once); 0: here */
+	int64_t full_since;        /* mono ms the log kept all it may: the
+				    * pipes are not read; 0: they are */
+	int cut;                   /* a try at the end lost its connection */
 	/* stdin */
 	unsigned char *in_data;    /* bytes waiting to be written to the child */
 	size_t in_len, in_off;
@@ -200,6 +221,31 @@ static int warm_message(const struct tq_task *t)
 static int64_t warm_idle_ms(const struct tq_task *t)
 {
 	return t->idle_timeout_ms;
+}
+
+/* The store went away: said once, until it is back. */
+static void away(struct run *r, const struct tq_err *err)
+{
+	if (r->away_since != 0)
+		return;
+	r->away_since = tq_mono_ms();
+	tq_worker_log(r->w, "task %lld: %s; the task goes on, its output kept until the "
+		      "store is back", (long long)r->t->id, err->msg);
+}
+
+static void back(struct run *r)
+{
+	if (r->away_since == 0)
+		return;
+	tq_worker_log(r->w, "task %lld: the store is back after %lld ms", (long long)r->t->id,
+		      (long long)(tq_mono_ms() - r->away_since));
+	r->away_since = 0;
+}
+
+/* The log keeps all it may while the store is away: read no more. */
+static int log_full(const struct run *r)
+{
+	return r->log != NULL && tq_log_away(r->log) >= TQ_LOG_AWAY_MAX;
 }
 
 static int64_t renew_every(const struct run *r)
@@ -648,6 +694,8 @@ static int narrowing(const struct run *r)
  * pipe to narrow. */
 static int poll_fd(const struct run *r, enum tq_stream s)
 {
+	if (log_full(r))
+		return -1; /* the store away: the task waits on its pipe */
 	return narrowing(r) && r->wide != s ? -1 : stream_fd(r, s);
 }
 
@@ -839,6 +887,12 @@ static void record_process(struct run *r)
 	r->proc_record_at = 0; /* once: if it failed, the end writes it */
 	if (rc == 0)
 		r->proc_pending = 0;
+	if (rc == TQ_EOFFLINE) {
+		/* the store away: again, with the renewals, until it is back
+		 * (a long task would have no pid in the store until its end) */
+		away(r, &err);
+		r->proc_record_at = tq_mono_ms() + RENEW_RETRY_MS;
+	}
 	if (rc == TQ_ESTALE) {
 		/* someone recovered this task: no longer ours to run */
 		tq_worker_log(r->w, "task %lld: %s; stopping it", (long long)r->t->id,
@@ -853,16 +907,25 @@ static void renew(struct run *r, int64_t now)
 	struct tq_err err = TQ_ERR_INIT;
 	int sig = 0, rc;
 
-	if (r->phase == PHASE_LIVE)
+	if (r->phase != PHASE_RECORDING)
 		tq_queue_set_busy_timeout(r->w->q, RENEW_BUSY_MS);
 	rc = tq_queue_renew(r->w->q, r->t->id, r->t->attempt, r->w->id,
 			    r->w->o->lease_ms, &sig, &err);
 	if (rc == 0) /* the heartbeat, as short a wait */
 		tq_worker_beat(r->w, r->t->id, 1);
-	if (r->phase == PHASE_LIVE)
+	if (r->phase != PHASE_RECORDING)
 		tq_queue_set_busy_timeout(r->w->q, TQ_BUSY_TIMEOUT_MS);
 	r->next_renew = now + renew_every(r);
-	if (rc == TQ_EBUSY && r->phase == PHASE_LIVE) {
+	if (rc == TQ_EOFFLINE) {
+		/* the task goes on; the lease is renewed once the store is
+		 * back, if nobody took it over meanwhile (then: ESTALE) */
+		away(r, &err);
+		r->next_renew = tq_mono_ms() + RENEW_RETRY_MS;
+		return;
+	}
+	if (rc == 0)
+		back(r);
+	if (rc == TQ_EBUSY && r->phase != PHASE_RECORDING) {
 		/* locked by another connection: try again soon, say so once */
 		if (r->renew_busy_since == 0) {
 			r->renew_busy_since = now;
@@ -969,6 +1032,13 @@ static int64_t loop_deadline(struct run *r, int64_t now)
 			at = min64(at, r->w->stop_at);
 		return at;
 	}
+	if (r->phase == PHASE_FLUSHING) {
+		if (r->w->stopping)
+			at = min64(at, r->w->stop_at);
+		if (tq_log_tick(r->log, tq_mono_ms(), &next_log, &err) < 0)
+			on_log_error(r, err.code, &err);
+		return next_log >= 0 ? min64(at, now + next_log) : at;
+	}
 	if (!r->exited && r->term.deadline != TQ_TERM_NEVER)
 		at = min64(at, r->term.deadline);
 	if (!r->exited && r->proc_record_at != 0)
@@ -1013,6 +1083,43 @@ static void warm_timers(struct run *r, int64_t now)
 		warm_end(r);
 }
 
+/* The task's output not read while the log keeps all it may for a store
+ * that is away: its stall clock stands still (so does the wait for open
+ * pipes after its exit), from the first turn that saw it to the first that
+ * does not. */
+static void full_clock(struct run *r, int64_t now)
+{
+	if (log_full(r)) {
+		if (r->full_since == 0) {
+			r->full_since = now;
+			tq_worker_log(r->w, "task %lld: %zu bytes of output kept for the store; "
+				      "its output is read again once the store takes them",
+				      (long long)r->t->id, tq_log_away(r->log));
+		}
+		if (r->exited)
+			r->drain_until = now + DRAIN_AFTER_EXIT_MS;
+	} else if (r->full_since != 0) {
+		tq_stall_pause(&r->stall, now - r->full_since);
+		r->full_since = 0;
+	}
+}
+
+/* The task has ended; what its log kept for the store is stored before its
+ * end is recorded. A stop's grace ends the wait: then close drops it, and
+ * the attempt's outcome says so (output_lost). */
+static void flushing_timers(struct run *r, int64_t now)
+{
+	if (r->w->stopping && now >= r->w->stop_at) {
+		tq_worker_log(r->w, "task %lld: stopping with %zu bytes of its output not "
+			      "stored (the store is away)", (long long)r->t->id,
+			      tq_log_away(r->log));
+		r->phase = PHASE_LIVE;
+		return;
+	}
+	if (!r->lease_lost && now >= r->next_renew)
+		renew(r, now);
+}
+
 static void on_timers(struct run *r, int64_t now)
 {
 	struct tq_err err = TQ_ERR_INIT;
@@ -1021,6 +1128,11 @@ static void on_timers(struct run *r, int64_t now)
 		recording_timers(r, now);
 		return;
 	}
+	if (r->phase == PHASE_FLUSHING) {
+		flushing_timers(r, now);
+		return;
+	}
+	full_clock(r, now);
 	if (!r->exited)
 		tq_worker_check_home(r->w);
 	if (!r->exited && r->w->stopping && !r->shutdown_stop && now >= r->w->stop_at) {
@@ -1033,7 +1145,8 @@ static void on_timers(struct run *r, int64_t now)
 		tq_worker_log(r->w, "task %lld: %s", (long long)r->t->id, err.msg);
 	/* after the timeout's tick: of two clocks due together, --timeout,
 	 * the hard bound, names the end */
-	if (!r->exited && r->term.state == TQ_TERM_RUNNING && tq_stall_due(&r->stall, now)) {
+	if (!r->exited && r->term.state == TQ_TERM_RUNNING && r->full_since == 0 &&
+	    tq_stall_due(&r->stall, now)) {
 		r->stalled = 1;
 		tq_stall_describe(&r->stall, r->stall_note, sizeof(r->stall_note));
 		stop_task(r, SIGTERM);
@@ -1112,6 +1225,8 @@ static void loop(struct run *r)
 		int64_t now = tq_mono_ms();
 
 		if (r->phase == PHASE_DONE)
+			break;
+		if (r->phase == PHASE_FLUSHING && (tq_log_away(r->log) == 0 || r->lease_lost))
 			break;
 		if (r->phase == PHASE_LIVE && r->exited && r->child.out_fd < 0 &&
 		    r->child.err_fd < 0)
@@ -1379,6 +1494,26 @@ static void written_elsewhere(struct run *r)
 	tq_attempt_list_free(a, n);
 	if (tq_endrec_remove(r->w->o->home, r->t->id, r->t->attempt, &err) < 0)
 		tq_worker_log(r->w, "task %lld: %s", (long long)r->t->id, err.msg);
+	r->kept = 0;
+	if (got == r->fin.outcome && r->cut) {
+		/* a try of ours was cut off in its commit, which was done: the
+		 * end is ours (recovery writes from a record only when this
+		 * worker is gone), and so its hook, unless it was left owed */
+		struct tq_task t;
+		enum tq_state state = TQ_RUNNING;
+
+		if (tq_worker_owed_hook(r->w, r->t->id))
+			return;
+		if (tq_queue_get(r->w->q, r->t->id, 0, &t, NULL) == 0) {
+			state = t.state;
+			tq_task_release(&t);
+		}
+		tq_worker_log(r->w, "task %lld attempt %d: its end was written by a try whose "
+			      "answer the store's connection lost", (long long)r->t->id,
+			      r->t->attempt);
+		written(r, state);
+		return;
+	}
 	if (got != r->fin.outcome) {
 		tq_worker_log(r->w, "task %lld attempt %d: recorded by someone else as %s; "
 			      "its end (%s) was not written", (long long)r->t->id,
@@ -1444,6 +1579,13 @@ static void try_end(struct run *r)
 		written_elsewhere(r);
 		return;
 	}
+	if (rc == TQ_EOFFLINE) {
+		/* cut off, maybe in its commit: a later try's fence tells */
+		r->cut = 1;
+		away(r, &err);
+	} else if (rc == 0) {
+		back(r);
+	}
 	if (rc == TQ_ESTALE) {
 		/* the lease was taken over before we could write anything */
 		tq_worker_log(r->w, "task %lld: not recorded: %s", (long long)r->t->id,
@@ -1453,7 +1595,8 @@ static void try_end(struct run *r)
 	}
 	if (r->tries == 1)
 		r->record_since = tq_mono_ms();
-	if (r->tries == 1 || strcmp(err.msg, r->last_error) != 0)
+	/* the store away is said once (away), not at each of its messages */
+	if (r->tries == 1 || (rc != TQ_EOFFLINE && strcmp(err.msg, r->last_error) != 0))
 		tq_worker_log(r->w, "task %lld: record: %s; retrying", (long long)r->t->id,
 			      err.msg);
 	snprintf(r->last_error, sizeof(r->last_error), "%s", err.msg);
@@ -1462,6 +1605,10 @@ static void try_end(struct run *r)
 	r->retry_wait = r->retry_wait ? r->retry_wait * 2 : RECORD_RETRY_MIN_MS;
 	if (r->retry_wait > RECORD_RETRY_MAX_MS)
 		r->retry_wait = RECORD_RETRY_MAX_MS;
+	/* the store away: as often as a renewal (the connection's backoff
+	 * paces the connects), so the end is in soon after it is back */
+	if (rc == TQ_EOFFLINE)
+		r->retry_wait = RENEW_RETRY_MS;
 	r->next_try = tq_mono_ms() + r->retry_wait;
 }
 
@@ -1571,16 +1718,18 @@ int tq_runner_run(struct worker *w, struct tq_task *t)
 		goto out;
 	}
 	rc = tq_log_open(w->q, t->id, t->max_output, &r.log, &err);
-	if (rc == TQ_EBUSY) {
+	if (rc == TQ_EBUSY || rc == TQ_EOFFLINE) {
 		/* A worker whose lease was taken over still writes this log: the
-		 * task is not ours to start yet. Give the attempt back. */
+		 * task is not ours to start yet; or the store went away before
+		 * it started. Give the attempt back. */
 		record_requeue(&r, &err);
 		goto out;
 	}
 	if (rc < 0 || (rc = start(&r, &err)) < 0) {
 		/* the session's process is in another message's turn (a
-		 * retry's race) or ending: the attempt is given back */
-		if (r.warm_busy)
+		 * retry's race) or ending, or the store went away before the
+		 * task started: the attempt is given back */
+		if (r.warm_busy || rc == TQ_EOFFLINE)
 			record_requeue(&r, &err);
 		else
 			record_spawn_failure(&r, &err);
@@ -1600,6 +1749,12 @@ int tq_runner_run(struct worker *w, struct tq_task *t)
 		if (tq_warm_turn_done(&r.wt, tq_result_stream_state(r.rp)) < 0)
 			tq_worker_log(w, "task %lld: the supervisor is gone: its warm agent "
 				      "was ended", (long long)t->id);
+	}
+	/* what the log kept while the store was away goes in before the end */
+	if (!r.lease_lost && tq_log_away(r.log) > 0) {
+		r.phase = PHASE_FLUSHING;
+		loop(&r);
+		r.phase = PHASE_LIVE;
 	}
 	if (tq_log_relinked(r.log) > 0)
 		tq_worker_log(w, "task %lld: its log was deleted while it ran (%d time%s);"

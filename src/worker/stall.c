@@ -114,6 +114,18 @@ void tq_stall_feed(struct tq_stall *st, int stream, const char *buf, size_t n,
 	settle(st);
 }
 
+void tq_stall_pause(struct tq_stall *st, int64_t ms)
+{
+	if (st->timeout_ms == 0 || ms <= 0)
+		return;
+	if (st->progress_deadline <= TQ_STALL_NEVER - ms)
+		st->progress_deadline += ms;
+	for (int i = 0; i < 2; i++)
+		if (st->s[i].grew_at > 0)
+			st->s[i].grew_at += ms;
+	settle(st);
+}
+
 int tq_stall_due(const struct tq_stall *st, int64_t now)
 {
 	return st->deadline != TQ_STALL_NEVER && now >= st->deadline;

@@ -69,6 +69,11 @@ void tq_stall_init(struct tq_stall *st, int64_t timeout_ms, int64_t now);
 void tq_stall_feed(struct tq_stall *st, int stream, const char *buf, size_t n,
 		   int64_t now);
 
+/* The clock stood still for ms: its caller read none of the task's output
+ * meanwhile (the store was away and held all it may: runner.c), so the
+ * task could not be seen to progress. Every deadline moves ms later. */
+void tq_stall_pause(struct tq_stall *st, int64_t ms);
+
 /* 1 when the clock is on and now has reached its deadline. */
 int tq_stall_due(const struct tq_stall *st, int64_t now);
 

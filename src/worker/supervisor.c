@@ -83,6 +83,10 @@
 #define TOKEN_KEEP_MS ((int64_t)24 * 3600 * 1000) /* submit tokens (queue.h) */
 #define RECORD_BUSY_MS 1000          /* writing an end from its record: one try */
 #define WARM_SWEEP_MS 2000           /* after a warm agent ends: orphans swept */
+/* The longest a worker waits between two tries to reconnect to a store that
+ * was away (queue/pg/db.c: 2 s and a quarter), with room: how much longer
+ * than a lease another node's worker may take to renew after an outage. */
+#define RECONNECT_GRACE_MS 5000
 #define WAKE_RETRY_MIN_MS 1000       /* listening for other nodes failed: again */
 #define WAKE_RETRY_MAX_MS 30000
 
@@ -131,6 +135,8 @@ struct sup {
 	int64_t wake_backoff;
 	int64_t started_at;          /* ms since the epoch */
 	int64_t beat_at;             /* mono ms of our row's last heartbeat */
+	int64_t away_since;          /* mono ms the store went away (TQ_EOFFLINE:
+				      * said once); 0: it is here */
 };
 
 static void slog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -287,6 +293,29 @@ static void note_ran_by(struct sup *s, int64_t id)
 /* Whether node (a worker's, an attempt's) is ours: its pids are processes
  * of this machine. "" is an attempt stored before nodes were recorded, when
  * taskq ran on one host: ours. */
+/* A store call failed: the store away (TQ_EOFFLINE, a database server
+ * restarting) is said once, until it is back; anything else each time. */
+static void store_failed(struct sup *s, int rc, const char *what, const struct tq_err *err)
+{
+	if (rc != TQ_EOFFLINE) {
+		slog("%s: %s", what, err->msg);
+		return;
+	}
+	if (s->away_since != 0)
+		return;
+	s->away_since = tq_mono_ms();
+	slog("%s: %s; recovery and housekeeping wait until it is back (workers keep "
+	     "their tasks running)", what, err->msg);
+}
+
+static void store_back(struct sup *s)
+{
+	if (s->away_since == 0)
+		return;
+	slog("the store is back after %lld ms", (long long)(tq_mono_ms() - s->away_since));
+	s->away_since = 0;
+}
+
 static int own_node(const struct sup *s, const char *node)
 {
 	return node[0] == '\0' || strcmp(node, s->node) == 0;
@@ -354,8 +383,12 @@ static int worker_alive(struct sup *s, int64_t worker_id)
 	int alive = 0;
 	char now[32];
 
-	if (worker_id == 0 || tq_queue_workers(s->q, &ws, &n, NULL) < 0)
+	if (worker_id == 0)
 		return 0;
+	/* not known (the store went away since the leases were read): it
+	 * may well be alive, and its task is not killed on a guess */
+	if (tq_queue_workers(s->q, &ws, &n, NULL) < 0)
+		return 1;
 	for (size_t i = 0; i < n; i++) {
 		if (ws[i].id != worker_id || !tq_proc_alive(ws[i].pid, ws[i].proc_start))
 			continue;
@@ -518,6 +551,14 @@ static void recover_foreign(struct sup *s, const struct tq_expired *e, const cha
 			       .worker_id = e->worker_id, .outcome = TQ_OUT_LOST,
 			       .exit_code = -1, .reason = reason };
 
+	/* After the store was away (our connection to it is new: a restart
+	 * of the database) every node's workers renew their leases only as
+	 * they get back to it, as we just did: another node's lease is judged
+	 * once we have been back for a whole lease and the longest a worker
+	 * waits between two tries to reconnect, never before. */
+	if (tq_queue_connected_at(s->q) != 0 &&
+	    tq_mono_ms() - tq_queue_connected_at(s->q) < s->o->lease_ms + RECONNECT_GRACE_MS)
+		return;
 	snprintf(reason, sizeof(reason), "%s (node %s)", why, e->node);
 	lost_policy(s, e, &f);
 	if (tq_queue_finish(s->q, &f, NULL, &err) < 0) {
@@ -533,7 +574,7 @@ static void recover_foreign(struct sup *s, const struct tq_expired *e, const cha
  * record their attempts as lost -- unless their process had ended and its
  * worker kept the end in a record: then the true end is written.
  * worker_id 0: tasks with expired leases. */
-static void recover(struct sup *s, int64_t worker_id, const char *why)
+static int recover(struct sup *s, int64_t worker_id, const char *why)
 {
 	struct tq_expired *ex = NULL;
 	struct tq_err err = TQ_ERR_INIT;
@@ -543,9 +584,10 @@ static void recover(struct sup *s, int64_t worker_id, const char *why)
 	rc = worker_id ? tq_queue_running_by(s->q, worker_id, RECOVER_BATCH, &ex, &n, &err)
 		       : tq_queue_expired(s->q, tq_now_ms(), RECOVER_BATCH, &ex, &n, &err);
 	if (rc < 0) {
-		slog("recovery: %s", err.msg);
-		return;
+		store_failed(s, rc, "recovery", &err);
+		return rc;
 	}
+	store_back(s);
 	for (size_t i = 0; i < n; i++) {
 		/* Another node's attempt: its lease has passed, so it is lost,
 		 * but its pids are that node's processes, never signalled here
@@ -623,10 +665,11 @@ static void recover(struct sup *s, int64_t worker_id, const char *why)
 	}
 	free(ex);
 	if (n == 0 && worker_id == 0)
-		return;
+		return 0;
 	/* The dead worker's task processes were reparented to us: sweep every
 	 * child that is not a live worker or a warm agent. */
 	sweep_orphans(s);
+	return 0;
 }
 
 static void worker_gone(struct sup *s, int i, const char *how)
@@ -1083,12 +1126,13 @@ static void supervisor_beat(struct sup *s)
 					 .workers = s->o->workers, .max_warm = s->o->max_warm,
 					 .containment = desc };
 	struct tq_err err = TQ_ERR_INIT;
+	int rc;
 
 	strlcpy(me.node, s->node, sizeof(me.node));
 	tq_proc_start_time(getpid(), &me.proc_start, NULL);
 	tq_contain_describe(&s->cgroup, desc, sizeof(desc));
-	if (tq_queue_supervisor_beat(s->q, &me, &err) < 0) {
-		slog("supervisor heartbeat: %s", err.msg);
+	if ((rc = tq_queue_supervisor_beat(s->q, &me, &err)) < 0) {
+		store_failed(s, rc, "supervisor heartbeat", &err);
 		s->beat_at = tq_mono_ms() - TQ_SUPERVISOR_BEAT_MS + TICK_MS;
 		return;
 	}
@@ -1215,15 +1259,17 @@ static void loop(struct sup *s)
 		tq_diag_tick(0);
 		if (tq_mono_ms() < s->sweep_until)
 			sweep_orphans(s);
+		if (!s->stopping)
+			check_home(s);
+		/* the store away: what needs it waits for its next tick (each
+		 * would fail, or wait, in turn) */
+		if (!s->stopping && recover(s, 0, "lease expired") == TQ_EOFFLINE)
+			continue;
 		tq_warm_store_tick(s->warm);
 		if (tq_mono_ms() - s->beat_at >= TQ_SUPERVISOR_BEAT_MS)
 			supervisor_beat(s);
 		if (!s->stopping)
-			check_home(s);
-		if (!s->stopping) {
-			recover(s, 0, "lease expired");
 			sweep_end_records(s);
-		}
 		learn_worker_ids(s);
 		if (!s->stopping && tq_mono_ms() >= next_housekeep) {
 			housekeep(s);

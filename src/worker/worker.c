@@ -42,6 +42,9 @@
 #define HOOK_CHECK_MS 1000     /* a busy worker looks for owed hooks this often */
 #define RESERVE_RETRY_MS 10000 /* no room held for an end record: try again */
 #define HOME_CHECK_MS 1000     /* no supervisor: how often we look at the home */
+#define AWAY_RETRY_MS 500      /* the store away: try again (the connection's
+				* own backoff paces the connects) */
+#define GIVE_BACK_MAX 16       /* tasks of lost claims given back in one look */
 
 static void diag_line(const char *who, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -302,6 +305,75 @@ static void hold_reserve(struct worker *w)
 	w->reserve_at = now + RESERVE_RETRY_MS;
 }
 
+/*
+ * Claims lost with the store's connection: a claim whose commit was cut off
+ * may have been done, leasing a task to this worker that it never got (it
+ * would sit running under a live worker, whose recovery never comes). After
+ * such a claim, or any new connection, the tasks the store says we run are
+ * given back (queued again, the attempt not counted), but the one we hold
+ * (w->next). 0, or the store's error: look again at the next step.
+ */
+static int give_back_lost(struct worker *w, struct tq_err *lerr)
+{
+	struct tq_expired *ex = NULL;
+	struct tq_err err = TQ_ERR_INIT;
+	int64_t at = tq_queue_connected_at(w->q);
+	size_t n = 0;
+	int rc;
+
+	if (!w->lost_claims && at == w->connected_at)
+		return 0;
+	if ((rc = tq_queue_running_by(w->q, w->id, GIVE_BACK_MAX, &ex, &n, lerr)) < 0)
+		return rc;
+	w->lost_claims = 0;
+	w->connected_at = tq_queue_connected_at(w->q);
+	for (size_t i = 0; i < n; i++) {
+		struct tq_finish f = { .task_id = ex[i].task_id, .attempt = ex[i].attempt,
+				       .worker_id = w->id, .outcome = TQ_OUT_KILLED,
+				       .exit_code = -1, .next = TQ_NEXT_REQUEUE,
+				       .retry_at = tq_now_ms(),
+				       .reason = "claimed by a commit whose answer the store's "
+						 "connection lost; never started" };
+
+		if (w->has_next && w->next.id == ex[i].task_id)
+			continue;
+		if (tq_queue_finish(w->q, &f, NULL, &err) < 0) {
+			w->lost_claims = 1;
+			tq_worker_log(w, "task %lld: %s", (long long)ex[i].task_id, err.msg);
+			continue;
+		}
+		tq_worker_log(w, "task %lld: claimed by a commit whose answer was lost with the "
+			      "store's connection; given back", (long long)ex[i].task_id);
+		tq_doorbell_ring(w->o->home);
+	}
+	free(ex);
+	return 0;
+}
+
+/* An idle worker's look at the store failed with rc: the store away is
+ * said once, and looked at again soon; the other errors as always. */
+static int store_failed(struct worker *w, int rc, const struct tq_err *err)
+{
+	if (rc != TQ_EOFFLINE) {
+		tq_worker_log(w, "%s", err->msg);
+		return rc;
+	}
+	if (w->away_since == 0) {
+		w->away_since = tq_mono_ms();
+		tq_worker_log(w, "%s; trying again until it is back", err->msg);
+	}
+	return rc;
+}
+
+static void store_back(struct worker *w)
+{
+	if (w->away_since == 0)
+		return;
+	tq_worker_log(w, "the store is back after %lld ms",
+		      (long long)(tq_mono_ms() - w->away_since));
+	w->away_since = 0;
+}
+
 /* One round: claim and run a task, or sleep until something may be ready.
  * An on-exit hook owed by an end no worker wrote goes first: when this
  * worker is idle, or once a HOOK_CHECK_MS while it is busy. */
@@ -314,6 +386,11 @@ static int step(struct worker *w)
 	if (tq_worker_check_home(w))
 		return 0;
 	hold_reserve(w);
+	if ((rc = give_back_lost(w, &err)) < 0) {
+		store_failed(w, rc, &err);
+		idle_events(w, rc == TQ_EOFFLINE ? AWAY_RETRY_MS : ERROR_RETRY_MS);
+		return 0;
+	}
 	if (w->has_next) {
 		/* claimed with the end of the task before (runner.c, try_end) */
 		t = w->next;
@@ -326,6 +403,11 @@ static int step(struct worker *w)
 		rc = tq_queue_claim(w->q, w->id, w->o->lease_ms, &t, &more, &err);
 	}
 
+	/* cut off, maybe in its commit: the next step looks (give_back_lost) */
+	if (rc == TQ_EOFFLINE)
+		w->lost_claims = 1;
+	if (rc == 0 || rc == TQ_ENOTFOUND)
+		store_back(w);
 	if (rc == 0) {
 		/* More is waiting: wake the next idle worker, which claims and
 		 * rings in turn, so a backlog (a resumed group, tasks a finished
@@ -352,10 +434,11 @@ static int step(struct worker *w)
 		idle_events(w, idle_timeout(w));
 		return 0;
 	}
-	tq_worker_log(w, "%s", err.msg);
+	store_failed(w, rc, &err);
 	if (rc == TQ_ECORRUPT || rc == TQ_ENOTDB || rc == TQ_ENEWER)
 		return rc; /* fatal: the supervisor's backoff will show it */
-	idle_events(w, rc == TQ_EBUSY ? BUSY_RETRY_MS : ERROR_RETRY_MS);
+	idle_events(w, rc == TQ_EBUSY ? BUSY_RETRY_MS : rc == TQ_EOFFLINE ? AWAY_RETRY_MS :
+		    ERROR_RETRY_MS);
 	return 0;
 }
 
@@ -394,8 +477,10 @@ static int start(struct worker *w, struct tq_err *err)
 	tq_proc_start_time(getpid(), &ticks, NULL);
 	if ((rc = tq_node_self(node, sizeof(node), err)) < 0)
 		return rc;
-	return tq_queue_worker_add(w->q, node, (int)getpid(), ticks, w->o->slot,
-				   w->o->supervisor_pid, &w->id, err);
+	rc = tq_queue_worker_add(w->q, node, (int)getpid(), ticks, w->o->slot,
+				 w->o->supervisor_pid, &w->id, err);
+	w->connected_at = tq_queue_connected_at(w->q);
+	return rc;
 }
 
 int tq_worker_main(const struct tq_worker_opts *o)

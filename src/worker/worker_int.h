@@ -48,6 +48,12 @@ struct worker {
 	int64_t parent_check_at;      /* mono ms: ask getppid() again then */
 	int supervised;               /* its last answer (tq_worker_supervised) */
 	int home_lost;                /* stopped because it went */
+	/* the store away (TQ_EOFFLINE) */
+	int64_t away_since;           /* mono ms an idle claim found it so
+				       * (said once); 0: here */
+	int64_t connected_at;         /* the store's connection we saw last */
+	int lost_claims;              /* a claim may have been committed
+				       * without our hearing: look (step) */
 };
 
 /* May the end of the task that ran take the next task with it

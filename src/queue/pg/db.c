@@ -233,44 +233,67 @@ int tq_pg_connect(const char *url, int classify, PGconn **connp, char *why, size
 	vals[k++] = url;
 	keys[k] = NULL;
 	vals[k] = NULL;
-	c = tq_pq->connectdb_params(keys, vals, 1);
-	if (c != NULL && tq_pq->status(c) == CONNECTION_OK) {
-		tq_pq->set_notice_processor(c, quiet, NULL);
-		*connp = c;
-		return 0;
-	}
-	conn_message(c, why, n);
-	if (c == NULL)
-		return TQ_ENOMEM;
-	tq_pq->finish(c);
-	if (!classify)
-		return TQ_EOFFLINE;
 	/* no answer, or a server starting, stopping, recovering: an outage;
-	 * one that answers refused us (password, database): not one */
-	ping = tq_pq->ping_params(keys, vals, 1);
-	return ping == PQPING_NO_RESPONSE || ping == PQPING_REJECT ? TQ_EOFFLINE : TQ_EIO;
+	 * one that answers refused us (password, database): not one. A
+	 * server that answers the ping may have been starting at the connect
+	 * (the database system is starting up): a second connect tells. */
+	for (int tries = 0; tries < 2; tries++) {
+		c = tq_pq->connectdb_params(keys, vals, 1);
+		if (c != NULL && tq_pq->status(c) == CONNECTION_OK) {
+			tq_pq->set_notice_processor(c, quiet, NULL);
+			*connp = c;
+			return 0;
+		}
+		conn_message(c, why, n);
+		if (c == NULL)
+			return TQ_ENOMEM;
+		tq_pq->finish(c);
+		if (!classify)
+			return TQ_EOFFLINE;
+		if (tries == 0 && (ping = tq_pq->ping_params(keys, vals, 1)) != PQPING_OK)
+			return ping == PQPING_NO_ATTEMPT ? TQ_EIO : TQ_EOFFLINE;
+	}
+	return TQ_EIO;
 }
 
 static int session_setup(struct tq_pg *q, struct tq_err *err);
 
+/* The notices of a store's own connection: kept from the user as quiet()
+ * does, but a FATAL or PANIC that arrives while no statement runs is the
+ * server's last word before it closes the connection (a restart,
+ * pg_terminate_backend): dead() takes it so. */
+static void on_notice(void *arg, const char *message)
+{
+	struct tq_pg *q = arg;
+
+	/* an immediate shutdown's backends say only a WARNING, "terminating
+	 * connection because of unexpected SIGQUIT signal" */
+	if (strncmp(message, "FATAL", 5) == 0 || strncmp(message, "PANIC", 5) == 0 ||
+	    strstr(message, "terminating connection") != NULL)
+		q->told = 1;
+}
+
 /*
  * Whether the connection is lost: known to libpq, or ended by the server
  * while idle (its socket then holds the server's last message and the end
- * of the stream: read here, which tells libpq). Outside a transaction only:
- * inside one the statement must fail with it.
+ * of the stream: read here, which tells libpq, or the message alone, the
+ * end not there yet: on_notice). Outside a transaction only: inside one
+ * the statement must fail with it.
  */
 static int dead(struct tq_pg *q)
 {
 	struct pollfd p = { .events = POLLIN };
 
-	if (tq_pq->status(q->conn) == CONNECTION_BAD)
+	if (tq_pq->status(q->conn) == CONNECTION_BAD || q->told)
 		return 1;
 	if (q->in_txn || (p.fd = tq_pq->socket(q->conn)) < 0)
 		return p.fd < 0;
-	if (poll(&p, 1, 0) <= 0)
-		return 0; /* nothing to read (EINTR: looked at next time) */
-	return tq_pq->consume_input(q->conn) == 0 ||
-	       tq_pq->status(q->conn) == CONNECTION_BAD;
+	/* a few reads: the message and the end may come apart */
+	for (int i = 0; i < 4 && poll(&p, 1, 0) > 0; i++)
+		if (tq_pq->consume_input(q->conn) == 0 || q->told ||
+		    tq_pq->status(q->conn) == CONNECTION_BAD)
+			return 1;
+	return 0; /* nothing (more) to read; EINTR: looked at next time */
 }
 
 /* A new connection for a lost one, at most once per backoff. 0, or
@@ -289,6 +312,8 @@ static int reconnect(struct tq_pg *q, struct tq_err *err)
 	if (rc == 0) {
 		tq_pq->finish(q->conn);
 		q->conn = c;
+		q->told = 0;
+		tq_pq->set_notice_processor(q->conn, on_notice, q);
 		if ((rc = session_setup(q, NULL)) < 0)
 			conn_message(q->conn, why, sizeof(why));
 	}
@@ -315,10 +340,15 @@ static int alive(struct tq_pg *q, struct tq_err *err, const char *what)
 {
 	if (!dead(q))
 		return 0;
-	if (q->in_txn)
+	if (q->in_txn || q->pinned > 0)
 		return tq_err_set(err, TQ_EOFFLINE, "%s: the connection to store %s was lost",
 				  what, q->shown);
 	return reconnect(q, err);
+}
+
+int tq_pg_connected(struct tq_pg *q, struct tq_err *err)
+{
+	return alive(q, err, "connect");
 }
 
 PGresult *tq_pg_query(struct tq_pg *q, const char *sql, const struct tq_pg_params *p,
@@ -632,6 +662,7 @@ int tq_pg_open(struct tq_queue **qp, const char *url, unsigned flags, struct tq_
 	}
 	q->connected_at = tq_mono_ms();
 	q->epoch = 1;
+	tq_pq->set_notice_processor(q->conn, on_notice, q);
 	if ((rc = session_setup(q, err)) < 0)
 		goto fail;
 	if ((rc = schema_version(q, &v, err)) < 0)

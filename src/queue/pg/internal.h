@@ -74,6 +74,10 @@ struct tq_pg {
 	int64_t next_connect;    /* mono ms: no new try before then */
 	int64_t backoff;         /* ms: the wait after the last failed try */
 	char down[256];          /* why the last try failed */
+	int told;                /* the server spoke unasked (its FATAL before
+				  * it closes the connection): dead() */
+	int pinned;              /* > 0: a lost connection fails statements
+				  * instead of being made again (tq_pg_pin) */
 	int64_t busy_timeout;    /* ms: lock_timeout */
 	char *url;               /* the locator as given: a log watch connects with it */
 	char shown[TQ_PG_URL_MAX]; /* the locator with its password hidden */
@@ -113,6 +117,19 @@ void tq_pg_dbl(struct tq_pg_params *p, double v);
  * not there), TQ_ENOMEM; why gets libpq's message, one line, no password.
  * Without classify, every failure is TQ_EOFFLINE (no ping). */
 int tq_pg_connect(const char *url, int classify, PGconn **connp, char *why, size_t n);
+
+/* The connection, made again first if it was lost (as a statement outside
+ * a transaction does): 0, or TQ_EOFFLINE with err set. */
+int tq_pg_connected(struct tq_pg *q, struct tq_err *err);
+
+/* While pinned (nested), statements never make a lost connection again:
+ * they fail with TQ_EOFFLINE. For work that holds on one connection (a log
+ * writer's session lock): it calls tq_pg_connected first, and learns from
+ * q->epoch whether that connection is still the one it knows. */
+static inline void tq_pg_pin(struct tq_pg *q, int on)
+{
+	q->pinned += on ? 1 : -1;
+}
 
 /* Run sql with p (may be NULL): the result (caller clears with tq_pg_clear),
  * or NULL with err set ("what: message"). */
@@ -294,6 +311,7 @@ int tq_pg_log_write(struct tq_log *base, enum tq_stream stream, const void *buf,
 	size_t n, int64_t now_ms, struct tq_err *err);
 void tq_pg_log_hold(struct tq_log *base, size_t bytes, int64_t ms);
 size_t tq_pg_log_held(const struct tq_log *base);
+size_t tq_pg_log_away(const struct tq_log *base);
 int tq_pg_log_flush(struct tq_log *base, struct tq_err *err);
 int tq_pg_log_tick(struct tq_log *base, int64_t now_ms, int64_t *next_ms,
 	struct tq_err *err);
@@ -316,7 +334,7 @@ int tq_pg_log_export(struct tq_queue *base, int64_t id, char *buf, size_t n,
 	struct tq_err *err);
 int tq_pg_log_watch_open(struct tq_queue *base, int64_t id, struct tq_log_watch **wp,
 	struct tq_err *err);
-int tq_pg_log_watch_fd(const struct tq_log_watch *base);
+int tq_pg_log_watch_fd(struct tq_log_watch *base);
 int tq_pg_log_watch_hit(struct tq_log_watch *base);
 void tq_pg_log_watch_close(struct tq_log_watch *base);
 int tq_pg_wake_open(struct tq_queue *base, const char *node, struct tq_wake **wp,

@@ -19,6 +19,19 @@
  * generation (the logs row's gen, a file's inode to the SQLite backend:
  * tq_log_file.ino, a poll cursor's log_file), its first line saying the
  * lines before it were lost.
+ *
+ * The store away (TQ_EOFFLINE: the server restarting, the connection it
+ * ended): a chunk that could not be stored is kept, in order, with the
+ * ones after it (l->away, counted in l->away_bytes), and the writer takes
+ * output as before; the next flush or tick after AWAY_RETRY_MS tries
+ * again. The connection that comes back is a new one: the writer's lock
+ * went with the old one, so it is taken again first (resync), and the
+ * logs row says whether the chunk that was on the wire was stored (its
+ * answer lost) or not, so that none is stored twice or skipped. A lock
+ * another writer took meanwhile (the lease was taken over: a new attempt
+ * writes this log) is TQ_EBUSY: this writer's output is not the log's any
+ * more. The caller bounds what is held (tq_log_away, TQ_LOG_AWAY_MAX);
+ * only close drops it, saying how much.
  */
 #include "internal.h"
 
@@ -37,6 +50,8 @@
 #include "common/sys.h"
 
 #define BATCH_MAX (256 * 1024)      /* bytes of records in one chunk */
+#define AWAY_RETRY_MS 250           /* the store away: the next try (the
+				     * connection's backoff paces connects) */
 #define CHUNKS_PER_READ 64          /* chunks a reader fetches at a time */
 /* The advisory lock of task id's writer, in the two-key space: the store's
  * schema (advisory locks are the database's: two stores in two schemas of
@@ -53,6 +68,15 @@ struct part {
 	int64_t since;
 };
 
+/* A chunk the store could not take yet: its records and the counts before
+ * and after it. */
+struct chunk {
+	struct chunk *next;
+	struct counts before, after;
+	size_t len;
+	char data[];
+};
+
 struct tq_pg_log {
 	struct tq_log base;       /* first */
 	struct tq_pg *q;
@@ -63,7 +87,14 @@ struct tq_pg_log {
 	int capped;
 	int relinked;
 	struct counts done;       /* stored */
-	struct counts pend;       /* stored and batched */
+	struct counts bat;        /* before the batch: done, or the last away
+				   * chunk's after */
+	struct counts pend;       /* stored, away and batched */
+	struct chunk *away;       /* not stored yet, the store away: in order */
+	struct chunk **away_tail;
+	size_t away_bytes;
+	int64_t epoch;            /* the connection our lock was taken on */
+	int64_t retry_at;         /* mono ms: the next try at storing away */
 	char *batch;
 	size_t blen;
 	size_t hold;
@@ -165,7 +196,9 @@ int tq_pg_log_open(struct tq_queue *base, int64_t id, int64_t max_output,
 	l->cap = max_output;
 	if ((rc = log_row(q, id, &l->gen, &l->done, err)) < 0)
 		goto fail;
-	l->pend = l->done;
+	l->epoch = q->epoch;
+	l->away_tail = &l->away;
+	l->bat = l->pend = l->done;
 	l->taken = l->done.obytes + l->done.ebytes;
 	*lp = &l->base;
 	return 0;
@@ -180,10 +213,13 @@ fail:
 	return rc;
 }
 
-/* Store the batch as one chunk, with the log's counts, and notify its
- * readers: one statement, so a reader sees both or neither. 0 rows: the
- * log's row is gone (removed) or has another generation. */
-static int store_batch(struct tq_pg_log *l, int *gone, struct tq_err *err)
+/* Store records data[0..len) as one chunk, with the log's counts (before
+ * and after it), and notify its readers: one statement, so a reader sees
+ * both or neither. 0 rows: the log's row is gone (removed) or has another
+ * generation. */
+static int store_chunk(struct tq_pg_log *l, const char *data, size_t len,
+		       const struct counts *b, const struct counts *a, int *gone,
+		       struct tq_err *err)
 {
 	struct tq_pg_params p = { 0 };
 	PGresult *r;
@@ -191,18 +227,18 @@ static int store_batch(struct tq_pg_log *l, int *gone, struct tq_err *err)
 	*gone = 0;
 	tq_pg_i64(&p, l->id);
 	tq_pg_i64(&p, l->gen);
-	tq_pg_i64(&p, l->done.lines + 1);
-	tq_pg_i64(&p, l->pend.lines - l->done.lines);
-	tq_pg_i64(&p, l->done.out_lines);
-	tq_pg_i64(&p, l->done.lines - l->done.out_lines);
-	tq_pg_i64(&p, l->pend.out_lines - l->done.out_lines);
-	tq_pg_i64(&p, l->done.bytes);
-	tq_pg_bin(&p, l->batch, l->blen);
-	tq_pg_i64(&p, l->pend.lines);
-	tq_pg_i64(&p, l->pend.out_lines);
-	tq_pg_i64(&p, l->pend.bytes);
-	tq_pg_i64(&p, l->pend.obytes);
-	tq_pg_i64(&p, l->pend.ebytes);
+	tq_pg_i64(&p, b->lines + 1);
+	tq_pg_i64(&p, a->lines - b->lines);
+	tq_pg_i64(&p, b->out_lines);
+	tq_pg_i64(&p, b->lines - b->out_lines);
+	tq_pg_i64(&p, a->out_lines - b->out_lines);
+	tq_pg_i64(&p, b->bytes);
+	tq_pg_bin(&p, data, len);
+	tq_pg_i64(&p, a->lines);
+	tq_pg_i64(&p, a->out_lines);
+	tq_pg_i64(&p, a->bytes);
+	tq_pg_i64(&p, a->obytes);
+	tq_pg_i64(&p, a->ebytes);
 	r = tq_pg_query(l->q, "WITH u AS (UPDATE logs SET lines = $10, out_lines = $11,"
 			" bytes = $12, out_bytes = $13, err_bytes = $14 WHERE task_id = $1"
 			" AND gen = $2 RETURNING task_id)"
@@ -219,6 +255,23 @@ static int store_batch(struct tq_pg_log *l, int *gone, struct tq_err *err)
 
 static int add_record(struct tq_pg_log *l, int tag, const char *a, size_t na,
 		      const char *b, size_t nb, struct tq_err *err);
+
+/* A note on stderr, then the records old[0..len) again (renumbered: their
+ * counts are recomputed from them); old is freed. */
+static int add_again(struct tq_pg_log *l, const char *note, size_t n, char *old, size_t len,
+		     struct tq_err *err)
+{
+	int rc = add_record(l, 'e', note, n, NULL, 0, err);
+
+	for (const char *p = old; rc == 0 && p < old + len; ) {
+		const char *e = memchr(p, '\n', (size_t)(old + len - p));
+
+		rc = add_record(l, (unsigned char)*p, p + 1, (size_t)(e - p) - 1, NULL, 0, err);
+		p = e + 1;
+	}
+	free(old);
+	return rc;
+}
 
 /*
  * The log was removed under the writer: a new generation, its first line
@@ -241,42 +294,232 @@ static int relink(struct tq_pg_log *l, struct tq_err *err)
 		free(old);
 		return rc;
 	}
-	l->pend = l->done;
+	l->bat = l->pend = l->done;
 	l->blen = 0;
 	l->relinked++;
 	n = snprintf(note, sizeof(note), "taskq: the log of task %lld was deleted while the "
 		     "task ran; the lines before this one are lost", (long long)l->id);
-	rc = add_record(l, 'e', note, (size_t)n, NULL, 0, err);
-	for (const char *p = old; rc == 0 && p < old + olen; ) {
-		const char *e = memchr(p, '\n', (size_t)(old + olen - p));
-
-		rc = add_record(l, (unsigned char)*p, p + 1, (size_t)(e - p) - 1, NULL, 0, err);
-		p = e + 1;
-	}
-	free(old);
-	return rc;
+	return add_again(l, note, (size_t)n, old, olen, err);
 }
 
-static int flush_batch(struct tq_pg_log *l, struct tq_err *err)
+static void drop_away(struct tq_pg_log *l)
+{
+	while (l->away != NULL) {
+		struct chunk *c = l->away;
+
+		l->away = c->next;
+		free(c);
+	}
+	l->away_tail = &l->away;
+	l->away_bytes = 0;
+}
+
+/* The first chunk kept is stored: off the list. */
+static void stored_first(struct tq_pg_log *l)
+{
+	struct chunk *c = l->away;
+
+	l->done = c->after;
+	l->away = c->next;
+	if (l->away == NULL)
+		l->away_tail = &l->away;
+	l->away_bytes -= c->len;
+	free(c);
+}
+
+/* The batch, as the last chunk waiting for the store. */
+static int keep_away(struct tq_pg_log *l, struct tq_err *err)
+{
+	struct chunk *c;
+
+	if ((c = malloc(sizeof(*c) + l->blen)) == NULL)
+		return tq_err_set(err, TQ_ENOMEM, "log of task %lld: out of memory",
+				  (long long)l->id);
+	c->next = NULL;
+	c->before = l->bat;
+	c->after = l->pend;
+	c->len = l->blen;
+	memcpy(c->data, l->batch, l->blen);
+	*l->away_tail = c;
+	l->away_tail = &c->next;
+	l->away_bytes += l->blen;
+	l->bat = l->pend;
+	l->blen = 0;
+	return 0;
+}
+
+/*
+ * The store has fewer of the log's lines than this writer stored: its
+ * server crashed, and with it the last commits it had not yet flushed (a
+ * worker's connection commits without waiting for the disk: README,
+ * "Durability"). Those lines are gone; what the writer still holds goes
+ * on after the store's last line, behind a line that says so.
+ */
+static int rebase(struct tq_pg_log *l, const struct counts *now, int64_t lost,
+		  struct tq_err *err)
+{
+	size_t total = l->away_bytes + l->blen, off = 0;
+	char note[160], *old = NULL;
+	int n;
+
+	if (total > 0 && (old = malloc(total)) == NULL)
+		return tq_err_set(err, TQ_ENOMEM, "out of memory");
+	for (struct chunk *c = l->away; c != NULL; c = c->next) {
+		memcpy(old + off, c->data, c->len);
+		off += c->len;
+	}
+	if (l->blen > 0)
+		memcpy(old + off, l->batch, l->blen);
+	drop_away(l);
+	l->blen = 0;
+	l->done = l->bat = l->pend = *now;
+	n = snprintf(note, sizeof(note), "taskq: the store lost the %lld lines of task %lld "
+		     "before this one (its server crashed)", (long long)lost, (long long)l->id);
+	return add_again(l, note, (size_t)n, old, total, err);
+}
+
+/*
+ * A new connection since our lock was taken (the store was away): take it
+ * again, and learn from the logs row whether the first chunk not known to
+ * be stored was (its answer lost with the connection): then it is done.
+ * 0 as it was, 1 when what waits changed (a chunk found stored, the held
+ * records put after lines the store lost: rebase); TQ_EBUSY when another
+ * writer holds the log now, or wrote it meanwhile.
+ */
+static int resync(struct tq_pg_log *l, struct tq_err *err)
+{
+	const struct counts *b = l->away ? &l->away->before : &l->bat;
+	struct tq_pg_params p = { 0 };
+	struct counts now = { 0 };
+	int64_t gen = 0, lines = 0;
+	PGresult *r;
+	int got, found;
+
+	if (l->q->epoch == l->epoch)
+		return 0;
+	tq_pg_i64(&p, l->id);
+	if ((r = tq_pg_query(l->q, LOCK_SQL("pg_try_advisory_lock"), &p, err,
+			     "log write")) == NULL)
+		return err ? err->code : TQ_EIO;
+	got = strcmp(tq_pg_get_txt(r, 0, 0), "t") == 0;
+	tq_pg_clear(r);
+	if (!got)
+		return tq_err_set(err, TQ_EBUSY, "log of task %lld: another process writes "
+				  "it now (its lease was taken over while the store was away)",
+				  (long long)l->id);
+	l->epoch = l->q->epoch;
+	if ((r = tq_pg_query(l->q, "SELECT gen, lines, out_lines, bytes, out_bytes, err_bytes"
+			     " FROM logs WHERE task_id = $1", &p, err, "log write")) == NULL)
+		return err ? err->code : TQ_EIO;
+	if ((found = tq_pg_rows(r) > 0)) {
+		gen = tq_pg_get_i64(r, 0, 0, 0);
+		lines = tq_pg_get_i64(r, 0, 1, 0);
+		now.lines = lines;
+		now.out_lines = tq_pg_get_i64(r, 0, 2, 0);
+		now.bytes = tq_pg_get_i64(r, 0, 3, 0);
+		now.obytes = tq_pg_get_i64(r, 0, 4, 0);
+		now.ebytes = tq_pg_get_i64(r, 0, 5, 0);
+	}
+	tq_pg_clear(r);
+	if (!found || gen != l->gen || lines == b->lines)
+		return 0; /* gone (removed: the store's answer says so), or as we left it */
+	if (lines < b->lines)
+		return (got = rebase(l, &now, b->lines - lines, err)) < 0 ? got : 1;
+	if (l->away != NULL && lines == l->away->after.lines) {
+		stored_first(l);
+		return 1;
+	}
+	return tq_err_set(err, TQ_EBUSY, "log of task %lld: the store holds %lld lines, this "
+			  "writer %lld: written by another process while the store was away",
+			  (long long)l->id, (long long)lines, (long long)b->lines);
+}
+
+/* Store the chunks kept while the store was away, in order. */
+static int store_away(struct tq_pg_log *l, struct tq_err *err)
 {
 	int gone = 0, rc;
 
-	if (l->blen == 0)
+	while (l->away != NULL) {
+		struct chunk *c = l->away;
+
+		if ((rc = store_chunk(l, c->data, c->len, &c->before, &c->after, &gone,
+				      err)) < 0)
+			return rc;
+		if (gone) {
+			/* removed while the store was away: what it kept goes
+			 * with it, the new log's first line says lines are lost */
+			drop_away(l);
+			return relink(l, err);
+		}
+		stored_first(l);
+	}
+	return 0;
+}
+
+/* What waits, on the connection our lock is on: first made again, if it
+ * was lost, and then resynced; pinned meanwhile, so that no statement of
+ * ours goes on a connection made again behind our back (one that holds
+ * no lock, and whose store may have lost what we stored: resync). */
+static int store_all(struct tq_pg_log *l, struct tq_err *err)
+{
+	int gone = 0, rc;
+
+	if ((rc = tq_pg_connected(l->q, err)) < 0)
+		return rc;
+	tq_pg_pin(l->q, 1);
+	if ((rc = resync(l, err)) >= 0)
+		rc = store_away(l, err);
+	if (rc == 0 && l->blen > 0 &&
+	    (rc = store_chunk(l, l->batch, l->blen, &l->bat, &l->pend, &gone, err)) == 0 &&
+	    gone && (rc = relink(l, err)) == 0)
+		rc = store_chunk(l, l->batch, l->blen, &l->bat, &l->pend, &gone, err);
+	tq_pg_pin(l->q, 0);
+	return rc;
+}
+
+/*
+ * Store what waits: the chunks kept while the store was away, then the
+ * batch. The store away: the batch is kept with them (TQ_EOFFLINE). Any
+ * other error: what did not get out is lost, and a partial line that
+ * would follow it with it; the writer stays usable.
+ */
+static int flush_batch(struct tq_pg_log *l, struct tq_err *err)
+{
+	int rc;
+
+	if (l->blen == 0 && l->away == NULL)
 		return 0;
-	if ((rc = store_batch(l, &gone, err)) == 0 && gone &&
-	    (rc = relink(l, err)) == 0)
-		rc = store_batch(l, &gone, err);
+	rc = store_all(l, err);
+	if (rc == TQ_EOFFLINE) {
+		l->retry_at = tq_mono_ms() + AWAY_RETRY_MS;
+		if (l->blen > 0 && keep_away(l, err) < 0)
+			return TQ_ENOMEM;
+		return rc;
+	}
 	if (rc < 0) {
-		/* what did not get out is lost, and a partial line that would
-		 * follow it with it; the writer stays usable */
-		l->pend = l->done;
+		drop_away(l);
+		l->bat = l->pend = l->done;
 		l->blen = 0;
 		l->part[0].len = l->part[1].len = 0;
 		return rc;
 	}
-	l->done = l->pend;
+	l->done = l->bat = l->pend;
 	l->blen = 0;
 	return 0;
+}
+
+/* flush_batch for a writer: records kept for a store that is away are
+ * not an error (0); the caller bounds them with tq_log_away. Before the
+ * store's next try the batch only grows, and joins the kept chunks when
+ * full (the batch cannot take the next record). */
+static int flush_or_keep(struct tq_pg_log *l, int full, struct tq_err *err)
+{
+	int rc;
+
+	if (l->away != NULL && tq_mono_ms() < l->retry_at)
+		return full && l->blen > 0 ? keep_away(l, err) : 0;
+	rc = flush_batch(l, err);
+	return rc == TQ_EOFFLINE ? 0 : rc;
 }
 
 static int add_record(struct tq_pg_log *l, int tag, const char *a, size_t na,
@@ -286,7 +529,7 @@ static int add_record(struct tq_pg_log *l, int tag, const char *a, size_t na,
 	char *p;
 	int rc;
 
-	if (l->blen > 0 && l->blen + size > BATCH_MAX && (rc = flush_batch(l, err)) < 0)
+	if (l->blen > 0 && l->blen + size > BATCH_MAX && (rc = flush_or_keep(l, 1, err)) < 0)
 		return rc;
 	p = l->batch + l->blen;
 	*p++ = (char)tag;
@@ -378,7 +621,7 @@ int tq_pg_log_write(struct tq_log *base, enum tq_stream stream, const void *buf,
 			rc = flush_part(l, TQ_STREAM_STDERR, err);
 	}
 	if (rc == 0 && (over || l->blen >= l->hold))
-		rc = flush_batch(l, err);
+		rc = flush_or_keep(l, 0, err);
 	else if (rc == 0 && !was_held)
 		l->held_since = now_ms;
 	if (rc == 0 && over)
@@ -399,9 +642,16 @@ size_t tq_pg_log_held(const struct tq_log *base)
 	return log_of_c(base)->blen;
 }
 
+size_t tq_pg_log_away(const struct tq_log *base)
+{
+	const struct tq_pg_log *l = log_of_c(base);
+
+	return l->away != NULL ? l->away_bytes + l->blen : 0;
+}
+
 int tq_pg_log_flush(struct tq_log *base, struct tq_err *err)
 {
-	return flush_batch(log_of(base), err);
+	return flush_or_keep(log_of(base), 0, err);
 }
 
 int tq_pg_log_tick(struct tq_log *base, int64_t now_ms, int64_t *next_ms, struct tq_err *err)
@@ -424,10 +674,16 @@ int tq_pg_log_tick(struct tq_log *base, int64_t now_ms, int64_t *next_ms, struct
 		}
 	}
 	due = l->held_since + l->hold_ms;
+	if (l->away != NULL) /* waiting for the store: its next try */
+		due = l->retry_at;
 	if (rc == 0 && (pieces || l->blen >= l->hold || now_ms >= due))
-		rc = flush_batch(l, err);
-	else if (rc == 0 && l->blen > 0 && (next < 0 || due - now_ms < next))
-		next = due - now_ms;
+		rc = flush_or_keep(l, 0, err);
+	if (rc == 0 && l->away != NULL)
+		due = l->retry_at;
+	else if (rc == 0 && l->blen == 0)
+		due = -1;
+	if (rc == 0 && due >= 0 && (next < 0 || due - now_ms < next))
+		next = due > now_ms ? due - now_ms : 0;
 	if (next_ms)
 		*next_ms = next;
 	return rc;
@@ -443,7 +699,7 @@ int tq_pg_log_end_stream(struct tq_log *base, enum tq_stream stream, struct tq_e
 				  (long long)l->id);
 	if ((rc = flush_part(l, stream, err)) < 0)
 		return rc;
-	return flush_batch(l, err);
+	return flush_or_keep(l, 0, err);
 }
 
 void tq_pg_log_position(const struct tq_log *base, int64_t *offset, int64_t *line)
@@ -481,8 +737,18 @@ int tq_pg_log_close(struct tq_log *base, struct tq_err *err)
 		rc = flush_part(l, TQ_STREAM_STDERR, err);
 	if (rc == 0)
 		rc = flush_batch(l, err);
+	if (rc == TQ_EOFFLINE) {
+		char m[TQ_ERR_MAX];
+
+		strlcpy(m, err ? err->msg : "", sizeof(m));
+		rc = tq_err_set(err, rc, "log of task %lld: %zu bytes of records not "
+				"stored: %s", (long long)l->id, tq_pg_log_away(base), m);
+	}
+	drop_away(l);
+	/* on the connection that took it (a new one holds nothing) */
 	tq_pg_i64(&p, l->id);
-	tq_pg_exec(l->q, LOCK_SQL("pg_advisory_unlock"), &p, NULL, NULL, "close log");
+	if (l->epoch == l->q->epoch)
+		tq_pg_exec(l->q, LOCK_SQL("pg_advisory_unlock"), &p, NULL, NULL, "close log");
 	free(l->batch);
 	free(l->part[0].buf);
 	free(l->part[1].buf);
@@ -790,47 +1056,81 @@ int tq_pg_log_export(struct tq_queue *base, int64_t id, char *buf, size_t n,
 
 struct tq_pg_watch {
 	struct tq_log_watch base; /* first */
-	PGconn *conn;             /* its own: LISTEN tq_log */
+	PGconn *conn;             /* its own: LISTEN tq_log; NULL: lost, to be
+				   * made again (watch_fd) */
+	char *url;
 	int64_t id;
+	int64_t next_try;         /* mono ms: no new connection before then */
+	int64_t backoff;
 };
+
+#define WATCH_RETRY_MIN_MS 100
+#define WATCH_RETRY_MAX_MS 2000
+
+/* A connection that LISTENs on tq_log: 0, or -1 with nothing made. */
+static int watch_connect(struct tq_pg_watch *w, char *why, size_t n)
+{
+	PGresult *r;
+	int ok;
+
+	if (tq_pg_connect(w->url, 0, &w->conn, why, n) < 0)
+		return -1;
+	r = tq_pq->exec(w->conn, "LISTEN tq_log");
+	ok = r != NULL && tq_pq->result_status(r) == PGRES_COMMAND_OK;
+	tq_pg_clear(r);
+	if (ok)
+		return 0;
+	strlcpy(why, "LISTEN failed", n);
+	tq_pq->finish(w->conn);
+	w->conn = NULL;
+	return -1;
+}
 
 int tq_pg_log_watch_open(struct tq_queue *base, int64_t id, struct tq_log_watch **wp,
 			 struct tq_err *err)
 {
 	struct tq_pg *q = tq_pg_of(base);
 	struct tq_pg_watch *w;
-	PGresult *r;
-	int ok;
+	char why[256];
 
 	*wp = NULL;
-	if ((w = calloc(1, sizeof(*w))) == NULL)
+	if ((w = calloc(1, sizeof(*w))) == NULL || (w->url = strdup(q->url)) == NULL) {
+		free(w);
 		return tq_err_set(err, TQ_ENOMEM, "out of memory");
+	}
 	w->base.ops = &tq_pg_ops;
 	w->id = id;
-	w->conn = tq_pq->connectdb(q->url);
-	if (w->conn == NULL || tq_pq->status(w->conn) != CONNECTION_OK) {
-		if (w->conn)
-			tq_pq->finish(w->conn);
+	if (watch_connect(w, why, sizeof(why)) < 0) {
+		free(w->url);
 		free(w);
-		return tq_err_set(err, TQ_EIO, "watch log: cannot connect to %s", q->shown);
-	}
-	r = tq_pq->exec(w->conn, "LISTEN tq_log");
-	ok = r != NULL && tq_pq->result_status(r) == PGRES_COMMAND_OK;
-	tq_pg_clear(r);
-	if (!ok) {
-		tq_pq->finish(w->conn);
-		free(w);
-		return tq_err_set(err, TQ_EIO, "watch log: LISTEN failed on %s", q->shown);
+		return tq_err_set(err, TQ_EIO, "watch log: %s: %s", q->shown, why);
 	}
 	*wp = &w->base;
 	return 0;
 }
 
-int tq_pg_log_watch_fd(const struct tq_log_watch *base)
+/* The socket, after making the connection again if it was lost (a restart
+ * of the server: notifications sent meanwhile are gone, and the reader
+ * reads at its own pace anyway). */
+int tq_pg_log_watch_fd(struct tq_log_watch *base)
 {
-	const struct tq_pg_watch *w = (const struct tq_pg_watch *)base;
+	struct tq_pg_watch *w = (struct tq_pg_watch *)base;
+	int64_t now = tq_mono_ms();
+	char why[256];
 
-	return tq_pq->socket(w->conn);
+	if (w->conn != NULL && tq_pq->status(w->conn) == CONNECTION_BAD) {
+		tq_pq->finish(w->conn);
+		w->conn = NULL;
+	}
+	if (w->conn == NULL && now >= w->next_try && watch_connect(w, why, sizeof(why)) < 0) {
+		w->backoff = w->backoff ? w->backoff * 2 : WATCH_RETRY_MIN_MS;
+		if (w->backoff > WATCH_RETRY_MAX_MS)
+			w->backoff = WATCH_RETRY_MAX_MS;
+		w->next_try = now + w->backoff;
+	} else if (w->conn != NULL) {
+		w->backoff = 0;
+	}
+	return w->conn != NULL ? tq_pq->socket(w->conn) : -1;
 }
 
 int tq_pg_log_watch_hit(struct tq_log_watch *base)
@@ -840,9 +1140,16 @@ int tq_pg_log_watch_hit(struct tq_log_watch *base)
 	PGnotify *n;
 	int hit = 0;
 
+	if (w->conn == NULL)
+		return 0;
 	snprintf(want, sizeof(want), "%lld", (long long)w->id);
-	if (tq_pq->consume_input(w->conn) == 0)
-		return 1; /* the connection broke: say so; the reader reads again */
+	if (tq_pq->consume_input(w->conn) == 0) {
+		/* the connection broke (the server restarting): made again
+		 * by watch_fd; say so, the reader reads again */
+		tq_pq->finish(w->conn);
+		w->conn = NULL;
+		return 1;
+	}
 	while ((n = tq_pq->notifies(w->conn)) != NULL) {
 		if (n->extra != NULL && strcmp(n->extra, want) == 0)
 			hit = 1;
@@ -857,6 +1164,8 @@ void tq_pg_log_watch_close(struct tq_log_watch *base)
 
 	if (w == NULL)
 		return;
-	tq_pq->finish(w->conn);
+	if (w->conn != NULL)
+		tq_pq->finish(w->conn);
+	free(w->url);
 	free(w);
 }

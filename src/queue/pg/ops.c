@@ -108,6 +108,7 @@ const struct tq_store_ops tq_pg_ops = {
 	.log_write = tq_pg_log_write,
 	.log_hold = tq_pg_log_hold,
 	.log_held = tq_pg_log_held,
+	.log_away = tq_pg_log_away,
 	.log_flush = tq_pg_log_flush,
 	.log_tick = tq_pg_log_tick,
 	.log_end_stream = tq_pg_log_end_stream,

@@ -70,7 +70,7 @@ int tq_pg_wake_open(struct tq_queue *base, const char *node, struct tq_wake **wp
 		    struct tq_err *err)
 {
 	struct tq_pg *q = tq_pg_of(base);
-	char channel[WAKE_CHANNEL_MAX] = "", sql[WAKE_CHANNEL_MAX + 16];
+	char channel[WAKE_CHANNEL_MAX] = "", sql[WAKE_CHANNEL_MAX + 16], why[256];
 	struct tq_pg_wake *w;
 	int rc;
 
@@ -79,10 +79,11 @@ int tq_pg_wake_open(struct tq_queue *base, const char *node, struct tq_wake **wp
 		return tq_err_set(err, TQ_ENOMEM, "out of memory");
 	w->base.ops = &tq_pg_ops;
 	strlcpy(w->node, node ? node : "", sizeof(w->node));
-	w->conn = tq_pq->connectdb(q->url);
-	if (w->conn == NULL || tq_pq->status(w->conn) != CONNECTION_OK) {
-		rc = tq_err_set(err, TQ_EIO, "listen for other nodes: cannot connect to %s",
-				q->shown);
+	/* taskq's connect: its timeout, and the server's last words (a
+	 * restart's FATAL) kept off the supervisor's stderr */
+	if (tq_pg_connect(q->url, 0, &w->conn, why, sizeof(why)) < 0) {
+		rc = tq_err_set(err, TQ_EIO, "listen for other nodes: cannot connect to %s: %s",
+				q->shown, why);
 		goto fail;
 	}
 	if ((rc = wake_exec(q, w->conn, "SELECT " WAKE_CHANNEL, channel, sizeof(channel),

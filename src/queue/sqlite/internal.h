@@ -192,7 +192,7 @@ int tq_sqlite_log_export(struct tq_queue *base, int64_t id, char *buf, size_t n,
 	struct tq_err *err);
 int tq_sqlite_log_watch_open(struct tq_queue *base, int64_t id, struct tq_log_watch **wp,
 	struct tq_err *err);
-int tq_sqlite_log_watch_fd(const struct tq_log_watch *base);
+int tq_sqlite_log_watch_fd(struct tq_log_watch *base);
 int tq_sqlite_log_watch_hit(struct tq_log_watch *base);
 void tq_sqlite_log_watch_close(struct tq_log_watch *base);
 

@@ -1465,7 +1465,7 @@ int tq_sqlite_log_watch_open(struct tq_queue *base, int64_t id, struct tq_log_wa
 	return 0;
 }
 
-int tq_sqlite_log_watch_fd(const struct tq_log_watch *base)
+int tq_sqlite_log_watch_fd(struct tq_log_watch *base)
 {
 	const struct tq_sqlite_log_watch *w = tq_sqlite_watch_of_c(base);
 	return w->fd;
