@@ -1799,6 +1799,100 @@ static void test_submit_many_atomic(void **state)
 	assert_int_equal(ids[4], ids[0] + 4);
 }
 
+/*
+ * What one submit_many decides task by task, in the order of its specs,
+ * also for specs of the same call (PostgreSQL stores a run of plain specs
+ * in a few statements, queue/pg/bulk.c, and decides these in memory): a
+ * token given twice is one task; a --unique key held by an earlier spec of
+ * the call is that task, existed; a spec whose unique key is held keeps no
+ * token, so a later spec with its token is added; specs with a session or
+ * a dependency between plain ones keep the ids in order; a label key given
+ * twice keeps its last value; a later bad spec stores none of them.
+ */
+static void test_submit_many_keys(void **state)
+{
+	struct fx *f = *state;
+	struct tq_task_spec sp[9];
+	struct tq_label labs[2] = { { "k", "first" }, { "k", "last" } };
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_task t;
+	int64_t ids[9], held, tokb;
+	int existed[9];
+
+	held = submit_simple(f->q, 0, NULL);
+	for (int i = 0; i < 9; i++)
+		sp[i] = spec_of(argv_true);
+	sp[0].token = "tok-a";
+	sp[1].token = "tok-a";                  /* the same submit again */
+	sp[2].unique_key = "u1";
+	sp[3].unique_key = "u1";                /* held by sp[2] */
+	sp[3].token = "tok-b";                  /* not kept: nothing added */
+	sp[4].token = "tok-b";                  /* so this one is added */
+	sp[5].session = "s";                    /* one by one, between */
+	sp[6].after = &held;
+	sp[6].nafter = 1;
+	sp[7].labels = labs;
+	sp[7].nlabels = 2;
+	sp[8].unique_key = "u1";
+	sp[8].token = "tok-a";                  /* the token first: sp[0]'s */
+	assert_int_equal(tq_queue_submit_many(f->q, sp, 9, ids, existed, &err), 0);
+	assert_int_equal(ids[1], ids[0]);
+	assert_int_equal(existed[1], 0);
+	assert_int_equal(ids[3], ids[2]);
+	assert_int_equal(existed[3], 1);
+	assert_int_equal(existed[4], 0);
+	assert_int_equal(ids[2], ids[0] + 1);
+	assert_int_equal(ids[4], ids[2] + 1);
+	assert_int_equal(ids[5], ids[4] + 1);
+	assert_int_equal(ids[6], ids[5] + 1);
+	assert_int_equal(ids[7], ids[6] + 1);
+	assert_int_equal(ids[8], ids[0]);
+	assert_int_equal(existed[8], 0);
+	assert_int_equal(sql_int(state_home, "SELECT count(*) FROM tasks"), 7);
+	assert_int_equal(state_of(f->q, ids[6]), TQ_BLOCKED);
+	assert_int_equal(tq_queue_get(f->q, ids[7], TQ_GET_LABELS, &t, &err), 0);
+	assert_int_equal(t.nlabels, 1);
+	assert_string_equal(t.labels[0].value, "last");
+	tq_task_release(&t);
+	/* again, two of them changed: the tokens and keys stored are found */
+	tokb = ids[4];
+	sp[1].token = "tok-c";
+	sp[2].unique_key = "u2";
+	sp[3].token = NULL;
+	assert_int_equal(tq_queue_submit_many(f->q, sp + 1, 4, ids, existed, &err), 0);
+	assert_int_equal(existed[0] + existed[1] + existed[3], 0);
+	assert_int_equal(existed[2], 1);
+	assert_int_equal(ids[1], ids[0] + 1);
+	assert_int_equal(ids[3], tokb);
+	assert_int_equal(sql_int(state_home, "SELECT count(*) FROM tasks"), 9);
+	/* a bad spec last: nothing of the call stored, the spec named */
+	sp[0].token = "tok-d";
+	sp[8] = spec_of(argv_true);
+	sp[8].cwd = "relative";
+	assert_int_equal(tq_queue_submit_many(f->q, sp, 9, ids, existed, &err), TQ_EINVAL);
+	assert_non_null(strstr(err.msg, "task 8"));
+	assert_int_equal(sql_int(state_home, "SELECT count(*) FROM tasks"), 9);
+}
+
+/* PostgreSQL refuses a value SQLite stores (text that is not UTF-8): the
+ * error names the spec, and nothing of the call is stored. */
+static void test_submit_many_refused_value(void **state)
+{
+	struct fx *f = *state;
+	struct tq_task_spec sp[4];
+	struct tq_err err = TQ_ERR_INIT;
+	int64_t ids[4];
+
+	if (pg_base == NULL)
+		skip();
+	for (int i = 0; i < 4; i++)
+		sp[i] = spec_of(argv_true);
+	sp[2].name = "bad \xff name";
+	assert_int_equal(tq_queue_submit_many(f->q, sp, 4, ids, NULL, &err), TQ_EINVAL);
+	assert_non_null(strstr(err.msg, "task 2: "));
+	assert_int_equal(sql_int(state_home, "SELECT count(*) FROM tasks"), 0);
+}
+
 static void test_list_filters(void **state)
 {
 	struct fx *f = *state;
@@ -3034,6 +3128,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unique, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_submit_token, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_submit_many_atomic, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_submit_many_keys, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_submit_many_refused_value, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_list_filters, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_expired, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_manual_retry, setup, teardown),

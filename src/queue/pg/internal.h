@@ -343,4 +343,36 @@ int tq_pg_wake_fd(const struct tq_wake *base);
 int tq_pg_wake_take(struct tq_wake *base, struct tq_err *err);
 void tq_pg_wake_close(struct tq_wake *base);
 
+/* Adding tasks (submit.c, bulk.c). What the tasks of one submit_many
+ * stored before the next, valid for its transaction: the environment of
+ * the previous spec (the --file import's specs share one array), the
+ * group submit_one added last, and whether a task was stored queued or
+ * scheduled (the other nodes are woken at the commit). */
+struct tq_pg_batch {
+	char *const *env;        /* the spec's env array: same pointer and
+				  * count, the same environment */
+	size_t envc;
+	int64_t env_id;          /* 0: nothing cached */
+	char group[TQ_NAME_MAX];
+	int wake;
+};
+
+/* Encode n strings as "s\0s\0" (the layout of schema.sql); 0, TQ_ENOMEM or
+ * TQ_EINVAL (over max bytes). */
+int tq_pg_strv_encode(char *const *v, size_t n, size_t max, char **blob, size_t *len);
+/* The id of s's environment, found or stored (bc's when it is the same). */
+int tq_pg_env_cached(struct tq_pg *q, const struct tq_task_spec *s, struct tq_pg_batch *bc,
+	int64_t *id, struct tq_err *err);
+/* Whether tq_pg_submit_bulk takes s: no session, no dependency, no stdin
+ * file (each needs reads of its own). */
+int tq_pg_bulk_ok(const struct tq_task_spec *s);
+/* Add n specs, each tq_pg_bulk_ok, in the transaction q is in, in a few
+ * statements (bulk.c): ids[] and existed[] (may be NULL) as
+ * tq_queue_submit_many fills them. On an error *bad is the index of the
+ * spec it is about, or n when it is about none (a statement of the run);
+ * the caller rolls back. */
+int tq_pg_submit_bulk(struct tq_pg *q, const struct tq_task_spec *specs, size_t n,
+	int64_t now, struct tq_pg_batch *bc, int64_t *ids, int *existed, size_t *bad,
+	struct tq_err *err);
+
 #endif

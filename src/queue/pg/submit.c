@@ -131,9 +131,7 @@ static uint64_t fnv1a(const void *data, size_t n)
 	return h;
 }
 
-/* Encode n strings as "s\0s\0" (the layout of schema.sql); 0, TQ_ENOMEM or
- * TQ_EINVAL (over max bytes). */
-static int strv_encode(char *const *v, size_t n, size_t max, char **blob, size_t *len)
+int tq_pg_strv_encode(char *const *v, size_t n, size_t max, char **blob, size_t *len)
 {
 	size_t total = 0;
 	char *b, *p;
@@ -156,6 +154,7 @@ static int strv_encode(char *const *v, size_t n, size_t max, char **blob, size_t
 	return 0;
 }
 
+/* The environment's row, found or added by one statement. */
 static int env_id(struct tq_pg *q, const struct tq_task_spec *s, int64_t *id,
 		  struct tq_err *err)
 {
@@ -164,17 +163,34 @@ static int env_id(struct tq_pg *q, const struct tq_task_spec *s, int64_t *id,
 	size_t len;
 	int rc;
 
-	if ((rc = strv_encode(s->env, s->envc, TQ_ENV_MAX, &blob, &len)) < 0)
+	if ((rc = tq_pg_strv_encode(s->env, s->envc, TQ_ENV_MAX, &blob, &len)) < 0)
 		return tq_err_set(err, rc, rc == TQ_ENOMEM ? "out of memory" :
 				  "environment is larger than %d bytes", TQ_ENV_MAX);
 	tq_pg_i64(&p, (int64_t)fnv1a(blob, len));
 	tq_pg_bin(&p, blob, len);
-	if ((rc = one_id(q, "SELECT id FROM envs WHERE hash = $1 AND data = $2 LIMIT 1",
-			 &p, id, err, "find environment")) == 0 && *id == 0)
-		rc = one_id(q, "INSERT INTO envs(hash, data) VALUES ($1, $2) RETURNING id",
-			    &p, id, err, "store environment");
+	rc = one_id(q, "WITH f AS (SELECT id FROM envs WHERE hash = $1 AND data = $2 LIMIT 1),"
+		    " i AS (INSERT INTO envs(hash, data) SELECT $1, $2 WHERE NOT EXISTS"
+		    " (SELECT 1 FROM f) RETURNING id) SELECT id FROM f UNION ALL SELECT id FROM i",
+		    &p, id, err, "store environment");
 	free(blob);
 	return rc;
+}
+
+int tq_pg_env_cached(struct tq_pg *q, const struct tq_task_spec *s, struct tq_pg_batch *bc,
+		     int64_t *id, struct tq_err *err)
+{
+	int rc;
+
+	if (bc->env_id > 0 && bc->env == s->env && bc->envc == s->envc) {
+		*id = bc->env_id;
+		return 0;
+	}
+	if ((rc = env_id(q, s, id, err)) < 0)
+		return rc;
+	bc->env = s->env;
+	bc->envc = s->envc;
+	bc->env_id = *id;
+	return 0;
 }
 
 static int find_unique(struct tq_pg *q, const char *key, int64_t *id, struct tq_err *err)
@@ -419,18 +435,8 @@ static int add_group(struct tq_pg *q, const char *group, struct tq_err *err)
 			  &p, NULL, err, "add group");
 }
 
-/* What the previous task of one submit_many stored (valid for one
- * transaction), as SQLite's batch_cache. */
-struct batch_cache {
-	char *const *env;
-	size_t envc;
-	int64_t env_id;
-	char group[TQ_NAME_MAX];
-	int wake;          /* a task stored queued or scheduled: wake other nodes */
-};
-
 static int submit_one(struct tq_pg *q, const struct tq_task_spec *s, int64_t now,
-		      struct batch_cache *bc, int64_t *id, int *existed, struct tq_err *err)
+		      struct tq_pg_batch *bc, int64_t *id, int *existed, struct tq_err *err)
 {
 	char name[TQ_NAME_MAX], group[TQ_NAME_MAX], reason[128];
 	struct insert_ctx c = { .s = s, .cwd = s->cwd, .now = now, .state = TQ_QUEUED };
@@ -461,7 +467,7 @@ static int submit_one(struct tq_pg *q, const struct tq_task_spec *s, int64_t now
 			return 0;
 		}
 	}
-	if ((rc = strv_encode(s->argv, s->argc, TQ_ARGV_MAX, &argv_blob, &c.argv_len)) < 0)
+	if ((rc = tq_pg_strv_encode(s->argv, s->argc, TQ_ARGV_MAX, &argv_blob, &c.argv_len)) < 0)
 		return tq_err_set(err, rc, rc == TQ_ENOMEM ? "out of memory" :
 				  "command line is longer than %d bytes", TQ_ARGV_MAX);
 	c.argv_blob = argv_blob;
@@ -495,15 +501,8 @@ static int submit_one(struct tq_pg *q, const struct tq_task_spec *s, int64_t now
 		tq_derive_group(s->argv, s->argc, s->shell, group, sizeof(group));
 	c.name = s->name ? s->name : name;
 	c.group = s->group ? s->group : group;
-	if (bc->env_id > 0 && bc->env == s->env && bc->envc == s->envc) {
-		c.env_id = bc->env_id;
-	} else {
-		if ((rc = env_id(q, s, &c.env_id, err)) < 0)
-			goto out;
-		bc->env = s->env;
-		bc->envc = s->envc;
-		bc->env_id = c.env_id;
-	}
+	if ((rc = tq_pg_env_cached(q, s, bc, &c.env_id, err)) < 0)
+		goto out;
 	if (bc->group[0] == '\0' || strcmp(bc->group, c.group) != 0) {
 		if ((rc = add_group(q, c.group, err)) < 0)
 			goto out;
@@ -522,23 +521,45 @@ out:
 	return rc;
 }
 
-int tq_pg_submit_many(struct tq_queue *base, const struct tq_task_spec *specs,
-		      size_t n, int64_t *ids, int *existed, struct tq_err *err)
+/*
+ * The specs in order, in one transaction: each run of specs the bulk path
+ * takes (bulk.c) in a few statements, the others one by one. A run the
+ * database refused as a whole (a value it does not take: a byte sequence
+ * that is not UTF-8) names no task: the call is made again one by one,
+ * whose error names it.
+ */
+static int submit_specs(struct tq_pg *q, const struct tq_task_spec *specs, size_t n,
+			int bulk, int64_t *ids, int *existed, struct tq_err *err)
 {
-	struct tq_pg *q = tq_pg_of(base);
-	struct batch_cache bc = { .env_id = 0 };
+	struct tq_pg_batch bc = { .env_id = 0 };
 	int64_t now = tq_now_ms();
+	size_t i = 0, j, bad = 0;
 	int rc;
 
 	if ((rc = tq_pg_begin(q, err)) < 0)
 		return rc;
-	for (size_t i = 0; i < n; i++) {
-		rc = submit_one(q, &specs[i], now, &bc, &ids[i],
-				existed ? &existed[i] : NULL, err);
+	while (i < n) {
+		for (j = i; bulk && j < n && tq_pg_bulk_ok(&specs[j]); j++)
+			;
+		if (j > i) {
+			rc = tq_pg_submit_bulk(q, specs + i, j - i, now, &bc, ids + i,
+					       existed ? existed + i : NULL, &bad, err);
+			if (rc < 0 && bad == j - i) {
+				tq_pg_rollback(q);
+				return rc == TQ_EINVAL ? submit_specs(q, specs, n, 0, ids,
+						existed, err) : rc;
+			}
+			bad += i;
+			i = j;
+		} else {
+			rc = submit_one(q, &specs[i], now, &bc, &ids[i],
+					existed ? &existed[i] : NULL, err);
+			bad = i++;
+		}
 		if (rc < 0) {
 			tq_pg_rollback(q);
 			if (n > 1)
-				tq_err_prefix(err, "task %zu", i);
+				tq_err_prefix(err, "task %zu", bad);
 			return rc;
 		}
 	}
@@ -549,6 +570,12 @@ int tq_pg_submit_many(struct tq_queue *base, const struct tq_task_spec *specs,
 		return rc;
 	}
 	return 0;
+}
+
+int tq_pg_submit_many(struct tq_queue *base, const struct tq_task_spec *specs,
+		      size_t n, int64_t *ids, int *existed, struct tq_err *err)
+{
+	return submit_specs(tq_pg_of(base), specs, n, 1, ids, existed, err);
 }
 
 int tq_pg_submit(struct tq_queue *base, const struct tq_task_spec *spec,
