@@ -1056,6 +1056,150 @@ static void test_claim_scheduled(void **state)
 	assert_true(tq_now_ms() >= s.run_after);
 }
 
+/*
+ * The writers' queue (src/queue/sqlite/lock.c): a write transaction waits
+ * for another's on the kernel lock (the OFD lock on byte 0x40000000 + 1024
+ * of the database file, taken here by hand as a holder would), blocked in
+ * fcntl -- not polling in the busy handler's sleeps -- and goes on the
+ * moment it is let go; the wait keeps the busy timeout; a holder that dies
+ * lets go with its death.
+ */
+#define WQ_BYTE (0x40000000 + 1024)
+
+static int wq_take(const char *db)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = WQ_BYTE,
+			    .l_len = 1 };
+	int fd = open(db, O_RDWR | O_CLOEXEC);
+
+	assert_true(fd >= 0);
+	assert_int_equal(fcntl(fd, F_OFD_SETLK, &fl), 0);
+	return fd;
+}
+
+/* A child submitting with a busy timeout of ms; it writes what the submit
+ * returned and how long it took into fd, then exits. It closes hold, the
+ * holder's descriptor (an OFD lock lasts while any copy of its descriptor
+ * is open, a child's too). */
+static pid_t wq_submitter(int fd, int64_t ms, int hold)
+{
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct tq_queue *q = NULL;
+		struct tq_err err = TQ_ERR_INIT;
+		struct tq_task_spec s = spec_of(argv_true);
+		int64_t got[2] = { -1, 0 }, id = 0, t0;
+
+		if (hold >= 0)
+			close(hold);
+		if (tq_queue_open(&q, state_home, 0, &err) == 0) {
+			tq_queue_set_busy_timeout(q, ms);
+			t0 = tq_mono_ms();
+			got[0] = tq_queue_submit(q, &s, &id, NULL, &err);
+			got[1] = tq_mono_ms() - t0;
+			tq_queue_close(q);
+		}
+		tq_write_all(fd, got, sizeof(got));
+		_exit(0);
+	}
+	return pid;
+}
+
+/* Whether pid is blocked in fcntl(2) (/proc/PID/syscall; 1 when it cannot
+ * be read, where only the blocking itself is checked). */
+static int wq_in_fcntl(pid_t pid)
+{
+	char path[64], buf[64] = "";
+	int fd, n;
+
+	snprintf(path, sizeof(path), "/proc/%d/syscall", (int)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return 1;
+	n = (int)read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 1;
+	return strncmp(buf, "72 ", 3) == 0; /* SYS_fcntl, x86-64 */
+}
+
+/* The child's answer: 1 with got filled, 0 when none came within ms. */
+static int wq_answer(int fd, int64_t got[2], int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	if (poll(&p, 1, ms) != 1)
+		return 0;
+	assert_int_equal(tq_read_full(fd, got, 2 * sizeof(got[0])), 2 * sizeof(got[0]));
+	return 1;
+}
+
+static void test_writers_queue(void **state)
+{
+	struct fx *f = *state;
+	char db[600];
+	int fds[2], hold, ready[2], in_fcntl = 0, status;
+	int64_t got[2], t0;
+	pid_t b, c;
+	SQLITE_ONLY();
+
+	(void)f;
+	snprintf(db, sizeof(db), "%s/taskq.db", state_home);
+	assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
+
+	/* held: the submit waits, in fcntl, and goes on when it is let go */
+	hold = wq_take(db);
+	b = wq_submitter(fds[1], 10000, hold);
+	for (t0 = tq_mono_ms(); tq_mono_ms() - t0 < 5000 && !in_fcntl; tq_sleep_ms(5))
+		in_fcntl = wq_in_fcntl(b) && tq_mono_ms() - t0 > 100;
+	assert_true(in_fcntl);
+	assert_false(wq_answer(fds[0], got, 0));
+	close(hold); /* lets go */
+	assert_true(wq_answer(fds[0], got, 10000));
+	assert_int_equal(got[0], 0);
+	assert_int_equal(waitpid(b, &status, 0), b);
+
+	/* held for longer than the busy timeout: TQ_EBUSY, after it */
+	hold = wq_take(db);
+	b = wq_submitter(fds[1], 300, hold);
+	assert_true(wq_answer(fds[0], got, 10000));
+	assert_int_equal(got[0], TQ_EBUSY);
+	assert_true(got[1] >= 300 && got[1] < 5000);
+	assert_int_equal(waitpid(b, &status, 0), b);
+	close(hold);
+
+	/* its holder killed: the kernel lets go, the submit goes on */
+	assert_int_equal(pipe2(ready, O_CLOEXEC), 0);
+	c = fork();
+	assert_true(c >= 0);
+	if (c == 0) {
+		wq_take(db);
+		tq_write_all(ready[1], "x", 1);
+		pause();
+		_exit(0);
+	}
+	{
+		struct pollfd p = { .fd = ready[0], .events = POLLIN };
+		char x;
+
+		assert_int_equal(poll(&p, 1, 10000), 1); /* c holds it */
+		assert_int_equal(read(ready[0], &x, 1), 1);
+	}
+	b = wq_submitter(fds[1], 10000, -1);
+	assert_false(wq_answer(fds[0], got, 200));
+	assert_int_equal(kill(c, SIGKILL), 0);
+	assert_int_equal(waitpid(c, &status, 0), c);
+	assert_true(wq_answer(fds[0], got, 10000));
+	assert_int_equal(got[0], 0);
+	assert_int_equal(waitpid(b, &status, 0), b);
+	close(ready[0]);
+	close(ready[1]);
+	close(fds[0]);
+	close(fds[1]);
+	assert_int_equal(sql_int(state_home, "SELECT count(*) FROM tasks"), 2);
+}
+
 /* Several processes claim from one queue at once: every task is claimed
  * exactly once. Each child reports its ids over a pipe. */
 static void test_claim_concurrent(void **state)
@@ -3117,6 +3261,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_claim_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_claim_scheduled, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_claim_concurrent, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_writers_queue, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fencing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_finish_records_process, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retry_and_requeue, setup, teardown),

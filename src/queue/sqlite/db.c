@@ -158,15 +158,30 @@ static int exec_cached(struct tq_sqlite *q, enum tq_stmt id, struct tq_err *err)
 	return tq_db_exec_st(q, st, err, tq_stmt_sql(id));
 }
 
+/* Every transaction of ours waits for the others' on the writers' queue
+ * (lock.c) first, then takes SQLite's write lock, which is then free but
+ * for writers outside the queue; it lets go of both together. */
 int tq_db_begin(struct tq_sqlite *q, struct tq_err *err)
 {
+	int rc;
+
 	q->wants_id = 0; /* a submit's answer holds until the next change */
-	return exec_cached(q, ST_BEGIN, err);
+	if ((rc = tq_db_lock(q, err)) < 0)
+		return rc;
+	if ((rc = exec_cached(q, ST_BEGIN, err)) < 0)
+		tq_db_unlock(q);
+	return rc;
 }
 
 int tq_db_commit(struct tq_sqlite *q, struct tq_err *err)
 {
-	return exec_cached(q, ST_COMMIT, err);
+	int rc = exec_cached(q, ST_COMMIT, err);
+
+	/* a COMMIT that failed may have ended the transaction too (then
+	 * nobody rolls back); one still open is the caller's to roll back */
+	if (sqlite3_get_autocommit(q->db))
+		tq_db_unlock(q);
+	return rc;
 }
 
 void tq_db_rollback(struct tq_sqlite *q)
@@ -175,6 +190,7 @@ void tq_db_rollback(struct tq_sqlite *q)
 
 	if (!sqlite3_get_autocommit(q->db))
 		exec_cached(q, ST_ROLLBACK, NULL);
+	tq_db_unlock(q);
 	errno = saved;
 }
 
@@ -268,7 +284,8 @@ static int busy_handler(void *arg, int count)
 	 * slowly keep waiters close to FIFO at a small CPU cost. */
 	if (count == 0)
 		q->busy_start = now;
-	if (now - q->busy_start >= q->busy_timeout) {
+	/* less what this transaction waited in the writers' queue already */
+	if (now - q->busy_start + q->busy_spent >= q->busy_timeout) {
 		q->busy_gave_up = now;
 		return 0;
 	}
@@ -768,6 +785,7 @@ int tq_sqlite_open(struct tq_queue **qp, const char *home, unsigned flags,
 	q->base.ops = &tq_sqlite_ops;
 	q->flags = flags;
 	q->busy_timeout = TQ_BUSY_TIMEOUT_MS;
+	q->lock_fd = -1;
 	if (strlcpy(q->home, home, sizeof(q->home)) >= sizeof(q->home)) {
 		rc = tq_err_set(err, TQ_EINVAL, "state directory path is too long");
 		goto fail;
@@ -829,6 +847,7 @@ int tq_sqlite_open(struct tq_queue **qp, const char *home, unsigned flags,
 	return 0;
 fail:
 	db_close(q);
+	tq_db_lock_close(q);
 	tq_home_unmake(q->home, made);
 	free(q->notice);
 	free(q);
@@ -847,6 +866,7 @@ void tq_sqlite_close(struct tq_queue *base)
 	if (q == NULL)
 		return;
 	db_close(q);
+	tq_db_lock_close(q); /* after: see lock.c */
 	free(q->notice);
 	free(q);
 }

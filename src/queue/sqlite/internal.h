@@ -8,6 +8,7 @@
 
 #include <limits.h>
 #include <sqlite3.h>
+#include <time.h>
 
 #include "queue/queue.h"
 #include "queue/store.h"
@@ -30,6 +31,13 @@ struct tq_sqlite {
 	int64_t wants_id;       /* the task a submit of one just stored (0: none) */
 	int wants;              /* and tq_queue_wants_worker's answer for it, read
 				 * in the submit's transaction */
+	/* the writers' queue (lock.c) */
+	int lock_fd;            /* the database file, for the lock; -1: not open */
+	int locked;             /* held, in a transaction of ours */
+	int lock_broken;        /* no OFD locks here: transactions go without */
+	int lock_timer_made;
+	timer_t lock_timer;     /* the tick of a wait */
+	int64_t busy_spent;     /* ms this transaction waited for it already */
 };
 
 /* The SQLite queue behind a handle this backend made (base is its first
@@ -214,6 +222,14 @@ int tq_db_error(struct tq_sqlite *q, int rc, struct tq_err *err, const char *wha
 /* Run a cached statement that returns no rows (or ignore them); resets it. */
 int tq_db_exec_st(struct tq_sqlite *q, sqlite3_stmt *st, struct tq_err *err,
 		  const char *what);
+
+/* The writers' queue (lock.c): tq_db_lock waits (up to the busy timeout:
+ * TQ_EBUSY) for the lock every transaction of taskq's takes, or goes on
+ * without it where there is none; tq_db_unlock lets go (no-op when not
+ * held); tq_db_lock_close after the connection is closed, never before. */
+int tq_db_lock(struct tq_sqlite *q, struct tq_err *err);
+void tq_db_unlock(struct tq_sqlite *q);
+void tq_db_lock_close(struct tq_sqlite *q);
 
 int tq_db_begin(struct tq_sqlite *q, struct tq_err *err);  /* BEGIN IMMEDIATE */
 int tq_db_commit(struct tq_sqlite *q, struct tq_err *err);
