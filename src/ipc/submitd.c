@@ -177,7 +177,8 @@ int tq_submitd_open(struct tq_submitd **sdp, const char *home, struct tq_err *er
 		goto fail;
 	}
 	/* The store first: a socket nobody can serve must not exist. */
-	if ((rc = tq_queue_open(&sd->q, home, TQ_OPEN_DURABLE | TQ_OPEN_LONG, err)) < 0)
+	if ((rc = tq_queue_open(&sd->q, home, TQ_OPEN_DURABLE | TQ_OPEN_LONG | TQ_OPEN_TIDY,
+				 err)) < 0)
 		goto fail;
 	if ((rc = listen_on(sd, err)) < 0)
 		goto fail;
@@ -453,6 +454,10 @@ void tq_submitd_serve(struct tq_submitd *sd, const struct pollfd *p, size_t n,
 	if (listen_ready && sd->fd >= 0)
 		accept_some(sd, log);
 	note_bound(sd, log);
+	/* every request served is answered: the store's housekeeping
+	 * (TQ_OPEN_TIDY) delays no answer now */
+	if (sd->nconns == 0)
+		tq_queue_tidy(sd->q);
 }
 
 /* Remove the socket file if it is still the one we bound, from the

@@ -134,6 +134,12 @@ enum tq_open_flags {
 	 * submit socket): SQLite's own autocheckpoint instead of the short-lived
 	 * CLI's WAL policy (db.c, cli_wal_hook). */
 	TQ_OPEN_LONG = 1 << 3,
+	/* The caller calls tq_queue_tidy whenever a transaction's latency no
+	 * longer matters (the submit socket, once its answers are sent): the
+	 * backend may leave its housekeeping for then (SQLite: the WAL's
+	 * checkpoint, which a commit that filled the WAL ran before it
+	 * returned, the submit's answer waiting for it). */
+	TQ_OPEN_TIDY = 1 << 4,
 };
 
 
@@ -186,6 +192,12 @@ void tq_queue_set_busy_timeout(struct tq_queue *q, int64_t ms);
 
 /* Close the connection (NULL is a no-op). Finalizes cached statements. */
 void tq_queue_close(struct tq_queue *q);
+
+/* The housekeeping a connection opened with TQ_OPEN_TIDY left for later,
+ * if any is due (SQLite: a passive checkpoint of a WAL of 1000 frames or
+ * more, which waits for nobody). A no-op elsewhere and for a backend with
+ * none (PostgreSQL). */
+void tq_queue_tidy(struct tq_queue *q);
 
 /*
  * When the store's connection in use was made (CLOCK_MONOTONIC ms): for a

@@ -300,6 +300,12 @@ int64_t tq_queue_connected_at(const struct tq_queue *q)
 	return q->ops->connected_at != NULL ? q->ops->connected_at(q) : 0;
 }
 
+void tq_queue_tidy(struct tq_queue *q)
+{
+	if (q != NULL && q->ops->tidy != NULL)
+		q->ops->tidy(q);
+}
+
 int tq_queue_submit(struct tq_queue *q, const struct tq_task_spec *spec, int64_t *id,
 	int *existed, struct tq_err *err)
 {

@@ -61,6 +61,9 @@ struct tq_store_ops {
 	/* may be NULL (a store that never loses its connection: SQLite):
 	 * tq_queue_connected_at is then 0 */
 	int64_t (*connected_at)(const struct tq_queue *q);
+	/* may be NULL (nothing to do later: PostgreSQL): tq_queue_tidy is a
+	 * no-op then */
+	void (*tidy)(struct tq_queue *q);
 	int (*schema_version)(struct tq_queue *q, int64_t *version, struct tq_err *err);
 	int (*submit)(struct tq_queue *q, const struct tq_task_spec *spec, int64_t *id,
 		int *existed, struct tq_err *err);

@@ -3,7 +3,8 @@
 # the supervisor's work per submit stays small: counted in instructions
 # (callgrind), which a loaded machine does not change. Counted: everything
 # tq_submitd_poll and tq_submitd_serve do but read, decode, store and
-# answer the request (that is the store's cost, the same on every path) --
+# answer the request, and the store's checkpoint once the answers are sent
+# (tq_queue_tidy) (that is the store's cost, the same on every path) --
 # the walk over the connection slots and the accept, on every wakeup of the
 # supervisor's loop. Serving side by side cost 7,100 instructions a submit
 # there (a struct tq_err of 516 bytes zeroed for each of the 64 slots on
@@ -30,6 +31,7 @@ tq_bg valgrind --tool=callgrind --callgrind-out-file="$OUT" --collect-atstart=no
 	--toggle-collect=tq_wire_free --toggle-collect=tq_queue_submit \
 	--toggle-collect=tq_queue_wants_worker --toggle-collect=tq_doorbell_ring \
 	--toggle-collect=tq_wire_answer_ok --toggle-collect=tq_wire_frame_release \
+	--toggle-collect=tq_queue_tidy \
 	"$TASKQ_BIN" serve --foreground --workers 1 2>>"$TQ_TMP/serve.log"
 VG=$TQ_LAST_PID
 wait_for "[ -S '$TASKQ_HOME/submit.sock' ]" 120 || fail "no socket: $(tail -5 "$TQ_TMP/serve.log")"

@@ -312,6 +312,43 @@ static void test_frames_per_submit(void **state)
 			 SUBMIT_MAX_FRAMES);
 }
 
+/*
+ * The submit socket's connection (TQ_OPEN_TIDY): its commits never
+ * checkpoint, not even the one that takes the WAL past SQLite's 1000 frames
+ * (the submit would wait for it to be answered); tq_queue_tidy, which
+ * submitd.c calls once its answers are sent, does, and the next commit
+ * starts the WAL over.
+ */
+static void test_checkpoint_left_to_tidy(void **state)
+{
+	struct fx *f = *state;
+	struct tq_err err = TQ_ERR_INIT;
+	long frames = 0, commits = 0;
+	int n = 0;
+
+	tq_queue_close(f->q);
+	if (tq_queue_open(&f->q, f->home, TQ_OPEN_DURABLE | TQ_OPEN_LONG | TQ_OPEN_TIDY,
+			  &err) != 0)
+		fail_msg("open: %s", err.msg);
+	wal_reset(f);
+	while (frames < 1100 && n++ < 1000) {
+		submit_one(f);
+		wal_count(f, &frames, &commits);
+	}
+	print_message("%d submits, %ld frames in the WAL, no checkpoint\n", n, frames);
+	assert_true(frames >= 1100);
+	assert_int_equal(commits, n);
+	tq_queue_tidy(f->q);
+	submit_one(f);
+	wal_count(f, &frames, &commits);
+	assert_int_equal(commits, 1);
+	assert_true(frames <= 10);
+	tq_queue_tidy(f->q); /* nothing due: nothing done */
+	submit_one(f);
+	wal_count(f, &frames, &commits);
+	assert_int_equal(commits, 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -319,6 +356,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_frames_per_chained_task, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_frames_per_quick_task, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_frames_per_submit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_checkpoint_left_to_tidy, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

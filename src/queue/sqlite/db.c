@@ -44,6 +44,7 @@
 #define TQ_DB_NAME TQ_HOME_DB_NAME
 #define NEW_DB_INFIX ".new-"
 #define TQ_CLI_WAL_FRAMES 64 /* see cli_wal_hook */
+#define TQ_TIDY_WAL_FRAMES 1000 /* see tidy_wal_hook; SQLite's autocheckpoint's */
 
 /* ------------------------------------------------------------------ */
 /* Errors                                                             */
@@ -564,6 +565,40 @@ static int cli_wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
 	return SQLITE_OK;
 }
 
+/*
+ * The checkpoint of a TQ_OPEN_TIDY connection (the supervisor's submit
+ * socket): SQLite's autocheckpoint ran in the commit that took the WAL past
+ * its 1000 frames, before that commit returned, so the submit whose commit
+ * it was waited for it to answer (a copy of the WAL's pages into the
+ * database and an fdatasync of each: 1.6 ms median here, against 0.3 for the
+ * commit's own). The commit notes the WAL's size instead; tq_queue_tidy,
+ * called once the answers are sent, checkpoints (passive: it waits for
+ * nobody). The WAL starts over at about the same size as before, its
+ * frames written over the file's old ones (an fdatasync of a WAL that grows
+ * costs twice that of one written over, here).
+ */
+static int tidy_wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
+{
+	struct tq_sqlite *q = arg;
+
+	(void)db;
+	(void)name;
+	q->wal_frames = frames;
+	return SQLITE_OK;
+}
+
+void tq_sqlite_tidy(struct tq_queue *base)
+{
+	struct tq_sqlite *q = tq_sqlite_of(base);
+
+	if (!(q->flags & TQ_OPEN_TIDY) || q->wal_frames < TQ_TIDY_WAL_FRAMES)
+		return;
+	q->wal_frames = 0;
+	sqlite3_busy_handler(q->db, NULL, NULL);
+	sqlite3_wal_checkpoint_v2(q->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+	sqlite3_busy_handler(q->db, busy_handler, q);
+}
+
 static int set_pragmas(struct tq_sqlite *q, struct tq_err *err)
 {
 	char sql[256];
@@ -584,6 +619,8 @@ static int set_pragmas(struct tq_sqlite *q, struct tq_err *err)
 	}
 	if ((q->flags & TQ_OPEN_DURABLE) && !(q->flags & TQ_OPEN_LONG))
 		sqlite3_wal_hook(q->db, cli_wal_hook, q);
+	else if (q->flags & TQ_OPEN_TIDY)
+		sqlite3_wal_hook(q->db, tidy_wal_hook, q); /* instead of SQLite's */
 	return 0;
 }
 

@@ -38,6 +38,8 @@ struct tq_sqlite {
 	int lock_timer_made;
 	timer_t lock_timer;     /* the tick of a wait */
 	int64_t busy_spent;     /* ms this transaction waited for it already */
+	int wal_frames;         /* TQ_OPEN_TIDY: the WAL's frames at our last
+				 * commit (tidy_wal_hook) */
 };
 
 /* The SQLite queue behind a handle this backend made (base is its first
@@ -58,6 +60,7 @@ int tq_sqlite_open(struct tq_queue **qp, const char *home, unsigned flags,
 	struct tq_err *err);
 void tq_sqlite_set_busy_timeout(struct tq_queue *base, int64_t ms);
 void tq_sqlite_close(struct tq_queue *base);
+void tq_sqlite_tidy(struct tq_queue *base);
 const char *tq_sqlite_notice(const struct tq_queue *base);
 int tq_sqlite_schema_version(struct tq_queue *base, int64_t *version, struct tq_err *err);
 int tq_sqlite_submit(struct tq_queue *base, const struct tq_task_spec *spec, int64_t *id,

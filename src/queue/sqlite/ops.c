@@ -49,6 +49,7 @@ const struct tq_store_ops tq_sqlite_ops = {
 	.open = tq_sqlite_open,
 	.set_busy_timeout = tq_sqlite_set_busy_timeout,
 	.close = tq_sqlite_close,
+	.tidy = tq_sqlite_tidy,
 	.notice = tq_sqlite_notice,
 	.schema_version = tq_sqlite_schema_version,
 	.submit = tq_sqlite_submit,
