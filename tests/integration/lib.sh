@@ -30,7 +30,9 @@ if [ "${TASKQ_TEST_BACKEND:-}" = postgresql ]; then
 		echo "SKIP $TQ_TEST: TASKQ_TEST_PG names no PostgreSQL database"
 		exit 77
 	fi
-	TQ_PG_SCHEMA="tq_it_$$"
+	# not the pid alone: a test killed at its timeout leaves its schema,
+	# and a later test may get its pid
+	TQ_PG_SCHEMA="tq_it_$$_${RANDOM}${RANDOM}"
 	psql -qX -v ON_ERROR_STOP=1 "$TASKQ_TEST_PG" -c "CREATE SCHEMA $TQ_PG_SCHEMA" \
 		>/dev/null || exit 1
 	case $TASKQ_TEST_PG in *\?*) tq_sep='&' ;; *) tq_sep='?' ;; esac

@@ -60,8 +60,22 @@ submit_id() {
 
 # The bytes of task ID's output, rebuilt from its log records (tag, bytes,
 # newline; lowercase tags had a newline in the output), for checks that
-# do not go through `taskq log`.
+# do not go through `taskq log`'s printer. A store that keeps the output
+# itself (PostgreSQL: TASKQ_DB) has no file: its records come from `taskq
+# log --json` (each line's exact bytes, text_base64 when they are not
+# UTF-8, and whether a newline followed).
 log_bytes() {
+	if [ -n "${TASKQ_DB:-}" ]; then
+		"$TASKQ_BIN" log "$1" --offset 0 --json | "$TQ_PYTHON" -c '
+import base64, json, sys
+out = sys.stdout.buffer
+for line in sys.stdin:
+    r = json.loads(line)
+    b = base64.b64decode(r["text_base64"]) if "text_base64" in r else r["text"].encode()
+    out.write(b + (b"" if r.get("newline") is False else b"\n"))
+'
+		return
+	fi
 	"$TQ_PYTHON" -c '
 import sys
 data = open(sys.argv[1], "rb").read()

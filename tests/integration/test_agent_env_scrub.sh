@@ -19,7 +19,7 @@ submit_from() {
 	shift
 	mapfile -t vars < <(grep -v -e '^PATH=' -e '^HOME=' -e '^_=' "$file")
 	env -i "${vars[@]}" PATH="$PATH" HOME="$HOME" TASKQ_HOME="$TASKQ_HOME" \
-		TASKQ_AUTOSTART=0 "$TASKQ_BIN" submit "$@"
+		${TASKQ_DB:+TASKQ_DB="$TASKQ_DB"} TASKQ_AUTOSTART=0 "$TASKQ_BIN" submit "$@"
 }
 
 check "the markers each real CLI gives its children are not stored"

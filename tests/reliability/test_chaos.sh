@@ -27,6 +27,12 @@
 # 30 s in the sanitizer build, which is several times slower), then at most
 # 120 s to drain.
 #
+# In the PostgreSQL pass (chaos_pg, issue 20) the store is a cluster of the
+# test's own (lib_pg.sh), which the chaos also restarts (pg_ctl restart,
+# fast) every 8-14 s, and now and then every connection to it is ended
+# (pg_terminate_backend): the checks are the same, but for the database's
+# own integrity check, which is PostgreSQL's.
+#
 # How we know it catches what it checks (each tried on a copy of the tree
 # in /tmp, never in the shared files):
 #   - supervisor.c's recover() returning at once (dead workers' tasks never
@@ -54,10 +60,21 @@
 . "$(dirname "$0")/../integration/lib.sh"
 . "$(dirname "$0")/../integration/lib_serve.sh"
 . "$(dirname "$0")/lib_rel.sh"
+PG=
+if [ -n "${TASKQ_DB:-}" ]; then
+	. "$(dirname "$0")/../integration/lib_pg.sh"
+	pg_own_cluster
+	PG=1
+fi
 
 if [ "$(rel_is_asan)" = 1 ]; then
 	N=${REL_CHAOS_TASKS:-400}
 	CHAOS_S=${REL_CHAOS_SECONDS:-30}
+elif [ -n "${TASKQ_DB:-}" ]; then
+	# PostgreSQL: its drain after the chaos takes longer (the restarts'
+	# waits), and the PostgreSQL pass runs in the CI's 30 minutes too
+	N=${REL_CHAOS_TASKS:-1000}
+	CHAOS_S=${REL_CHAOS_SECONDS:-40}
 else
 	N=${REL_CHAOS_TASKS:-2000}
 	CHAOS_S=${REL_CHAOS_SECONDS:-60}
@@ -92,7 +109,7 @@ OPTS=(--retry-lost --retries 50 --backoff 50ms --backoff-max 200ms --kill-grace 
 # submits. Either way, submitter k of 4 takes tasks k, k+4, ... until N or
 # until the stop file appears (the chaos deadline), and writes how many it
 # submitted; an error goes to submit.err.
-if printf '{"cmd":["true"]}\n' | TASKQ_HOME="$TQ_TMP/probe" "$TASKQ_BIN" submit --file - >/dev/null 2>&1; then
+if printf '{"cmd":["true"]}\n' | env -u TASKQ_DB TASKQ_HOME="$TQ_TMP/probe" "$TASKQ_BIN" submit --file - >/dev/null 2>&1; then
 	BY_FILE=1
 else
 	BY_FILE=0
@@ -159,8 +176,9 @@ random_worker() {
 	j=$("$TASKQ_BIN" status --json) || return 1
 	[[ $j =~ \"worker_list\":\[([^]]*)\] ]] || return 1
 	w=${BASH_REMATCH[1]}
-	while [[ $w =~ \"pid\":([0-9]+),\"task\":(null|[0-9]+) ]]; do
-		if [ "${1:-}" != busy ] || [ "${BASH_REMATCH[2]}" != null ]; then
+	# (a node's name between them since status lists every node's workers)
+	while [[ $w =~ \"pid\":([0-9]+),(\"node\":\"[^\"]*\",)?\"task\":(null|[0-9]+) ]]; do
+		if [ "${1:-}" != busy ] || [ "${BASH_REMATCH[3]}" != null ]; then
 			pids+=("${BASH_REMATCH[1]}")
 		fi
 		w=${w#*"${BASH_REMATCH[0]}"}
@@ -183,6 +201,7 @@ done
 submit_singles &
 subs+=($!)
 kills_w=0 kills_s=0 stops=0 stopped="" resume_at=0
+pg_restarts=0 pg_ends=0 pg_at=$(($(_tq_now_ms) + 8000))
 # The stopped worker (at most one) is resumed at resume_at, or at the end.
 resume() {
 	# (it may be dead: killed by us, or by the watchdog)
@@ -197,7 +216,18 @@ submitting() { [ ! -e "$TQ_TMP/submitted.1" ] || [ ! -e "$TQ_TMP/submitted.2" ] 
 while [ "$(_tq_now_ms)" -lt "$deadline" ] &&
 	{ submitting || [ "$(unfinished)" -gt 0 ] || [ $((kills_w + kills_s)) -lt 6 ]; }; do
 	sleep "0.$((150 + RANDOM % 300))"
-	if [ -n "$stopped" ] && [ "$(_tq_now_ms)" -ge "$resume_at" ]; then
+	if [ -n "$PG" ] && [ "$(_tq_now_ms)" -ge "$pg_at" ]; then
+		# the store goes away under everything: restarted, or every
+		# connection to it ended
+		if ((RANDOM % 3 == 0)); then
+			pg_terminate_all >/dev/null
+			pg_ends=$((pg_ends + 1))
+		else
+			pg_restart fast
+			pg_restarts=$((pg_restarts + 1))
+		fi
+		pg_at=$(($(_tq_now_ms) + 8000 + RANDOM % 6000))
+	elif [ -n "$stopped" ] && [ "$(_tq_now_ms)" -ge "$resume_at" ]; then
 		resume
 	elif [ -z "$stopped" ] && ((RANDOM % 6 == 0)) && w=$(random_worker busy); then
 		kill -STOP "$w" 2>/dev/null && stopped=$w stops=$((stops + 1)) &&
@@ -224,11 +254,16 @@ for f in "$TQ_TMP"/submitted.*; do
 	submitted=$((submitted + $(cat "$f")))
 done
 echo "chaos for $chaos_ms ms: $submitted tasks submitted, $kills_w workers and" \
-	"$kills_s supervisors killed, $stops workers stopped; $(unfinished) tasks unfinished"
+	"$kills_s supervisors killed, $stops workers stopped${PG:+, the store restarted $pg_restarts" \
+	"times and its connections ended $pg_ends times}; $(unfinished) tasks unfinished"
 [ ! -s "$TQ_TMP/submit.err" ] || fail "a submit failed under chaos: $(head -5 "$TQ_TMP/submit.err")"
-assert_eq "$submitted" "$(task_count)" "tasks stored"
+"$TASKQ_BIN" list --json --limit 0 >"$TQ_TMP/list.json"
+assert_eq "$submitted" "$(task_count)" "tasks stored (stored more than once: $(pyjson '[n + " x%d" % c
+	for n, c in __import__("collections").Counter(t["name"] for t in d).items() if c > 1][:5]' \
+	<"$TQ_TMP/list.json"))"
 [ "$submitted" -ge 100 ] || fail "only $submitted tasks submitted in ${CHAOS_S}s"
 [ $((kills_w + kills_s)) -ge 6 ] || fail "only $((kills_w + kills_s)) kills: the chaos did not happen"
+[ "$kills_w" -ge 1 ] || fail "no worker was killed: the chaos could not find one (random_worker)"
 echo "the watchdog killed $(grep -c 'has not heartbeaten' "$TQ_TMP/serve.log" || true) stopped workers"
 N=$submitted
 
@@ -245,7 +280,7 @@ while read -r id name; do
 	[ "${name_of[$id]-}" = "$name" ] ||
 		fail "submit of $name printed id $id, which holds ${name_of[$id]-no task}"
 done <"$TQ_TMP/single.ids"
-echo "$(wc -l <"$TQ_TMP/single.ids") single submits," \
+[ -n "$PG" ] || echo "$(wc -l <"$TQ_TMP/single.ids") single submits," \
 	"$(sqlite3 -cmd '.timeout 10000' "$TASKQ_HOME/taskq.db" "select count(*) from meta where key like 'submit:%'") through the supervisor" # SQL: the database itself (its submit tokens, which no command shows: a figure for the log, not a check)
 
 check "with the chaos over, every task ends"
@@ -276,8 +311,13 @@ assert_eq "[]" "$(shows '["%d %s %s %s" % (t["id"], t["state"], t["outcome"] or 
 # Nothing here kills a task (no timeout, no kill). An attempt that ended
 # otherwise ran while another attempt of its task was alive: its worker found
 # the log still held by a late worker, say, whose task was taken over.
+# With PostgreSQL, also one given back (not counted) because the store was
+# away when it was to start (runner.c: its log's open, its start).
 assert_eq "[]" "$(shows '["%d/%d %s %s" % (t["id"], a["attempt"], a["outcome"], a["reason"] or "")
-	for t in d for a in t["attempts"] if a["outcome"] not in (None, "succeeded", "lost")][:5]')" \
+	for t in d for a in t["attempts"] if a["outcome"] not in (None, "succeeded", "lost") and not
+	(__import__("os").environ.get("TASKQ_DB") and a["outcome"] == "killed" and not a["counted"] and
+	 __import__("re").search(r"store .* (is unreachable|was lost)|server closed the connection|"
+				 r"terminating connection|database system is", a["reason"] or ""))][:5]')" \
 	"attempts that ended neither succeeded nor lost"
 ok=$(shows 'sum(t["state"] == "succeeded" for t in d)')
 [ "$ok" -ge $((N * 9 / 10)) ] || fail "only $ok of $N tasks succeeded"
@@ -319,8 +359,10 @@ if ! wait_for '[ -z "$(rel_marked_procs "$MARK")" ]' 5; then
 		tr '\0' ' ' <"/proc/$p/cmdline"; echo " (pid $p)"; done)"
 fi
 
-check "PRAGMA integrity_check is ok"
-assert_eq ok "$(rel_integrity)"
+if [ -z "$PG" ]; then
+	check "PRAGMA integrity_check is ok"
+	assert_eq ok "$(rel_integrity)"
+fi
 
 assert_exit 0 tq shutdown
 wait_for "! _tq_alive $SERVE_PID" 30 || fail "the supervisor did not stop"
