@@ -173,6 +173,11 @@ CREATE TABLE attempts (
     model         TEXT,
     node          TEXT,                      -- the node its worker ran on (TASKQ_NODE
                                              -- or the host name); NULL: stored before 7
+    output_bytes  INTEGER,                   -- output it stored in the task's log; NULL:
+                                             -- not known (an end its worker did not
+                                             -- write, or stored before 12). A log file
+                                             -- is made by the first output: a task that
+                                             -- printed nothing has none
     PRIMARY KEY (task_id, attempt)
 ) WITHOUT ROWID;                             -- one b-tree: an attempt added is one page
 
@@ -393,4 +398,4 @@ SELECT id, state, name, grp, batch, priority, attempt,
 FROM tasks;
 
 PRAGMA application_id = 1953721201;  -- 'tskq'
-PRAGMA user_version = 11;
+PRAGMA user_version = 12;

@@ -150,10 +150,12 @@ void tq_log_position(const struct tq_log *l, int64_t *offset, int64_t *line);
  * tags, newlines added by taskq, or partial lines still buffered. */
 int64_t tq_log_output_bytes(const struct tq_log *l);
 
-/* 1 if task id's log file exists, 0 if not, a negative error code if that
- * cannot be told. A task that has started has one (the worker makes it
- * before it starts the command), so 0 for such a task means it was deleted
- * after the task ended. */
+/* 1 if task id's log is there, or the task has started and never had one;
+ * 0 if not (a task that never ran; one whose log was made and is gone,
+ * deleted after the task ended); a negative error code if that cannot be
+ * told. A log is made by the task's first output: a task that has printed
+ * nothing has none (SQLite: logs/ID.log is missing, and no attempt that
+ * ended stored output, attempts.output_bytes). */
 int tq_log_exists(struct tq_queue *q, int64_t id);
 
 /* How many times the log was started again at its path because its file had

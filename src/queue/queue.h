@@ -664,6 +664,12 @@ struct tq_finish {
 	int pid, pgid;
 	int64_t proc_start;
 	int64_t log_offset, log_line;
+	/* With output_known, the output bytes the attempt stored in its log
+	 * (attempts.output_bytes; 0: none, and a task whose attempts stored
+	 * none has no log file: tq_log_exists). An end that does not know
+	 * (recovery's) leaves it 0: NULL is stored, "not known". */
+	int output_known;
+	int64_t output_bytes;
 };
 
 /*

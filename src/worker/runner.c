@@ -1666,6 +1666,10 @@ static void record(struct run *r)
 		r->fin.log_offset = r->proc_offset;
 		r->fin.log_line = r->log_line;
 	}
+	/* what it stored in its log: none means the task may have no log file
+	 * (the first output makes it: tq_log_exists) */
+	r->fin.output_known = 1;
+	r->fin.output_bytes = r->kept_bytes;
 	r->phase = PHASE_RECORDING;
 	/* a short wait per try: the record is written soon, and signals and
 	 * the lease are seen between tries */

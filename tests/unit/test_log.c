@@ -952,18 +952,81 @@ static void test_deleted_under_writer(void **state)
 	(void)err;
 }
 
+/* One writer a log: a second is refused at its open once the first has
+ * made the file (its first output), else at its own first write; the
+ * first goes on. */
 static void test_busy(void **state)
 {
 	struct fx *f = *state;
 	struct tq_err err = TQ_ERR_INIT;
 	struct tq_log *a = wopen(f, 11, 0), *b = NULL;
+	struct lines ls = { 0 };
 
+	wr(a, TQ_STREAM_STDOUT, "a1\n", 0);
 	assert_int_equal(tq_log_open(f->q, 11, 0, &b, &err), TQ_EBUSY);
 	assert_null(b);
 	assert_non_null(strstr(err.msg, "logs/11.log"));
 	wclose(a);
 	wclose(wopen(f, 11, 0));
+	/* two open before either wrote: the second to write is refused */
+	a = wopen(f, 21, 0);
+	b = wopen(f, 21, 0);
+	wr(b, TQ_STREAM_STDOUT, "b1\n", 0);
+	assert_int_equal(tq_log_write(a, TQ_STREAM_STDOUT, "a1\n", 3, 0, &err), TQ_EBUSY);
+	assert_non_null(strstr(err.msg, "logs/21.log"));
+	wr(b, TQ_STREAM_STDOUT, "b2\n", 0);
+	wclose(a);
+	wclose(b);
+	assert_int_equal(rd(f, 21, TQ_STREAM_ALL, 1, -1, 0, &ls), 2);
+	assert_string_equal(ls.v[0].text, "b1");
+	assert_string_equal(ls.v[1].text, "b2");
+	lines_free(&ls);
 	assert_int_equal(tq_log_close(NULL, &err), 0);
+}
+
+/*
+ * A log file is made by the first output (issue 21): a writer that writes
+ * nothing leaves none, and reads as an empty log; one whose first output
+ * comes later makes it then, with what it wrote numbered from line 1, and a
+ * log already there (an earlier attempt's) is taken up where it ends.
+ */
+static void test_made_by_first_output(void **state)
+{
+	struct fx *f = *state;
+	struct tq_err err = TQ_ERR_INIT;
+	struct tq_log *l = wopen(f, 31, 0);
+	struct lines ls = { 0 };
+	int64_t off = -1, line = -1, total = -1;
+	char path[600];
+
+	path_of(f, 31, "log", path, sizeof(path));
+	tq_log_position(l, &off, &line);
+	assert_int_equal(off, 0);
+	assert_int_equal(line, 1);
+	assert_int_equal(tq_log_flush(l, &err), 0);
+	assert_int_equal(tq_log_end_stream(l, TQ_STREAM_STDOUT, &err), 0);
+	wclose(l);
+	assert_int_equal(file_size(path), -1);
+	assert_int_equal(rd(f, 31, TQ_STREAM_ALL, 1, -1, 0, &ls), 0);
+	lines_free(&ls);
+	assert_int_equal(tq_log_stat(f->q, 31, TQ_STREAM_ALL, &total, NULL, &err), 0);
+	assert_int_equal(total, 0);
+	/* the next attempt prints */
+	l = wopen(f, 31, 0);
+	assert_int_equal(file_size(path), -1);
+	wr(l, TQ_STREAM_STDERR, "one\n", 0);
+	assert_true(file_size(path) > 0);
+	wclose(l);
+	/* and the one after it goes on after its lines */
+	l = wopen(f, 31, 0);
+	tq_log_position(l, &off, &line);
+	assert_int_equal(line, 2);
+	wr(l, TQ_STREAM_STDOUT, "two\n", 0);
+	wclose(l);
+	assert_int_equal(rd(f, 31, TQ_STREAM_ALL, 1, -1, 0, &ls), 2);
+	assert_string_equal(ls.v[0].text, "one");
+	assert_string_equal(ls.v[1].text, "two");
+	lines_free(&ls);
 }
 
 static void test_partial_tick(void **state)
@@ -1559,6 +1622,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_reopen, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_deleted_under_writer, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_busy, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_made_by_first_output, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_partial_tick, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hold, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_long_line, setup, teardown),

@@ -266,7 +266,7 @@ static void test_open_creates(void **state)
 	snprintf(path, sizeof(path), "%s/logs", home);
 	assert_int_equal(stat(path, &sb), 0);
 	assert_true(S_ISDIR(sb.st_mode));
-	assert_int_equal(sql_int(home, "PRAGMA user_version"), 11);
+	assert_int_equal(sql_int(home, "PRAGMA user_version"), 12);
 	assert_int_equal(sql_int(home, "SELECT count(*) FROM pragma_journal_mode "
 				 "WHERE journal_mode = 'wal'"), 1);
 	assert_int_equal(sql_int(home, "PRAGMA application_id"), 1953721201);
@@ -415,7 +415,7 @@ static void test_migrate_2_to_3(void **state)
 	assert_int_equal(sql_int(home, "SELECT count(*) FROM envs"), 2);
 	/* 2 -> 3, then 3 -> 4 over columns the database already has */
 	assert_int_equal(tq_queue_open(&q2, home, 0, &err), 0);
-	assert_int_equal(sql_int(home, "PRAGMA user_version"), 11);
+	assert_int_equal(sql_int(home, "PRAGMA user_version"), 12);
 	assert_int_equal(sql_int(home, "SELECT count(*) FROM envs"), 1);
 	assert_int_equal(sql_int(home, "SELECT count(*) FROM sqlite_schema"
 				 " WHERE type = 'trigger' AND name = 'envs_collect'"), 1);
@@ -494,7 +494,7 @@ static void check_v4(struct tq_queue *q, const char *home)
 	struct tq_task t;
 	int attempt = 0;
 
-	assert_int_equal(sql_int(home, "PRAGMA user_version"), 11);
+	assert_int_equal(sql_int(home, "PRAGMA user_version"), 12);
 	/* 010: the supervisors' rows, one a node */
 	assert_int_equal(sql_int(home, "SELECT count(*) FROM supervisors"), 0);
 	/* 009: no index on the lease (every claim, finish and renewal wrote it) */

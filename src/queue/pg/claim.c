@@ -377,11 +377,13 @@ static int end_attempt(struct tq_pg *q, const struct tq_finish *f, int64_t ended
 	tq_pg_opt(&p, f->pid > 0 ? f->proc_start : -1, -1);
 	tq_pg_opt(&p, f->pid > 0 ? f->log_offset : -1, -1);
 	tq_pg_opt(&p, f->pid > 0 ? f->log_line : -1, -1);
+	tq_pg_opt(&p, f->output_known ? f->output_bytes : -1, -1);
 	return tq_pg_exec(q, "UPDATE attempts SET ended_at = $3, exit_code = $4, signal = $5,"
 			  " outcome = $6, category = $7, reason = $8, retry_at = $9, counted = $10,"
 			  " pid = coalesce($11, pid), pgid = coalesce($12, pgid),"
 			  " proc_start = coalesce($13, proc_start),"
-			  " log_offset = coalesce($14, log_offset), log_line = coalesce($15, log_line)"
+			  " log_offset = coalesce($14, log_offset), log_line = coalesce($15, log_line),"
+			  " output_bytes = $16"
 			  " WHERE task_id = $1 AND attempt = $2", &p, NULL, err, "record attempt");
 }
 

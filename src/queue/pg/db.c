@@ -49,7 +49,7 @@
 
 /* The schema version this binary writes (the version row of pg_schema.sql,
  * the number of the SQLite schema it mirrors). */
-#define TQ_PG_SCHEMA_VERSION 10
+#define TQ_PG_SCHEMA_VERSION 12
 
 /* A new connection after one was lost: the wait after a failed try, from
  * MIN doubling to MAX, each with up to a quarter more at random (nodes that
@@ -90,6 +90,9 @@ static const struct {
 	      " NOT NULL, proc_start bigint, started_at bigint NOT NULL, heartbeat_at bigint"
 	      " NOT NULL, workers bigint NOT NULL, max_warm bigint NOT NULL DEFAULT 0,"
 	      " containment text, stopped_at bigint)" },
+	/* 11 is SQLite's own (migrations/011.sql: how SQLite stores the same
+	 * columns); 12: what each attempt stored in its task's log */
+	{ 12, "ALTER TABLE attempts ADD COLUMN IF NOT EXISTS output_bytes bigint" },
 };
 
 void tq_pg_i64(struct tq_pg_params *p, int64_t v)

@@ -3,15 +3,16 @@
 -- Compiled into taskq (tools/embed.py) and applied to a database that has
 -- no tq_schema table, in one transaction under the migration advisory lock
 -- (db.c): two nodes starting at once never both create it. It mirrors
--- schema.sql (the SQLite schema) at version 10 (migrations/008.sql's warm
--- sessions, 009.sql's lease index gone, 010.sql's supervisors): the same
--- tables, the same columns, the same meaning; the version row below is that
--- number, and every later SQLite migration that changes them gets its
--- PostgreSQL twin in db.c's list of migrations, so one number names one
--- shape on both backends. SQLite's 11 (migrations/011.sql) changed only how
--- SQLite itself stores them (no AUTOINCREMENT, attempts WITHOUT ROWID,
--- tasks_state partial: pages SQLite writes), nothing of this schema: it has
--- no twin, and this stays 10.
+-- schema.sql (the SQLite schema) at version 12 (migrations/008.sql's warm
+-- sessions, 009.sql's lease index gone, 010.sql's supervisors, 012.sql's
+-- attempts.output_bytes): the same tables, the same columns, the same
+-- meaning; the version row below is that number, and every later SQLite
+-- migration that changes them gets its PostgreSQL twin in db.c's list of
+-- migrations, so one number names one shape on both backends. SQLite's 11
+-- (migrations/011.sql) changed only how SQLite itself stores them (no
+-- AUTOINCREMENT, attempts WITHOUT ROWID, tasks_state partial: pages SQLite
+-- writes), nothing of this schema: it has no twin (PostgreSQL goes from 10
+-- to 12).
 --
 -- Differences, and why:
 --   * every integer is bigint (ms times, ids, flags), so the backend reads
@@ -134,6 +135,7 @@ CREATE TABLE attempts (
     cache_creation_tokens bigint,
     model         text,
     node          text,
+    output_bytes  bigint,
     PRIMARY KEY (task_id, attempt)
 );
 CREATE INDEX attempts_worker ON attempts(worker_id);
@@ -312,4 +314,4 @@ CREATE TABLE log_chunks (
 CREATE INDEX log_chunks_out ON log_chunks(task_id, out_before, first_line);
 CREATE INDEX log_chunks_err ON log_chunks(task_id, err_before, first_line);
 
-INSERT INTO tq_schema(version) VALUES (10);
+INSERT INTO tq_schema(version) VALUES (12);

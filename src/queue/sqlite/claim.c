@@ -327,6 +327,8 @@ static int end_attempt(struct tq_sqlite *q, const struct tq_finish *f, int64_t n
 		sqlite3_bind_int64(st, 14, f->log_offset);
 		sqlite3_bind_int64(st, 15, f->log_line);
 	}
+	if (f->output_known)
+		sqlite3_bind_int64(st, 16, f->output_bytes);
 	return tq_db_exec_st(q, st, err, "record attempt");
 }
 

@@ -37,6 +37,7 @@
 #include "migration_009.h"
 #include "migration_010.h"
 #include "migration_011.h"
+#include "migration_012.h"
 
 #define TQ_JOURNAL_SIZE_LIMIT (16 * 1024 * 1024)
 /* The database's name in the state directory, and what create_db puts
@@ -491,7 +492,7 @@ static int migrate(struct tq_sqlite *q, struct tq_err *err)
 			[4] = tq_migration_005, [5] = tq_migration_006,
 			[6] = tq_migration_007, [7] = tq_migration_008,
 			[8] = tq_migration_009, [9] = tq_migration_010,
-			[10] = tq_migration_011,
+			[10] = tq_migration_011, [11] = tq_migration_012,
 		};
 		_Static_assert(sizeof(migrations) / sizeof(migrations[0]) == TQ_SCHEMA_VERSION,
 			       "a migration for every version below schema.sql's");

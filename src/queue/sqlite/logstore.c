@@ -22,9 +22,19 @@
  *   With a hold (tq_log_hold) the records of several calls go out together:
  *   the worker reads its task's pipes a page at a time (spawn.h), and a
  *   write(2) per page read would cost as much again.
+ * - A log file is made by its first output (issue 21): a task that prints
+ *   nothing makes none, and a new inode a task was the costliest part of a
+ *   short one on a busy ext4 (45-65% of a drain's CPU here went to ext4's
+ *   inode allocation). Until then the writer has no descriptor (fd -1,
+ *   later set) and the state of an empty log; its first write opens or
+ *   makes the file as tq_log_open did before, so a file that appeared
+ *   meanwhile is taken up where it ends. A reader finds no file, which reads
+ *   as an empty log; tq_log_exists tells a log never made from one deleted
+ *   by what the attempts stored (attempts.output_bytes).
  * - One writer per log, enforced with flock(LOCK_EX) on the log: a second
- *   tq_log_open fails with TQ_EBUSY instead of interleaving its records and
- *   index entries with the first one's.
+ *   writer is refused with TQ_EBUSY, at its tq_log_open when the first has
+ *   made the file, else at its own first write, instead of interleaving its
+ *   records and index entries with the first one's.
  * - Index entry k (INDEX_ENTRY = 64 bytes: eight little-endian int64s) is the
  *   state before record number k*TQ_LOG_INDEX_EVERY+1 (all numbering): its
  *   byte offset, the stdout records before it, the stdout and the stderr
@@ -733,13 +743,25 @@ int tq_sqlite_log_exists(struct tq_queue *base, int64_t id)
 	struct tq_err err = TQ_ERR_INIT;
 	struct paths p;
 	struct stat sb;
+	sqlite3_stmt *st;
 	int rc;
 
 	if ((rc = paths_init(q, id, &p, &err)) < 0)
 		return rc;
 	if (lstat(p.log, &sb) == 0)
 		return 1;
-	return errno == ENOENT ? 0 : tq_err_from_errno(errno);
+	if (errno != ENOENT)
+		return tq_err_from_errno(errno);
+	/* no file: there never was one if the task started and printed
+	 * nothing (the first output makes it); else it is gone, or there is
+	 * no log yet (a task that never ran) */
+	if ((st = tq_db_stmt(q, ST_LOG_NEVER, &err)) == NULL)
+		return err.code;
+	sqlite3_bind_int64(st, 1, id);
+	rc = sqlite3_step(st);
+	rc = rc == SQLITE_ROW ? sqlite3_column_int(st, 0) : tq_db_error(q, rc, &err, "log");
+	tq_db_done(st);
+	return rc;
 }
 
 int tq_sqlite_log_stat(struct tq_queue *base, int64_t id, enum tq_stream stream,
@@ -817,6 +839,7 @@ struct tq_sqlite_log {
 	size_t blen;
 	struct part part[2];       /* stdout, stderr */
 	int relinked;              /* times the log was started again */
+	int later;                 /* no file yet: made by the first write */
 	size_t hold;               /* complete records kept back up to this */
 	int64_t hold_ms;           /* ... and for at most this long */
 	int64_t held_since;        /* when the first record kept back was taken */
@@ -1030,10 +1053,29 @@ static int feed(struct tq_sqlite_log *l, enum tq_stream s, const char *p, size_t
 	return 0;
 }
 
-static int open_locked(struct tq_sqlite_log *l, const struct paths *p, int64_t *size,
-		       struct tq_err *err);
+static int open_locked(struct tq_sqlite_log *l, const struct paths *p, int flags,
+		       int64_t *size, struct tq_err *err);
 static int load_state(struct tq_sqlite_log *l, const struct paths *p, int64_t size,
 		      struct tq_err *err);
+
+/* The first output of a log that had no file at tq_log_open: open or make
+ * it now, as tq_log_open would have (a file made meanwhile, by a writer
+ * that has ended, is taken up where it ends). */
+static int make_file(struct tq_sqlite_log *l, struct tq_err *err)
+{
+	int64_t size = 0;
+	int rc;
+
+	if ((rc = open_locked(l, &l->paths, O_CREAT, &size, err)) < 0 ||
+	    (rc = load_state(l, &l->paths, size, err)) < 0) {
+		tq_close(l->ifd);
+		tq_close(l->fd); /* and its flock: the next write tries again */
+		l->ifd = l->fd = -1;
+		return rc;
+	}
+	l->later = 0;
+	return 0;
+}
 
 /*
  * The log's file has lost its last name (deleted by hand, or logs/ with it):
@@ -1050,10 +1092,11 @@ static void relink_if_deleted(struct tq_sqlite_log *l)
 	int64_t taken = l->taken, size = 0;
 	char note[128];
 
-	if (l->broken || l->blen != 0 || fstat(l->fd, &sb) < 0 || sb.st_nlink > 0)
+	if (l->fd < 0 || l->broken || l->blen != 0 || fstat(l->fd, &sb) < 0 ||
+	    sb.st_nlink > 0)
 		return;
 	l->fd = l->ifd = -1;
-	if (open_locked(l, &l->paths, &size, &e) < 0 || size != 0) {
+	if (open_locked(l, &l->paths, O_CREAT, &size, &e) < 0 || size != 0) {
 		tq_close(l->fd);
 		l->fd = old_fd;
 		l->ifd = old_ifd;
@@ -1091,6 +1134,8 @@ int tq_sqlite_log_write(struct tq_log *base, enum tq_stream stream, const void *
 		return cap_error(l, err);
 	if (n == 0)
 		return 0;
+	if (l->later && (rc = make_file(l, err)) < 0)
+		return rc;
 	relink_if_deleted(l);
 	if (l->cap > 0 && (l->taken >= l->cap || (uint64_t)(l->cap - l->taken) < n)) {
 		take = l->taken >= l->cap ? 0 : (size_t)(l->cap - l->taken);
@@ -1300,14 +1345,17 @@ static struct tq_sqlite_log *log_alloc(const struct paths *p, int64_t cap)
 	return l;
 }
 
-/* Open (or create) the log and become its one writer; *size: its size. */
-static int open_locked(struct tq_sqlite_log *l, const struct paths *p, int64_t *size,
-		       struct tq_err *err)
+/* Open the log (flags O_CREAT: or make it) and become its one writer;
+ * *size: its size. Without O_CREAT, a log not there is TQ_ENOTFOUND. */
+static int open_locked(struct tq_sqlite_log *l, const struct paths *p, int flags,
+		       int64_t *size, struct tq_err *err)
 {
 	struct stat sb;
 
 	/* O_APPEND: even a stray second writer could not overwrite records. */
-	l->fd = tq_open(p->log, O_RDWR | O_CREAT | O_APPEND | O_NOFOLLOW, 0600);
+	l->fd = tq_open(p->log, O_RDWR | O_APPEND | O_NOFOLLOW | flags, 0600);
+	if (l->fd < 0 && errno == ENOENT && !(flags & O_CREAT))
+		return TQ_ENOTFOUND;
 	if (l->fd < 0 && errno == ENOENT) {
 		/* logs/ itself is gone (removed by hand while tasks were
 		 * queued): make it again, as opening the store would */
@@ -1399,8 +1447,17 @@ int tq_sqlite_log_open(struct tq_queue *base, int64_t id, int64_t max_output,
 		return rc;
 	if ((l = log_alloc(&p, max_output)) == NULL)
 		return tq_err_set(err, TQ_ENOMEM, "open %s: out of memory", p.name);
-	if ((rc = open_locked(l, &p, &size, err)) < 0 ||
-	    (rc = load_state(l, &p, size, err)) < 0) {
+	rc = open_locked(l, &p, 0, &size, err);
+	if (rc == TQ_ENOTFOUND) {
+		/* no file: the first write makes it; until then an empty log,
+		 * whose index would come at its second entry (load_state on an
+		 * empty file) */
+		l->fd = -1;
+		l->later = 1;
+		l->idx_later = 1;
+		l->nidx = 0;
+		rc = 0;
+	} else if (rc < 0 || (rc = load_state(l, &p, size, err)) < 0) {
 		log_free(l);
 		return rc;
 	}
