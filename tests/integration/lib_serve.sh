@@ -47,10 +47,22 @@ wait_state() {
 }
 
 # The pid of task ID's current attempt, once it has one.
+# A running task's process is stored up to 50 ms after its spawn (the worker
+# writes it with the task's end when the task ends sooner), so a task seen
+# running may not have its pid yet: wait for it then, with a deadline.
 task_pid() {
-	local j
-	j=$("$TASKQ_BIN" show "$1" --json) || return
-	pyjson 'next((a["pid"] for a in d["attempts"] if a["attempt"] == d["attempt"] and a["pid"]), "")' <<<"$j"
+	local j p deadline
+	deadline=$(($(_tq_now_ms) + 10000))
+	while :; do
+		j=$("$TASKQ_BIN" show "$1" --json) || return
+		p=$(pyjson 'next((a["pid"] for a in d["attempts"] if a["attempt"] == d["attempt"] and a["pid"]), "" if d["state"] == "running" else "-")' <<<"$j")
+		if [ "$p" = - ]; then return 0; fi
+		if [ -n "$p" ] || [ "$(_tq_now_ms)" -ge "$deadline" ]; then
+			printf '%s\n' "$p"
+			return 0
+		fi
+		sleep 0.02
+	done
 }
 
 # submit_id ARGS...: submit and print the id.
