@@ -386,6 +386,8 @@ static int check_group_name(const struct cli_ctx *c, const char *name)
 	if (name[0] == '\0' || strlen(name) >= TQ_NAME_MAX)
 		return cli_usage(c, "group \"%s\": expected a name of 1 to %d bytes", name,
 				 TQ_NAME_MAX - 1);
+	if (!tq_utf8_valid(name))  /* as submit --group: tq_spec_check */
+		return cli_usage(c, "group \"%s\": not valid UTF-8", name);
 	return CLI_OK;
 }
 

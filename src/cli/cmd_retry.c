@@ -5,6 +5,7 @@
  * rate limit set).
  */
 #include "cli.h"
+#include "common/parse.h"
 #include "ops/change.h"
 
 #include <string.h>
@@ -95,6 +96,8 @@ static int run_group_change(struct cli_ctx *c, int argc, char **argv,
 	}
 	if (name == NULL)
 		return cli_usage(c, "no group given; usage: %s", c->cmd->synopsis);
+	if (!tq_utf8_valid(name))  /* as submit --group: tq_spec_check */
+		return cli_usage(c, "group \"%s\": not valid UTF-8", name);
 	if ((rc = cli_open(c, TQ_OPEN_DURABLE | TQ_OPEN_NOCREATE, &q)) != CLI_OK)
 		return rc;
 	if (change(q, c->home, name, &err) < 0)

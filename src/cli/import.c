@@ -104,6 +104,8 @@ int cli_check_name(const char *s, struct tq_err *err)
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
 		if (*p < ' ' || *p == 0x7f)
 			return tq_err_set(err, TQ_EINVAL, "contains a control character");
+	if (!tq_utf8_valid(s))
+		return tq_err_set(err, TQ_EINVAL, "not valid UTF-8");
 	return 0;
 }
 

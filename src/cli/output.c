@@ -19,6 +19,7 @@
 #include <wctype.h>
 
 #include "common/err.h"
+#include "common/parse.h"
 #include "queue/queue.h"
 
 static int utf8_locale; /* set by cli_output_init */
@@ -31,39 +32,6 @@ void cli_output_init(void)
 		return;
 	cs = nl_langinfo(CODESET);
 	utf8_locale = cs != NULL && (strcmp(cs, "UTF-8") == 0 || strcmp(cs, "utf8") == 0);
-}
-
-/*
- * Length (1..4) of the valid UTF-8 sequence at s, with its code point in
- * *cp; 0 if s does not start one (a stray continuation byte, an overlong
- * form, a surrogate, past U+10FFFF, or cut short by the end of the string).
- */
-static size_t utf8_seq(const unsigned char *s, uint32_t *cp)
-{
-	uint32_t c = s[0], min;
-	size_t n;
-
-	if (c < 0x80) {
-		*cp = c;
-		return 1;
-	}
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 2, c &= 0x1f, min = 0x80;
-	else if ((c & 0xf0) == 0xe0)
-		n = 3, c &= 0x0f, min = 0x800;
-	else if (c >= 0xf0 && c <= 0xf4)
-		n = 4, c &= 0x07, min = 0x10000;
-	else
-		return 0;
-	for (size_t i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80) /* also stops at the NUL */
-			return 0;
-		c = c << 6 | (s[i] & 0x3f);
-	}
-	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
-		return 0;
-	*cp = c;
-	return n;
 }
 
 /* Code points a terminal shows as nothing, or that reorder the text around
@@ -105,7 +73,7 @@ char *cli_esc(const char *s, unsigned flags, size_t *width)
 	}
 	while (*p != '\0') {
 		uint32_t cp;
-		size_t n = utf8_seq(p, &cp);
+		size_t n = tq_utf8_seq(p, &cp);
 		int cw = n > 1 ? passable_width(cp) : -1;
 		char *start = o;
 
@@ -277,7 +245,7 @@ static int utf8_fix(const char *s, char **out)
 	char *o;
 
 	for (size_t n; p[len] != '\0'; len += n ? n : 1)
-		if ((n = utf8_seq(p + len, &cp)) == 0)
+		if ((n = tq_utf8_seq(p + len, &cp)) == 0)
 			bad++;
 	if (bad == 0)
 		return 0;
@@ -285,7 +253,7 @@ static int utf8_fix(const char *s, char **out)
 	if (o == NULL)
 		return TQ_ENOMEM;
 	for (size_t i = 0, n; i < len; i += n ? n : 1) {
-		if ((n = utf8_seq(p + i, &cp)) == 0) {
+		if ((n = tq_utf8_seq(p + i, &cp)) == 0) {
 			memcpy(o, "\xef\xbf\xbd", 3), o += 3;
 			continue;
 		}

@@ -160,7 +160,7 @@ void cli_import_free(struct cli_import *im);  /* NULL is fine */
  */
 
 /* A task, batch, group, session name, label key or unique key: 1 to
- * TQ_NAME_MAX - 1 bytes, no control characters. */
+ * TQ_NAME_MAX - 1 bytes, valid UTF-8, no control characters. */
 int cli_check_name(const char *s, struct tq_err *err);
 
 /* "ID[,ID...]": appended to *ids (reallocarray'd; *n used, *cap allocated). */

@@ -1,5 +1,6 @@
 /*
- * parse.c - durations, sizes and ids from text, and back.
+ * parse.c - durations, sizes and ids from text, and back; whether text is
+ * valid UTF-8.
  *
  * Numbers are parsed by hand here (digits, an optional fraction) because
  * strtod would accept hex, exponents and locale-dependent commas; every
@@ -212,4 +213,46 @@ void tq_format_time(int64_t ms, char *buf, size_t n)
 	if (ms <= 0 || localtime_r(&t, &tm) == NULL ||
 	    strftime(buf, n, "%Y-%m-%d %H:%M:%S", &tm) == 0)
 		snprintf(buf, n, "-");
+}
+
+size_t tq_utf8_seq(const unsigned char *s, uint32_t *cp)
+{
+	uint32_t c = s[0], min;
+	size_t n;
+
+	if (c < 0x80) {
+		*cp = c;
+		return 1;
+	}
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 2, c &= 0x1f, min = 0x80;
+	else if ((c & 0xf0) == 0xe0)
+		n = 3, c &= 0x0f, min = 0x800;
+	else if (c >= 0xf0 && c <= 0xf4)
+		n = 4, c &= 0x07, min = 0x10000;
+	else
+		return 0;
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80) /* also stops at the NUL */
+			return 0;
+		c = c << 6 | (s[i] & 0x3f);
+	}
+	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+		return 0;
+	*cp = c;
+	return n;
+}
+
+int tq_utf8_valid(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	uint32_t cp;
+	size_t n;
+
+	while (*p) {
+		if ((n = tq_utf8_seq(p, &cp)) == 0)
+			return 0;
+		p += n;
+	}
+	return 1;
 }

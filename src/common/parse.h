@@ -47,4 +47,16 @@ void tq_format_size(int64_t bytes, char *buf, size_t n);
 /* ISO-8601 local time "2026-11-22 19:25:43" of a ms timestamp; "-" for 0. */
 void tq_format_time(int64_t ms, char *buf, size_t n);
 
+/*
+ * Length (1..4) of the valid UTF-8 sequence at s, with its code point in
+ * *cp; 0 if s does not start one (a stray continuation byte, an overlong
+ * form, a surrogate, past U+10FFFF, or cut short by the end of the string).
+ * s is NUL-terminated.
+ */
+size_t tq_utf8_seq(const unsigned char *s, uint32_t *cp);
+
+/* 1 if the string s is valid UTF-8 (as tq_utf8_seq, and as PostgreSQL's
+ * text takes it), else 0. */
+int tq_utf8_valid(const char *s);
+
 #endif

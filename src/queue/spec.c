@@ -10,8 +10,22 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "common/parse.h"
+
+/* Text the store keeps as text (a PostgreSQL text column; SQLite stores
+ * any byte, but both take the same): valid UTF-8, as cJSON and every
+ * JSON reader need too. Bytes that are not (a path in Latin-1) belong in
+ * argv, the environment or stdin, stored exactly; the working directory is
+ * stored exactly too. */
+static int check_text(const char *what, const char *s, struct tq_err *err)
+{
+	if (s != NULL && !tq_utf8_valid(s))
+		return tq_err_set(err, TQ_EINVAL, "%s is not valid UTF-8", what);
+	return 0;
+}
+
 /* A name-like field (name, batch, group, session, unique key, label key):
- * shorter than TQ_NAME_MAX, no control character. */
+ * shorter than TQ_NAME_MAX, valid UTF-8, no control character. */
 static int check_name(const char *what, const char *s, int required, struct tq_err *err)
 {
 	if (s == NULL)
@@ -25,7 +39,7 @@ static int check_name(const char *what, const char *s, int required, struct tq_e
 		if ((unsigned char)*p < ' ' || *p == 0x7f)
 			return tq_err_set(err, TQ_EINVAL,
 					  "%s contains a control character", what);
-	return 0;
+	return check_text(what, s, err);
 }
 
 int tq_spec_check(const struct tq_task_spec *s, struct tq_err *err)
@@ -48,7 +62,16 @@ int tq_spec_check(const struct tq_task_spec *s, struct tq_err *err)
 		if (s->labels[i].value == NULL)
 			return tq_err_set(err, TQ_EINVAL, "label %s has no value",
 					  s->labels[i].key);
+		if ((rc = check_text("label value", s->labels[i].value, err)) < 0)
+			return rc;
 	}
+	if ((rc = check_text("on-exit command", s->on_exit, err)) < 0 ||
+	    (rc = check_text("agent", s->agent, err)) < 0 ||
+	    (rc = check_text("model", s->model, err)) < 0 ||
+	    (rc = check_text("prompt", s->prompt, err)) < 0 ||
+	    (rc = check_text("sources", s->sources_json, err)) < 0 ||
+	    (rc = check_text("submit token", s->token, err)) < 0)
+		return rc;
 	if (s->timeout_ms < 0 || s->kill_grace_ms < 0 || s->max_output < 0 ||
 	    s->max_retries < 0 || s->backoff_ms < 0 || s->backoff_max_ms < 0 ||
 	    s->stall_timeout_ms < 0)

@@ -8,16 +8,22 @@
 #   - invalid UTF-8 and control characters in everything else a submit
 #     stores (name, batch, group, labels, environment, unique key,
 #     session, on-exit command, working directory): either refused on one
-#     line (control characters in names) or stored, and then every --json
-#     output stays valid JSON and no human output lets a raw control byte
-#     reach the terminal.
+#     line (control characters in names; invalid UTF-8 in what the store
+#     keeps as text, on SQLite as on PostgreSQL: exit 2, nothing stored)
+#     or stored (an environment value, the working directory: bytes,
+#     exactly), and then every --json output stays valid JSON and no human
+#     output lets a raw control byte reach the terminal; valid UTF-8 that
+#     moves text about (a bidi override) is stored and shown escaped.
 # (Invalid UTF-8 and control characters in argv: test_submit_argv; in
 # output: test_log_bytes.)
 #
 # How we know it catches what it checks: tq_parse_id() made lenient
 # (strtoll without an end check; tried on a copy of the tree in /tmp) let
-# "1e3" through as task 1 (caught: exit 0); the JSON check catches the
-# status --json bug below (invalid UTF-8 in a group name).
+# "1e3" through as task 1 (caught: exit 0); the JSON check caught a
+# status --json bug (invalid UTF-8 in a group name, which a submit no
+# longer stores); before names had to be UTF-8 on SQLite too, the
+# PostgreSQL run (reliability_bad_args_pg) failed: its text column refused
+# the byte 0xff with "invalid byte sequence for encoding UTF8".
 . "$(dirname "$0")/../integration/lib.sh"
 . "$(dirname "$0")/../integration/lib_serve.sh"
 . "$(dirname "$0")/lib_rel.sh"
@@ -70,17 +76,26 @@ assert_eq queued "$(task_field "$keep" state)"
 check "invalid UTF-8 and control characters in what a submit stores"
 inv=$'n\xff\xfe\xc3\x28x'
 ctl=$'a\x01\x1b[31mb\tc'
+odd=$'\xc3\xa9\xe2\x80\xaeb'  # e-acute, a right-to-left override: valid UTF-8
 mkdir -p "$TQ_TMP/$inv"
 ids=()
-for v in "$inv" "$ctl"; do
+for v in "$inv" "$ctl" "$odd"; do
 	for f in --name --batch --group --label=k= --label=K --env=V= --unique --on-exit --session; do
 		case $f in
 		--label=K) args=(--label "$v=1") ;;
 		*=) args=("${f%%=*}" "${f#*=}$v") ;;
 		*) args=("$f" "$v") ;;
 		esac
+		before=$(rel_digest)
 		run tq submit "${args[@]}" -- echo hi
-		if [ "$TQ_RC" -eq 0 ]; then
+		if [ "$v" = "$inv" ] && [ "$f" != --env=V= ]; then
+			# text in the store (a PostgreSQL text column): UTF-8 or refused
+			[ "$TQ_RC" -eq 2 ] || fail "submit $f with invalid UTF-8: exit $TQ_RC [$(err)]"
+			assert_one_line_error
+			assert_contains "$(err)" "${args[0]}"
+			assert_contains "$(err)" "not valid UTF-8"
+			assert_eq "$before" "$(rel_digest)" "tasks after submit $f refused"
+		elif [ "$TQ_RC" -eq 0 ]; then
 			ids+=("$(out)")
 		else
 			# refused: a usage error on one line that shows the value escaped
@@ -91,17 +106,21 @@ for v in "$inv" "$ctl"; do
 		fi
 	done
 done
+run tq pause "$inv"
+[ "$TQ_RC" -eq 2 ] || fail "pause with invalid UTF-8: exit $TQ_RC [$(err)]"
+assert_one_line_error
+assert_contains "$(err)" "not valid UTF-8"
 (cd "$TQ_TMP/$inv" && "$TASKQ_BIN" submit --name incwd -- pwd) >"$TQ_OUT" || fail "submit in a non-UTF-8 cwd"
 ids+=("$(out)")
 echo "stored ${#ids[@]} tasks with odd bytes"
 
 check "every --json output stays valid JSON, before and after they run"
 # group status is what `status` shows while tasks are queued
-tq pause "$inv" >/dev/null
+tq pause "$odd" >/dev/null
 json_ok() {
 	local c phase=$1
 	for c in "list --json" "list --json --limit 1000" "status --json" "batch list --json" \
-		"batch show $inv --json" "group list --json"; do
+		"batch show $odd --json" "group list --json"; do
 		# shellcheck disable=SC2086
 		"$TASKQ_BIN" $c >"$TQ_TMP/j" 2>"$TQ_ERR" || fail "$c: exit $? [$(err)]"
 		valid_json "$TQ_TMP/j" || fail "$c is not valid JSON: $(head -c 300 "$TQ_TMP/j")"
@@ -140,7 +159,7 @@ assert_exit 0 tq show "$big"
 serve_start 1
 wait_state "$big" succeeded 60
 printf '%s\n' "${args[@]}" | cmp - <(tq log "$big" --offset 0 --raw) || fail "the task did not get its argv"
-tq resume "$inv" >/dev/null
+tq resume "$odd" >/dev/null
 wait_for "[ \"\$(task_count --state queued,running)\" -eq 0 ]" 60 ||
 	fail "tasks did not run: $(tq list --state queued,running)"
 json_ok ran

@@ -292,6 +292,24 @@ static void test_format_time(void **state)
 	assert_string_equal(buf, "-");
 }
 
+/* What PostgreSQL's text takes: no stray or missing continuation byte, no
+ * overlong form, no surrogate, nothing past U+10FFFF. */
+static void test_utf8_valid(void **state)
+{
+	(void)state;
+	assert_true(tq_utf8_valid(""));
+	assert_true(tq_utf8_valid("plain"));
+	assert_true(tq_utf8_valid("\xc3\xa9\xe2\x80\xae\xf0\x9f\x98\x80"));
+	assert_true(tq_utf8_valid("\xf4\x8f\xbf\xbf"));       /* U+10FFFF */
+	assert_false(tq_utf8_valid("n\xff"));
+	assert_false(tq_utf8_valid("\xc3\x28"));               /* no continuation */
+	assert_false(tq_utf8_valid("\xc3"));                   /* cut short */
+	assert_false(tq_utf8_valid("\xc0\xaf"));               /* overlong '/' */
+	assert_false(tq_utf8_valid("\xed\xa0\x80"));           /* a surrogate */
+	assert_false(tq_utf8_valid("\xf4\x90\x80\x80"));       /* past U+10FFFF */
+	assert_false(tq_utf8_valid("\x80"));                   /* stray continuation */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -306,6 +324,7 @@ int main(void)
 		cmocka_unit_test(test_format_duration_parses_back),
 		cmocka_unit_test(test_format_size),
 		cmocka_unit_test(test_format_time),
+		cmocka_unit_test(test_utf8_valid),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -438,11 +438,16 @@ static void task_row(struct arr *c, const struct tq_task_spec *s, int64_t now,
 		     const char *name, const char *grp, int64_t env_id,
 		     const char *argv_blob, size_t argv_len)
 {
+	char *cwd;
+
 	arr_txt(&c[C_STATE], tq_state_name(s->run_after > now ? TQ_SCHEDULED : TQ_QUEUED));
 	arr_txt(&c[C_NAME], name);
 	arr_hex(&c[C_ARGV], argv_blob, argv_len);
 	arr_i64(&c[C_SHELL], s->shell != 0);
-	arr_txt(&c[C_CWD], s->cwd);
+	if ((cwd = tq_pg_path_enc(s->cwd)) == NULL)
+		c[C_CWD].oom = 1;
+	arr_txt(&c[C_CWD], cwd);
+	free(cwd);
 	arr_i64(&c[C_ENV], env_id);
 	arr_txt(&c[C_BATCH], s->batch);
 	arr_txt(&c[C_GRP], grp);

@@ -42,6 +42,7 @@
 #include <bsd/stdlib.h>
 #include <bsd/string.h>
 
+#include "common/parse.h"
 #include "common/secret.h"
 #include "common/sys.h"
 #include "queue/home.h"
@@ -460,20 +461,12 @@ static int hexval(int c)
 	return -1;
 }
 
-/* bytea in text results is "\x" and two hex digits a byte (bytea_output
- * hex, set at connect). */
-int tq_pg_bytea(const PGresult *r, int row, int col, unsigned char **data, size_t *len)
+/* "\x" and two hex digits a byte (s, n bytes) decoded into a malloc'd
+ * buffer with a NUL after it. */
+static int hex_decode(const char *s, size_t n, unsigned char **data, size_t *len)
 {
-	const char *s;
-	size_t n;
 	unsigned char *out;
 
-	*data = NULL;
-	*len = 0;
-	if (tq_pq->getisnull(r, row, col))
-		return 0;
-	s = tq_pq->getvalue(r, row, col);
-	n = (size_t)tq_pq->getlength(r, row, col);
 	if (n < 2 || s[0] != '\\' || s[1] != 'x' || (n - 2) % 2 != 0)
 		return TQ_ECORRUPT;
 	if ((out = malloc((n - 2) / 2 + 1)) == NULL)
@@ -490,6 +483,58 @@ int tq_pg_bytea(const PGresult *r, int row, int col, unsigned char **data, size_
 	out[(n - 2) / 2] = '\0';
 	*data = out;
 	*len = (n - 2) / 2;
+	return 0;
+}
+
+/* bytea in text results is "\x" and two hex digits a byte (bytea_output
+ * hex, set at connect). */
+int tq_pg_bytea(const PGresult *r, int row, int col, unsigned char **data, size_t *len)
+{
+	*data = NULL;
+	*len = 0;
+	if (tq_pq->getisnull(r, row, col))
+		return 0;
+	return hex_decode(tq_pq->getvalue(r, row, col),
+			  (size_t)tq_pq->getlength(r, row, col), data, len);
+}
+
+char *tq_pg_path_enc(const char *path)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t n = strlen(path);
+	char *out;
+
+	if (tq_utf8_valid(path))
+		return strdup(path);
+	if (n > (SIZE_MAX - 3) / 2 || (out = malloc(2 * n + 3)) == NULL)
+		return NULL;
+	out[0] = '\\';
+	out[1] = 'x';
+	for (size_t i = 0; i < n; i++) {
+		out[2 + 2 * i] = hex[(unsigned char)path[i] >> 4];
+		out[3 + 2 * i] = hex[(unsigned char)path[i] & 0xf];
+	}
+	out[2 * n + 2] = '\0';
+	return out;
+}
+
+int tq_pg_path_dup(const PGresult *r, int row, int col, char **out)
+{
+	const char *s = tq_pg_get_txt(r, row, col);
+	unsigned char *d;
+	size_t len;
+	int rc;
+
+	*out = NULL;
+	if (s == NULL || s[0] != '\\')
+		return tq_pg_dup(r, row, col, out);
+	if ((rc = hex_decode(s, strlen(s), &d, &len)) < 0)
+		return rc;
+	if (strlen((char *)d) != len) {  /* a NUL: no path */
+		free(d);
+		return TQ_ECORRUPT;
+	}
+	*out = (char *)d;
 	return 0;
 }
 

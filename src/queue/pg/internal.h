@@ -157,6 +157,18 @@ int tq_pg_dup(const PGresult *r, int row, int col, char **out);
  * after it); NULL column: *data NULL. 0 or TQ_ENOMEM / TQ_ECORRUPT. */
 int tq_pg_bytea(const PGresult *r, int row, int col, unsigned char **data, size_t *len);
 
+/*
+ * A path (a working directory) in a text column, exactly: itself when it is
+ * valid UTF-8, else "\x" and two hex digits a byte, as bytea shows itself;
+ * the two cannot be confused, since a stored path is absolute and starts
+ * with '/' (PostgreSQL's text takes UTF-8 only, and a directory's name may
+ * be any bytes). tq_pg_path_enc: that text, malloc'd (NULL: out of memory).
+ * tq_pg_path_dup: the path back from a column, as tq_pg_dup (NULL stays
+ * NULL): 0, TQ_ENOMEM, or TQ_ECORRUPT (bad hex, a NUL).
+ */
+char *tq_pg_path_enc(const char *path);
+int tq_pg_path_dup(const PGresult *r, int row, int col, char **out);
+
 /* Transactions: READ COMMITTED; a claim's rows are locked FOR UPDATE. */
 int tq_pg_begin(struct tq_pg *q, struct tq_err *err);
 int tq_pg_commit(struct tq_pg *q, struct tq_err *err);

@@ -452,7 +452,8 @@ int tq_pg_session_show(struct tq_queue *base, const char *key, struct tq_session
 		found = 1;
 		s->last_task_id = tq_pg_get_i64(r, 0, 1, 0);
 		s->updated_at = tq_pg_get_i64(r, 0, 2, 0);
-		if (tq_pg_dup(r, 0, 0, &s->agent_session) < 0 || tq_pg_dup(r, 0, 3, &s->cwd) < 0) {
+		if (tq_pg_dup(r, 0, 0, &s->agent_session) < 0 ||
+		    tq_pg_path_dup(r, 0, 3, &s->cwd) == TQ_ENOMEM) {
 			tq_pg_clear(r);
 			goto nomem;
 		}

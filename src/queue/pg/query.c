@@ -54,7 +54,6 @@ int tq_pg_task_from_row(const PGresult *r, int row, struct tq_task *t)
 {
 	static const struct { int col; size_t off; } cols[] = {
 		{ C_NAME, offsetof(struct tq_task, name) },
-		{ C_CWD, offsetof(struct tq_task, cwd) },
 		{ C_BATCH, offsetof(struct tq_task, batch) },
 		{ C_GRP, offsetof(struct tq_task, group) },
 		{ C_SESSION, offsetof(struct tq_task, session) },
@@ -81,6 +80,8 @@ int tq_pg_task_from_row(const PGresult *r, int row, struct tq_task *t)
 	for (size_t i = 0; i < sizeof(cols) / sizeof(cols[0]); i++)
 		if (tq_pg_dup(r, row, cols[i].col, (char **)((char *)t + cols[i].off)) < 0)
 			goto nomem;
+	if (tq_pg_path_dup(r, row, C_CWD, &t->cwd) == TQ_ENOMEM)
+		goto nomem;  /* a bad one (not written by taskq) stays NULL */
 	t->shell = (int)tq_pg_get_i64(r, row, C_SHELL, 0);
 	t->priority = tq_pg_get_i64(r, row, C_PRIORITY, 0);
 	t->run_after = tq_pg_get_i64(r, row, C_RUN_AFTER, 0);

@@ -18,6 +18,12 @@
 --   * every integer is bigint (ms times, ids, flags), so the backend reads
 --     every column with one decoder; argv, env and stdin are bytea (the
 --     NUL-separated byte strings of schema.sql, exact);
+--   * text columns take valid UTF-8 only; taskq refuses any other name,
+--     label, key or command text on both backends before it stores it
+--     (src/queue/spec.c), but a working directory (tasks.cwd, sessions.cwd)
+--     may be any bytes: one that is not UTF-8 is stored as "\x" and two
+--     hex digits a byte, as bytea shows itself (decode(substr(cwd, 3),
+--     'hex')); a stored path is absolute, so it never starts with "\";
 --   * ids come from identity sequences, never reused, as AUTOINCREMENT;
 --   * no task_counts table: counts are count(*) over the tasks_state
 --     index. A counter row per (group, state) updated by every claim and

@@ -50,7 +50,7 @@ static int row_from(const PGresult *res, int i, struct tq_session_row *r)
 	r->has_cost = tq_pg_get_i64(res, i, S_COSTED, 0) > 0;
 	if (tq_pg_dup(res, i, S_KEY, &r->key) < 0 || tq_pg_dup(res, i, S_AGENT, &r->agent) < 0 ||
 	    tq_pg_dup(res, i, S_AGENT_SESSION, &r->agent_session) < 0 ||
-	    tq_pg_dup(res, i, S_CWD, &r->cwd) < 0 ||
+	    tq_pg_path_dup(res, i, S_CWD, &r->cwd) == TQ_ENOMEM ||
 	    (r->pid != 0 && tq_pg_dup(res, i, S_NODE, &r->node) < 0))
 		return TQ_ENOMEM;
 	return 0;

@@ -245,7 +245,7 @@ static int session_dir(struct tq_pg *q, const struct tq_task_spec *s, char *buf,
 		       size_t n, const char **cwd, struct tq_err *err)
 {
 	struct tq_pg_params p = { 0 };
-	const char *dir;
+	char *dir = NULL;
 	PGresult *r;
 	int rc = 0;
 
@@ -257,7 +257,12 @@ static int session_dir(struct tq_pg *q, const struct tq_task_spec *s, char *buf,
 			"read session");
 	if (r == NULL)
 		return err ? err->code : TQ_EIO;
-	if (tq_pg_rows(r) > 0 && (dir = tq_pg_get_txt(r, 0, 0)) != NULL) {
+	if (tq_pg_rows(r) > 0 && !tq_pg_isnull(r, 0, 0)) {
+		if ((rc = tq_pg_path_dup(r, 0, 0, &dir)) < 0) {
+			tq_pg_clear(r);
+			return tq_err_set(err, rc, "session %s: its directory: %s", s->session,
+					  rc == TQ_ENOMEM ? "out of memory" : "not a path");
+		}
 		if (strcmp(dir, s->cwd) != 0 && s->cwd_explicit)
 			rc = tq_err_set(err, TQ_EINVAL, "session %s runs in %s (its first "
 					"task's directory), not in --cwd %s: drop --cwd, or "
@@ -267,15 +272,20 @@ static int session_dir(struct tq_pg *q, const struct tq_task_spec *s, char *buf,
 					"longer than %zu bytes", s->session, n - 1);
 		else
 			*cwd = buf;
+		free(dir);
 		tq_pg_clear(r);
 		return rc;
 	}
 	tq_pg_clear(r);
-	tq_pg_txt(&p, s->cwd);
+	if ((dir = tq_pg_path_enc(s->cwd)) == NULL)
+		return tq_err_set(err, TQ_ENOMEM, "out of memory");
+	tq_pg_txt(&p, dir);
 	tq_pg_txt(&p, s->agent);
-	return tq_pg_exec(q, "INSERT INTO sessions(key, cwd, updated_at, agent) VALUES ($1, $2,"
-			  " 0, $3) ON CONFLICT (key) DO UPDATE SET cwd = excluded.cwd,"
-			  " agent = excluded.agent", &p, NULL, err, "store session directory");
+	rc = tq_pg_exec(q, "INSERT INTO sessions(key, cwd, updated_at, agent) VALUES ($1, $2,"
+			" 0, $3) ON CONFLICT (key) DO UPDATE SET cwd = excluded.cwd,"
+			" agent = excluded.agent", &p, NULL, err, "store session directory");
+	free(dir);
+	return rc;
 }
 
 static int collect_deps(struct tq_pg *q, const struct tq_task_spec *s,
@@ -331,12 +341,16 @@ static int insert_task(struct tq_pg *q, const struct insert_ctx *c, int64_t *id,
 {
 	const struct tq_task_spec *s = c->s;
 	struct tq_pg_params p = { 0 };
+	char *cwd;
+	int rc;
 
+	if ((cwd = tq_pg_path_enc(c->cwd)) == NULL)
+		return tq_err_set(err, TQ_ENOMEM, "out of memory");
 	tq_pg_txt(&p, tq_state_name(c->state));
 	tq_pg_txt(&p, c->name);
 	tq_pg_bin(&p, c->argv_blob, c->argv_len);
 	tq_pg_i64(&p, s->shell != 0);
-	tq_pg_txt(&p, c->cwd);
+	tq_pg_txt(&p, cwd);
 	tq_pg_i64(&p, c->env_id);
 	tq_pg_txt(&p, s->batch);
 	tq_pg_txt(&p, c->group);
@@ -373,15 +387,17 @@ static int insert_task(struct tq_pg *q, const struct insert_ctx *c, int64_t *id,
 	tq_pg_i64(&p, s->stall_timeout_ms);
 	tq_pg_i64(&p, s->warm != 0);
 	tq_pg_i64(&p, s->idle_timeout_ms);
-	return one_id(q, "INSERT INTO tasks(state, name, argv, shell, cwd, env_id, batch, grp,"
-		      " session, unique_key, priority, run_after, created_at, timeout_ms,"
-		      " kill_grace_ms, max_output, max_retries, retry_lost, backoff_ms,"
-		      " backoff_max_ms, stdin_mode, pty, on_exit, agent, model, prompt, isolate,"
-		      " sources, finished_at, outcome, reason, umask, stall_timeout_ms, warm,"
-		      " idle_timeout_ms) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,"
-		      "$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28,$29,$30,$31,$32,"
-		      "$33,$34,$35) RETURNING id",
-		      &p, id, err, "add task");
+	rc = one_id(q, "INSERT INTO tasks(state, name, argv, shell, cwd, env_id, batch, grp,"
+		    " session, unique_key, priority, run_after, created_at, timeout_ms,"
+		    " kill_grace_ms, max_output, max_retries, retry_lost, backoff_ms,"
+		    " backoff_max_ms, stdin_mode, pty, on_exit, agent, model, prompt, isolate,"
+		    " sources, finished_at, outcome, reason, umask, stall_timeout_ms, warm,"
+		    " idle_timeout_ms) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,"
+		    "$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28,$29,$30,$31,$32,"
+		    "$33,$34,$35) RETURNING id",
+		    &p, id, err, "add task");
+	free(cwd);
+	return rc;
 }
 
 static int insert_extras(struct tq_pg *q, const struct tq_task_spec *s, int64_t id,
