@@ -92,6 +92,9 @@ warm_pids() {
 	return 0
 }
 
-turn_pid() { attempt_field "$1" last pid; }
+# The pid of the agent that ran (runs) message ID's turn: the current
+# attempt's, waited for while it runs (stored up to 50 ms after the turn's
+# start: task_pid).
+turn_pid() { task_pid "$1"; }
 
 serve_log_has() { grep -qF -- "$1" "$TQ_TMP/serve.log"; }
