@@ -630,8 +630,14 @@ static int recover(struct sup *s, int64_t worker_id, const char *why)
 				       .worker_id = ex[i].worker_id, .outcome = TQ_OUT_LOST,
 				       .exit_code = -1, .reason = reason };
 		/* Signal the task only if its pid still names the same process
-		 * (start time checked); a reused pid is never hit. */
-		if (ex[i].pid > 0 && tq_proc_same(ex[i].pid, ex[i].proc_start)) {
+		 * (start time checked); a reused pid is never hit. Not a warm
+		 * session's agent, which its turn lent (warm.h): the warm
+		 * socket saw its worker's connection close and ends it with
+		 * the reason. Signalled here, and with the store's round trips
+		 * in between (PostgreSQL), it was often reaped before that
+		 * close was read: it ended without a word. */
+		if (ex[i].pid > 0 && !tq_warm_holds(s->warm, ex[i].pid) &&
+		    tq_proc_same(ex[i].pid, ex[i].proc_start)) {
 			tq_proc_kill_group(ex[i].pgid, SIGKILL, NULL);
 			tq_proc_signal(ex[i].pid, ex[i].proc_start, SIGKILL, NULL);
 		}

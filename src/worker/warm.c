@@ -716,6 +716,14 @@ size_t tq_warm_pids(const struct tq_warm *w, pid_t *pids)
 	return n;
 }
 
+int tq_warm_holds(const struct tq_warm *w, pid_t pid)
+{
+	for (int i = 0; w != NULL && pid > 0 && i < TQ_WARM_PROCS_MAX; i++)
+		if (w->procs[i].state != W_FREE && w->procs[i].pid == pid)
+			return 1;
+	return 0;
+}
+
 void tq_warm_stop(struct tq_warm *w, int64_t grace_ms)
 {
 	if (w == NULL)

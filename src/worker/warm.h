@@ -105,6 +105,11 @@ int64_t tq_warm_deadline(const struct tq_warm *w);
  * sweep of the supervisor's children must spare them. Their count. */
 size_t tq_warm_pids(const struct tq_warm *w, pid_t *pids);
 
+/* 1 if pid is one of the warm processes (not reaped yet), else 0. A dead
+ * worker's turn is recovered without signalling its process: the turn's
+ * connection closed, and this module ends the process and says why. */
+int tq_warm_holds(const struct tq_warm *w, pid_t pid);
+
 /* A stop (shutdown, shutdown --now: grace_ms 0; -1 the default): every
  * idle process is ended now, as a group; a lent one once its turn gives it
  * back (its worker, stopping too, interrupts the turn) or its connection

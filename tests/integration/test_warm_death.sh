@@ -49,7 +49,9 @@ c=$(warm_ask k1 "third [grandchild] [hang]")
 wait_for "[ -s '$TQ_TMP/grandchild' ]" 10 || fail "the turn did not start its grandchild"
 gc=$(cat "$TQ_TMP/grandchild")
 _tq_alive "$gc" || fail "the grandchild is not running"
-assert_eq "$pb" "$(turn_pid "$c")" "the third message's agent"
+# (a running turn's pid is stored up to 50 ms after it began: runner.c)
+wait_for "[ \"\$(turn_pid $c)\" = $pb ]" 10 ||
+	fail "the third message's agent: expected [$pb], got [$(turn_pid "$c")]"
 kill -KILL "$pb"
 wait_state "$c" failed
 assert_eq signaled "$(attempt_field "$c" last outcome)" "the attempt's outcome"
