@@ -92,8 +92,10 @@ static const struct {
 	      " NOT NULL, workers bigint NOT NULL, max_warm bigint NOT NULL DEFAULT 0,"
 	      " containment text, stopped_at bigint)" },
 	/* 11 is SQLite's own (migrations/011.sql: how SQLite stores the same
-	 * columns); 12: what each attempt stored in its task's log */
-	{ 12, "ALTER TABLE attempts ADD COLUMN IF NOT EXISTS output_bytes bigint" },
+	 * columns); 12: what each attempt stored in its task's log, and the
+	 * meta keys' index in byte order (PostgreSQL's own: submit tokens) */
+	{ 12, "ALTER TABLE attempts ADD COLUMN IF NOT EXISTS output_bytes bigint;"
+	      "CREATE INDEX IF NOT EXISTS meta_key_bytes ON meta (key COLLATE \"C\")" },
 };
 
 void tq_pg_i64(struct tq_pg_params *p, int64_t v)

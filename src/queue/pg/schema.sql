@@ -288,6 +288,9 @@ CREATE TABLE meta (
     key    text PRIMARY KEY,
     value  text
 );
+-- keys in byte order (SQLite's), whatever the database's collation: the
+-- first submit token with a prefix is a look-up, not a scan (submit.c)
+CREATE INDEX meta_key_bytes ON meta (key COLLATE "C");
 
 -- A task's output (logstore.h's records, kept here instead of a file): one
 -- logs row per task, and its records in chunks. gen is the log's

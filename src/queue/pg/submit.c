@@ -90,6 +90,7 @@ int tq_pg_token_first(struct tq_queue *base, const char *prefix, char *buf, size
 {
 	struct tq_pg_params p = { 0 };
 	size_t len = strlen(prefix);
+	char lo[TOKEN_MAX + 16], hi[TOKEN_MAX + 16];
 	PGresult *r;
 	int rc = 0;
 
@@ -99,11 +100,24 @@ int tq_pg_token_first(struct tq_queue *base, const char *prefix, char *buf, size
 	if (len == 0 || len > TOKEN_MAX || (unsigned char)prefix[len - 1] == 0xff)
 		return tq_err_set(err, TQ_EINVAL, "submit token prefix must be 1 to %d bytes",
 				  TOKEN_MAX);
-	tq_pg_txt(&p, prefix);
-	/* byte order, as SQLite's: the C collation */
-	r = tq_pg_query(tq_pg_of(base), "SELECT substr(key, 8),"
-			" split_part(value, ' ', 1)::bigint FROM meta"
-			" WHERE key LIKE 'submit:%' AND starts_with(substr(key, 8), $1)"
+	/* byte order, as SQLite's: the C collation, whose index (meta_key_bytes)
+	 * finds the first key at or after the prefix's without a scan of every
+	 * token (an import's resume asks once a line). Keys with the prefix lie
+	 * below the prefix with its last byte one higher: an upper bound, when
+	 * that byte is ASCII (a byte above would not be text) */
+	snprintf(lo, sizeof(lo), "submit:%s", prefix);
+	tq_pg_txt(&p, lo);
+	if ((unsigned char)prefix[len - 1] < 0x7f) {
+		memcpy(hi, lo, sizeof(hi));
+		hi[strlen(hi) - 1]++;
+		tq_pg_txt(&p, hi);
+	}
+	r = tq_pg_query(tq_pg_of(base), p.n > 1 ?
+			"SELECT substr(key, 8), split_part(value, ' ', 1)::bigint FROM meta"
+			" WHERE key COLLATE \"C\" >= $1 AND key COLLATE \"C\" < $2"
+			" ORDER BY key COLLATE \"C\" LIMIT 1" :
+			"SELECT substr(key, 8), split_part(value, ' ', 1)::bigint FROM meta"
+			" WHERE key COLLATE \"C\" >= $1 AND starts_with(key, $1)"
 			" ORDER BY key COLLATE \"C\" LIMIT 1", &p, err, "find submit token");
 	if (r == NULL)
 		return err ? err->code : TQ_EIO;
