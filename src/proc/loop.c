@@ -15,6 +15,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
@@ -95,6 +96,45 @@ int tq_loop_signals(const struct tq_loop *l, struct tq_err *err)
 	return rc;
 }
 
+/*
+ * poll(2) of all n entries. poll refuses (EINVAL) more entries than
+ * RLIMIT_NOFILE's soft limit, which can be lowered under a running process
+ * below the descriptors it holds (prlimit): the supervisor then never read
+ * its signals again, and a shutdown never ended. Then the set is polled in
+ * slices the limit allows: each without waiting, and if none is ready the
+ * first (the signalfd and the caller's first descriptors) for at most
+ * SPLIT_WAIT_MS of the timeout, so that the others are looked at again
+ * soon. Returns as poll does.
+ */
+#define SPLIT_WAIT_MS 100
+
+static int poll_split(struct pollfd *all, size_t n, int timeout)
+{
+	struct rlimit rl;
+	size_t lim;
+	int ready = 0, r;
+
+	if ((r = poll(all, (nfds_t)n, timeout)) >= 0 || errno != EINVAL)
+		return r;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= n) {
+		errno = EINVAL;
+		return -1;
+	}
+	if ((lim = (size_t)rl.rlim_cur) == 0) { /* not even one: wait, blind */
+		tq_sleep_ms(timeout < 0 || timeout > SPLIT_WAIT_MS ? SPLIT_WAIT_MS : timeout);
+		return 0;
+	}
+	for (size_t off = 0; off < n; off += lim) {
+		if ((r = poll(all + off, (nfds_t)(n - off < lim ? n - off : lim), 0)) < 0)
+			return r;
+		ready += r;
+	}
+	if (ready > 0 || timeout == 0)
+		return ready;
+	return poll(all, (nfds_t)lim, timeout < 0 || timeout > SPLIT_WAIT_MS ?
+		    SPLIT_WAIT_MS : timeout);
+}
+
 /* The descriptors' callbacks, in their order. */
 static void dispatch(const struct pollfd *p, const struct tq_loop_cb *cb, size_t n)
 {
@@ -118,7 +158,7 @@ int tq_loop_wait(const struct tq_loop *l, struct pollfd *p, const struct tq_loop
 		all[1 + i] = p[i];
 		all[1 + i].revents = 0;
 	}
-	if (poll(all, (nfds_t)(1 + n), tq_loop_timeout(deadline, tq_mono_ms())) < 0) {
+	if (poll_split(all, 1 + n, tq_loop_timeout(deadline, tq_mono_ms())) < 0) {
 		for (size_t i = 0; i < n; i++)
 			p[i].revents = 0;
 		if (errno == EINTR) /* a turn with nothing ready */

@@ -51,7 +51,8 @@
  * the most: a pidfd a worker it adopted, and the submit socket and its
  * connections). */
 #define TQ_LOOP_FD_MAX 512
-/* After poll itself failed (ENOMEM: the only error a valid set can get),
+/* After poll itself failed (ENOMEM: the only error a valid set can get;
+ * more entries than RLIMIT_NOFILE allows are polled in slices: loop.c),
  * the wait returns that error this long later, so that a loop which goes
  * on does not spin. */
 #define TQ_LOOP_POLL_ERROR_MS 10

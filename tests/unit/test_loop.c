@@ -19,6 +19,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -295,6 +296,47 @@ static void test_too_many(void **state)
 	assert_int_equal(tq_loop_wait(&l, p, NULL, TQ_LOOP_FD_MAX, 0, &err), 0);
 }
 
+/* More descriptors than RLIMIT_NOFILE's soft limit, lowered under us (as
+ * prlimit does): poll(2) refuses the set (EINVAL); the wait still sees
+ * the last one ready, and with none ready returns a turn with nothing (as
+ * at EINTR), not an error. */
+static void test_over_rlimit(void **state)
+{
+	struct tq_loop l = TQ_LOOP_INIT;
+	struct tq_err err = TQ_ERR_INIT;
+	struct pollfd fds[6];
+	struct rlimit was, low;
+	int p[6][2];
+	int64_t t0;
+
+	(void)state;
+	for (int i = 0; i < 6; i++) {
+		assert_int_equal(pipe2(p[i], O_CLOEXEC | O_NONBLOCK), 0);
+		fds[i] = (struct pollfd){ .fd = p[i][0], .events = POLLIN };
+	}
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &was), 0);
+	low = (struct rlimit){ .rlim_cur = 3, .rlim_max = was.rlim_max };
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+	assert_int_equal(tq_write_all(p[5][1], "x", 1), 0);
+	t0 = tq_mono_ms();
+	assert_int_equal(tq_loop_wait(&l, fds, NULL, 6, t0 + WAIT_MS, &err), 0);
+	assert_true(tq_mono_ms() - t0 < WAIT_MS / 2);
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(fds[i].revents, 0);
+	assert_true(fds[5].revents & POLLIN);
+	assert_int_equal(tq_read(p[5][0], (char[1]){ 0 }, 1), 1);
+	t0 = tq_mono_ms();
+	assert_int_equal(tq_loop_wait(&l, fds, NULL, 6, t0 + 250, &err), 0);
+	assert_true(tq_mono_ms() - t0 < WAIT_MS / 2);
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(fds[i].revents, 0);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &was), 0);
+	for (int i = 0; i < 6; i++) {
+		tq_close(p[i][0]);
+		tq_close(p[i][1]);
+	}
+}
+
 static int teardown(void **state)
 {
 	struct tq_err err = TQ_ERR_INIT;
@@ -316,6 +358,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_reaps_every_child, teardown),
 		cmocka_unit_test_teardown(test_eintr, teardown),
 		cmocka_unit_test_teardown(test_too_many, teardown),
+		cmocka_unit_test_teardown(test_over_rlimit, teardown),
 	};
 
 	tq_sanitize_stdfds();
