@@ -86,12 +86,13 @@ echo "drain \$\$ rc=\$?" >>"$JOBLOG"
 EOF
 chmod 0755 "$CR/nightly.sh"
 
-# The crontab: every minute. Variables for the sanitizer builds and the
-# test-run mark are passed on when set, as cron passes nothing of ours.
+# The crontab: every minute. Variables for the sanitizer builds, the
+# test-run mark and the store (TASKQ_DB: the PostgreSQL run, cron_pg) are
+# passed on when set, as cron passes nothing of ours.
 envlines="TASKQ_HOME=$TASKQ_HOME
 TASKQ_AUTOSTART=0
 TASKQ_CRON_MARK=$MARK"
-for v in ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS TASKQ_TESTRUN_MARK; do
+for v in ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS TASKQ_TESTRUN_MARK TASKQ_DB; do
 	[ -n "${!v:-}" ] && envlines+=$'\n'"$v=${!v}"
 done
 if [ "$CRON_KIND" = debian ]; then
