@@ -662,9 +662,14 @@ int tq_pg_runnable(struct tq_queue *base, int64_t now, int *any, struct tq_err *
 
 	*any = 0;
 	tq_pg_i64(&p, now);
-	r = tq_pg_query(tq_pg_of(base), "SELECT (EXISTS (SELECT 1 FROM groups g WHERE "
-			GROUP_OPEN("g", "$1") " AND EXISTS (SELECT 1 FROM tasks r"
-			" WHERE r.state = 'queued' AND r.grp = g.name))"
+	/* A group's queued head is one probe of tasks_ready (LATERAL ... LIMIT
+	 * 1, as best_head's): as a plain EXISTS the planner, its statistics
+	 * older than the queue, made a semi-join that hashed every queued task
+	 * first, at each claim -- a drain of N tasks cost N^2 (after_scale: 20,000
+	 * queued took past 600 s). */
+	r = tq_pg_query(tq_pg_of(base), "SELECT (EXISTS (SELECT 1 FROM groups g"
+			" CROSS JOIN LATERAL (SELECT 1 FROM tasks r WHERE r.state = 'queued'"
+			" AND r.grp = g.name LIMIT 1) h WHERE " GROUP_OPEN("g", "$1") ")"
 			" OR EXISTS (SELECT 1 FROM tasks d JOIN groups g ON g.name = d.grp"
 			" WHERE d.state = 'scheduled' AND d.run_after <= $1 AND "
 			GROUP_OPEN("g", "$1") "))::int", &p, err, "read runnable");
