@@ -27,7 +27,7 @@ wait_state "$loud" succeeded
 assert_exit 0 tq log "$loud"
 assert_eq "one
 two" "$(out)"
-assert_eq 8 "$(tq_sql "select output_bytes from attempts where task_id = $loud")" # SQL: the database itself
+assert_eq 8 "$(tq_sql "select output_bytes from attempts where task_id = $loud")" # SQL: the database itself (what the attempt stored; no command shows it)
 rm "$TASKQ_HOME/logs/$loud.log"
 assert_exit 1 tq log "$loud"
 assert_contains "$(err)" "logs/$loud.log is missing"
