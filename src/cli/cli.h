@@ -158,6 +158,13 @@ int cli_usage(const struct cli_ctx *c, const char *fmt, ...)
 int cli_runtime(const struct cli_ctx *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* A name, key or other text the store keeps as text, given as flag or
+ * argument what: CLI_OK when s is valid UTF-8, else one line,
+ * `WHAT "S": not valid UTF-8`, and CLI_USAGE. Nothing stored can be
+ * anything else (tq_spec_check), so a look-up by such a name is refused the
+ * same way on SQLite and PostgreSQL (whose text takes none). */
+int cli_check_text(const struct cli_ctx *c, const char *what, const char *s);
+
 /* A line that is not an error, the same way: "taskq: CMD: message". */
 void cli_note(const struct cli_ctx *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -513,8 +513,10 @@ static int take_own(const struct cli_ctx *c, struct ask *st, int k, const char *
 		return CLI_OK;
 	case OPT_MODEL:
 		st->a.model = val;
-		return CLI_OK;
+		return cli_check_text(c, "--model", val);
 	case OPT_SOURCE:
+		if (cli_check_text(c, "--source", val) != CLI_OK)
+			return CLI_USAGE;
 		return cli_strv_push(&st->sources, val) < 0 ? oom(c) : CLI_OK;
 	case OPT_ISOLATE:
 		st->a.isolate = 1;

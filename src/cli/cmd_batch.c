@@ -314,7 +314,8 @@ static int batch_show(const struct cli_ctx *c, int argc, char **argv)
 
 	if (rc != CLI_OK)
 		return rc < 0 ? CLI_OK : rc;
-	if ((rc = cli_open(c, TQ_OPEN_NOCREATE, &q)) != CLI_OK)
+	if ((rc = cli_check_text(c, "batch", name)) != CLI_OK ||
+	    (rc = cli_open(c, TQ_OPEN_NOCREATE, &q)) != CLI_OK)
 		return rc;
 	if (tq_queue_batch_get(q, name, &b, &err) < 0) {
 		rc = cli_fail(c, &err);
@@ -386,9 +387,7 @@ static int check_group_name(const struct cli_ctx *c, const char *name)
 	if (name[0] == '\0' || strlen(name) >= TQ_NAME_MAX)
 		return cli_usage(c, "group \"%s\": expected a name of 1 to %d bytes", name,
 				 TQ_NAME_MAX - 1);
-	if (!tq_utf8_valid(name))  /* as submit --group: tq_spec_check */
-		return cli_usage(c, "group \"%s\": not valid UTF-8", name);
-	return CLI_OK;
+	return cli_check_text(c, "group", name);
 }
 
 static int group_set(const struct cli_ctx *c, int argc, char **argv)

@@ -213,6 +213,8 @@ static int take_label(const struct cli_ctx *c, struct list_req *r, const char *k
 
 	if ((eq = strchr(kv, '=')) == NULL || eq == kv)
 		return cli_usage(c, "--label \"%s\": expected KEY=VALUE", kv);
+	if (cli_check_text(c, "--label", kv) != CLI_OK)
+		return CLI_USAGE;
 	free(r->label);
 	if ((r->label = strdup(kv)) == NULL)
 		return cli_runtime(c, "out of memory");
@@ -243,13 +245,13 @@ static int take_list_opt(const struct cli_ctx *c, struct list_req *r, int k,
 		return CLI_OK;
 	case OPT_NAME:
 		r->f.name = a->val;
-		return CLI_OK;
+		return cli_check_text(c, "--name", a->val);
 	case OPT_BATCH:
 		r->f.batch = a->val;
-		return CLI_OK;
+		return cli_check_text(c, "--batch", a->val);
 	case OPT_GROUP:
 		r->f.group = a->val;
-		return CLI_OK;
+		return cli_check_text(c, "--group", a->val);
 	case OPT_CATEGORY:
 		if (tq_category_parse(a->val, &r->f.category) < 0)
 			return cli_usage(c, "--category \"%s\": expected rate_limit, overload, "

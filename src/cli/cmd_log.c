@@ -756,7 +756,7 @@ static int take_poll_opt(const struct cli_ctx *c, struct poll_req *r, int k,
 			return cli_usage(c, "--as \"%.40s...\": longer than %d bytes", a->val,
 					 TQ_NAME_MAX - 1);
 		r->reader = a->val;
-		return CLI_OK;
+		return cli_check_text(c, "--as", a->val);
 	case OPT_JSON: r->json = 1; return CLI_OK;
 	case OPT_RAW: r->raw = 1; return CLI_OK;
 	case CLI_OPT_ARG:

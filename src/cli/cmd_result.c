@@ -423,10 +423,10 @@ static int take_stats_opt(const struct cli_ctx *c, int k, const struct cli_args 
 	switch (k) {
 	case OPT_ST_BATCH:
 		f->batch = a->val;
-		return CLI_OK;
+		return cli_check_text(c, "--batch", a->val);
 	case OPT_ST_GROUP:
 		f->group = a->val;
-		return CLI_OK;
+		return cli_check_text(c, "--group", a->val);
 	case OPT_ST_SINCE:
 		if (tq_parse_duration(a->val, &ms, &err) < 0)
 			return cli_usage(c, "--since %s", err.msg);
@@ -669,6 +669,8 @@ static int run_session(struct cli_ctx *c, int argc, char **argv)
 	if (key == NULL)
 		return cli_usage(c, "no session key given; usage: %s",
 				 cli_cmd_session.synopsis);
+	if (cli_check_text(c, "session", key) != CLI_OK)
+		return CLI_USAGE;
 	return session_show(c, key, json);
 }
 

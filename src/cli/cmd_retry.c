@@ -5,7 +5,6 @@
  * rate limit set).
  */
 #include "cli.h"
-#include "common/parse.h"
 #include "ops/change.h"
 
 #include <string.h>
@@ -47,7 +46,11 @@ static int run_retry(struct cli_ctx *c, int argc, char **argv)
 		switch (k) {
 		case CLI_OPT_HELP: return cli_print_help(c->cmd, stdout);
 		case O_FAILED: failed = 1; break;
-		case O_BATCH: batch = a.val; break;
+		case O_BATCH:
+			if (cli_check_text(c, "--batch", a.val) != CLI_OK)
+				return CLI_USAGE;
+			batch = a.val;
+			break;
 		/* ids are collected in place at the front of argv: the n-th
 		 * positional argument is stored at argv[1 + n], a slot the parser
 		 * has already passed */
@@ -96,8 +99,8 @@ static int run_group_change(struct cli_ctx *c, int argc, char **argv,
 	}
 	if (name == NULL)
 		return cli_usage(c, "no group given; usage: %s", c->cmd->synopsis);
-	if (!tq_utf8_valid(name))  /* as submit --group: tq_spec_check */
-		return cli_usage(c, "group \"%s\": not valid UTF-8", name);
+	if ((rc = cli_check_text(c, "group", name)) != CLI_OK)
+		return rc;
 	if ((rc = cli_open(c, TQ_OPEN_DURABLE | TQ_OPEN_NOCREATE, &q)) != CLI_OK)
 		return rc;
 	if (change(q, c->home, name, &err) < 0)

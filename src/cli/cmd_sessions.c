@@ -252,6 +252,8 @@ static int run_sessions(struct cli_ctx *c, int argc, char **argv)
 		return cli_usage(c, "no session key given; usage: %s", cli_cmd_sessions.synopsis);
 	if (json)
 		return cli_usage(c, "--json is for the list, not sessions close");
+	if (cli_check_text(c, "session", key) != CLI_OK)
+		return CLI_USAGE;
 	return close_session(c, key, wait);
 }
 

@@ -267,14 +267,6 @@ static int oom(const struct cli_ctx *c)
 	return cli_runtime(c, "out of memory");
 }
 
-/* Text the store keeps as text (tq_spec_check): valid UTF-8. */
-static int check_utf8(const struct cli_ctx *c, const char *flag, const char *s)
-{
-	if (!tq_utf8_valid(s))
-		return cli_usage(c, "%s \"%s\": not valid UTF-8", flag, s);
-	return CLI_OK;
-}
-
 /* A name (--name, --batch, a label key): what the store accepts. */
 static int check_name(const struct cli_ctx *c, const char *flag, const char *s)
 {
@@ -287,7 +279,7 @@ static int check_name(const struct cli_ctx *c, const char *flag, const char *s)
 		if (*p < ' ' || *p == 0x7f)
 			return cli_usage(c, "%s \"%s\": contains a control character",
 					 flag, s);
-	return check_utf8(c, flag, s);
+	return cli_check_text(c, flag, s);
 }
 
 /* --env K=V: a non-empty name before the first '='. */
@@ -320,7 +312,7 @@ static int add_label(const struct cli_ctx *c, struct cli_submit *s, const char *
 	if (rc == CLI_OK)
 		rc = check_name(c, "--label", buf);
 	if (rc == CLI_OK)
-		rc = check_utf8(c, "--label", kv);
+		rc = cli_check_text(c, "--label", kv);
 	if (rc == CLI_OK && s->nlabels == s->labels_cap) {
 		size_t cap = s->labels_cap ? s->labels_cap * 2 : 4;
 		struct tq_label *l = reallocarray(s->labels, cap, sizeof(*l));
@@ -531,7 +523,7 @@ int cli_submit_take_opt(const struct cli_ctx *c, struct cli_submit *s, int k,
 		if (strlen(a->val) > CLI_ON_EXIT_MAX)
 			return cli_usage(c, "--on-exit: longer than %d bytes", CLI_ON_EXIT_MAX);
 		s->spec.on_exit = a->val;
-		return check_utf8(c, "--on-exit", a->val);
+		return cli_check_text(c, "--on-exit", a->val);
 	case OPT_SESSION:
 		s->spec.session = a->val;
 		return check_name(c, "--session", a->val);

@@ -280,6 +280,8 @@ static int parse_args(struct waiter *w, int argc, char **argv)
 			if (a.val[0] == '\0' || strlen(a.val) >= TQ_NAME_MAX)
 				return cli_usage(w->c, "--batch \"%s\": expected a batch name of "
 						 "1 to %d bytes", a.val, TQ_NAME_MAX - 1);
+			if (cli_check_text(w->c, "--batch", a.val) != CLI_OK)
+				return CLI_USAGE;
 			w->batch = a.val;
 			break;
 		case O_TIMEOUT:

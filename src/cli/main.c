@@ -117,6 +117,13 @@ int cli_usage(const struct cli_ctx *c, const char *fmt, ...)
 	return CLI_USAGE;
 }
 
+int cli_check_text(const struct cli_ctx *c, const char *what, const char *s)
+{
+	if (!tq_utf8_valid(s))
+		return cli_usage(c, "%s \"%s\": not valid UTF-8", what, s);
+	return CLI_OK;
+}
+
 void cli_note(const struct cli_ctx *c, const char *fmt, ...)
 {
 	va_list ap;

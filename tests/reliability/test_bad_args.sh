@@ -106,10 +106,36 @@ for v in "$inv" "$ctl" "$odd"; do
 		fi
 	done
 done
-run tq pause "$inv"
-[ "$TQ_RC" -eq 2 ] || fail "pause with invalid UTF-8: exit $TQ_RC [$(err)]"
-assert_one_line_error
-assert_contains "$(err)" "not valid UTF-8"
+# and every command that names such text, to store it or to look it up:
+# refused alike (PostgreSQL's text takes no such bytes, to compare either)
+before=$(rel_digest)
+while IFS= read -r line; do
+	read -ra words <<<"$line"
+	v=$inv
+	[ "$line" = "list --label" ] && v="k=$inv"
+	run tq "${words[@]}" "$v"
+	[ "$TQ_RC" -eq 2 ] || fail "$line with invalid UTF-8: exit $TQ_RC [$(err)]"
+	assert_one_line_error
+	assert_contains "$(err)" "not valid UTF-8" "$line"
+done <<EOF
+pause
+resume
+group set --parallel 2
+list --name
+list --batch
+list --group
+list --label
+stats --batch
+stats --group
+wait --batch
+retry --failed --batch
+batch show
+session show
+sessions close
+poll $keep --as
+ask --no-start --model
+EOF
+assert_eq "$before" "$(rel_digest)" "tasks after the invalid UTF-8 refusals"
 (cd "$TQ_TMP/$inv" && "$TASKQ_BIN" submit --name incwd -- pwd) >"$TQ_OUT" || fail "submit in a non-UTF-8 cwd"
 ids+=("$(out)")
 echo "stored ${#ids[@]} tasks with odd bytes"
