@@ -750,12 +750,22 @@ int tq_pg_schema_version(struct tq_queue *base, int64_t *version, struct tq_err 
 	return schema_version(tq_pg_of(base), version, err);
 }
 
+/* Only lock_timeout changes (a worker shortens it around each task's end
+ * record and restores it: two statements a task, not six). */
 void tq_pg_set_busy_timeout(struct tq_queue *base, int64_t ms)
 {
 	struct tq_pg *q = tq_pg_of(base);
+	char sql[48];
 
+	if (ms == q->busy_timeout && !q->unset_timeout)
+		return;
+	q->unset_timeout = 0;
 	q->busy_timeout = ms;
-	session_setup(q, NULL);
+	snprintf(sql, sizeof(sql), "SET lock_timeout = %" PRId64, ms);
+	/* not set (a connection made again is set up with ms): the next
+	 * call sets it whatever it asks */
+	if (tq_pg_script(q, sql, NULL, "set the lock timeout") < 0)
+		q->unset_timeout = 1;
 }
 
 void tq_pg_close(struct tq_queue *base)

@@ -79,6 +79,7 @@ struct tq_pg {
 	int pinned;              /* > 0: a lost connection fails statements
 				  * instead of being made again (tq_pg_pin) */
 	int64_t busy_timeout;    /* ms: lock_timeout */
+	int unset_timeout;       /* the last SET lock_timeout failed */
 	char *url;               /* the locator as given: a log watch connects with it */
 	char shown[TQ_PG_URL_MAX]; /* the locator with its password hidden */
 	char *export_path;       /* tq_log_export's file, removed at close */
