@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/parse.h"
 #include "common/sys.h"
 
 #include "agent_int.h"
@@ -376,6 +377,35 @@ int tq_result_seen(const struct tq_result_parser *p)
 	return p != NULL && p->has_result;
 }
 
+/*
+ * What the store keeps of a result is text (PostgreSQL's takes UTF-8
+ * only: a result with a byte 0xff left its task running for ever there,
+ * its end refused): each byte that does not start a valid UTF-8 sequence
+ * becomes U+FFFD, on either backend. The task's log keeps the exact bytes.
+ * Out of memory, s stays as it is.
+ */
+static void storable(char **s)
+{
+	char *fixed;
+
+	if (*s != NULL && tq_utf8_fix(*s, &fixed) == 1) {
+		free(*s);
+		*s = fixed;
+	}
+}
+
+static void storable_text(struct text *t)
+{
+	char *fixed;
+
+	if (t->p != NULL && tq_utf8_fix(t->p, &fixed) == 1) {
+		free(t->p);
+		t->p = fixed;
+		t->len = strlen(fixed);
+		t->cap = t->len + 1;
+	}
+}
+
 void tq_result_end(struct tq_result_parser *p, struct tq_result *r)
 {
 	*r = (struct tq_result){ 0 };
@@ -388,6 +418,13 @@ void tq_result_end(struct tq_result_parser *p, struct tq_result *r)
 	}
 	if (!p->has_result)
 		return;
+	storable(&p->result);
+	storable(&p->error);
+	storable(&p->subtype);
+	storable(&p->session);
+	storable(&p->model);
+	storable(&p->init_model);
+	storable_text(&p->text);
 	r->has_result = 1;
 	r->is_error = p->is_error;
 	if (p->is_error && p->error != NULL)

@@ -232,37 +232,6 @@ void cli_table_release(struct cli_table *t)
 /* ------------------------------------------------------------------ */
 /* JSON                                                               */
 
-/*
- * s with every byte that does not start a valid UTF-8 sequence replaced by
- * U+FFFD. Returns 0 when s is valid (nothing allocated), 1 with *out
- * malloc'd when it was not, TQ_ENOMEM.
- */
-static int utf8_fix(const char *s, char **out)
-{
-	const unsigned char *p = (const unsigned char *)s;
-	size_t bad = 0, len = 0;
-	uint32_t cp;
-	char *o;
-
-	for (size_t n; p[len] != '\0'; len += n ? n : 1)
-		if ((n = tq_utf8_seq(p + len, &cp)) == 0)
-			bad++;
-	if (bad == 0)
-		return 0;
-	*out = o = malloc(len + bad * 2 + 1); /* 1 byte -> 3 bytes of U+FFFD */
-	if (o == NULL)
-		return TQ_ENOMEM;
-	for (size_t i = 0, n; i < len; i += n ? n : 1) {
-		if ((n = tq_utf8_seq(p + i, &cp)) == 0) {
-			memcpy(o, "\xef\xbf\xbd", 3), o += 3;
-			continue;
-		}
-		memcpy(o, p + i, n), o += n;
-	}
-	*o = '\0';
-	return 1;
-}
-
 static char *base64(const char *s)
 {
 	static const char tab[] =
@@ -308,7 +277,7 @@ static void add(cJSON *to, const char *key, cJSON *item, int *oom)
 static cJSON *utf8_string(const char *s, int *bad, int *oom)
 {
 	char *fixed = NULL;
-	int rc = utf8_fix(s, &fixed);
+	int rc = tq_utf8_fix(s, &fixed);
 	cJSON *item;
 
 	if (rc < 0) {
@@ -339,7 +308,7 @@ void cli_json_bytes(cJSON *o, const char *key, const char *s, int *oom)
 	int bad = 0;
 
 	/* keys can be stored text too (label names): JSON needs UTF-8 there */
-	if (utf8_fix(key, &fixed_key) < 0) {
+	if (tq_utf8_fix(key, &fixed_key) < 0) {
 		*oom = 1;
 		return;
 	}

@@ -12,6 +12,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
@@ -254,5 +255,31 @@ int tq_utf8_valid(const char *s)
 			return 0;
 		p += n;
 	}
+	return 1;
+}
+
+int tq_utf8_fix(const char *s, char **out)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t bad = 0, len = 0;
+	uint32_t cp;
+	char *o;
+
+	for (size_t n; p[len] != '\0'; len += n ? n : 1)
+		if ((n = tq_utf8_seq(p + len, &cp)) == 0)
+			bad++;
+	if (bad == 0)
+		return 0;
+	*out = o = malloc(len + bad * 2 + 1); /* 1 byte -> 3 bytes of U+FFFD */
+	if (o == NULL)
+		return TQ_ENOMEM;
+	for (size_t i = 0, n; i < len; i += n ? n : 1) {
+		if ((n = tq_utf8_seq(p + i, &cp)) == 0) {
+			memcpy(o, "\xef\xbf\xbd", 3), o += 3;
+			continue;
+		}
+		memcpy(o, p + i, n), o += n;
+	}
+	*o = '\0';
 	return 1;
 }

@@ -59,4 +59,11 @@ size_t tq_utf8_seq(const unsigned char *s, uint32_t *cp);
  * text takes it), else 0. */
 int tq_utf8_valid(const char *s);
 
+/*
+ * s with every byte that does not start a valid UTF-8 sequence replaced by
+ * U+FFFD. Returns 0 when s is valid (nothing allocated), 1 with *out
+ * malloc'd when it was not, TQ_ENOMEM.
+ */
+int tq_utf8_fix(const char *s, char **out);
+
 #endif

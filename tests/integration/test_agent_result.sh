@@ -204,3 +204,21 @@ assert_contains "$(out)" "attempts:     0"
 assert_exit 2 tq stats --since soon
 assert_one_line_error
 assert_contains "$(err)" "--since"
+
+check "a result with bytes that are not UTF-8: stored with U+FFFD for each, the log exact"
+# (the store keeps a result as text: PostgreSQL's refused the byte 0xff, so
+# the task's end was never recorded and it stayed running)
+mkdir -p "$TQ_TMP/rawbin"
+cat >"$TQ_TMP/rawbin/claude" <<'SH'
+#!/bin/sh
+printf '{"type":"system","subtype":"init","session_id":"1b4e28ba-2fa1-11d2-883f-0016d3cca427","model":"m\377"}\n'
+printf '{"type":"result","subtype":"success","is_error":false,"result":"caf\377 ok","session_id":"1b4e28ba-2fa1-11d2-883f-0016d3cca427"}\n'
+SH
+chmod +x "$TQ_TMP/rawbin/claude"
+assert_exit 0 tq submit -- "$TQ_TMP/rawbin/claude"
+raw=$(out)
+wait_state "$raw" succeeded 30
+assert_exit 0 tq result "$raw"
+assert_eq "636166efbfbd206f6b0a" "$(out | od -An -tx1 | tr -d ' \n')" "the result's bytes"
+assert_eq $'m\xef\xbf\xbd' "$(att "$raw" model)" "the model"
+tq log "$raw" --raw | grep -q $'caf\xff ok' || fail "the log does not keep the byte 0xff"
