@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/parse.h"
+
 /* The backends, in the order they are asked whether a locator is theirs. */
 static const struct tq_store_ops *const backends[] = {
 	&tq_pg_ops,
@@ -414,10 +416,35 @@ int tq_queue_set_process(struct tq_queue *q, int64_t id, int attempt, int pid, i
 	return q->ops->set_process(q, id, attempt, pid, pgid, proc_start, log_offset, log_line, err);
 }
 
+/*
+ * f, or a copy of it in *copy whose reason is valid UTF-8 (*fixed, the
+ * caller frees it): a reason may quote bytes that are not (a program's
+ * path that could not be started), and PostgreSQL's text takes none -- it
+ * refused the end, and the task stayed running. Each bad byte becomes
+ * U+FFFD, on both backends. Out of memory: f as it is.
+ */
+static const struct tq_finish *storable(const struct tq_finish *f, struct tq_finish *copy,
+					char **fixed)
+{
+	*fixed = NULL;
+	if (f->reason == NULL || tq_utf8_fix(f->reason, fixed) != 1)
+		return f;
+	*copy = *f;
+	copy->reason = *fixed;
+	return copy;
+}
+
 int tq_queue_finish(struct tq_queue *q, const struct tq_finish *f, enum tq_state *state,
 	struct tq_err *err)
 {
-	return q->ops->finish(q, f, state, err);
+	struct tq_finish copy;
+	char *fixed;
+	int rc;
+
+	f = storable(f, &copy, &fixed);
+	rc = q->ops->finish(q, f, state, err);
+	free(fixed);
+	return rc;
 }
 
 int tq_queue_finish_claim(struct tq_queue *q, const struct tq_finish *f,
@@ -425,16 +452,24 @@ int tq_queue_finish_claim(struct tq_queue *q, const struct tq_finish *f,
 	struct tq_err *err)
 {
 	struct tq_err cerr = TQ_ERR_INIT;
+	struct tq_finish copy;
+	char *fixed;
 	int rc;
 
 	*claimed = 0;
 	if (more)
 		*more = 0;
-	if (q->ops->finish_claim != NULL)
-		return q->ops->finish_claim(q, f, state, lease_ms, t, claimed, more, err);
+	f = storable(f, &copy, &fixed);
+	if (q->ops->finish_claim != NULL) {
+		rc = q->ops->finish_claim(q, f, state, lease_ms, t, claimed, more, err);
+		free(fixed);
+		return rc;
+	}
 	/* one after the other: the end written, then a claim whose failure
 	 * (nothing runnable, an error) leaves the caller to claim itself */
-	if ((rc = q->ops->finish(q, f, state, err)) < 0)
+	rc = q->ops->finish(q, f, state, err);
+	free(fixed);
+	if (rc < 0)
 		return rc;
 	*claimed = q->ops->claim(q, f->worker_id, lease_ms, t, more, &cerr) == 0;
 	return 0;

@@ -10,6 +10,10 @@ gone=$(submit_id --cwd "$TQ_TMP/gone" -- true)
 rmdir "$TQ_TMP/gone"
 check "a command that does not exist is a spawn failure"
 missing=$(submit_id -- no-such-command-xyz)
+# its path not UTF-8: the reason quotes it with U+FFFD for the byte (the
+# store keeps reasons as text; PostgreSQL's refused the end, and the task
+# stayed running)
+rawpath=$(submit_id -- $'/no-such-dir/raw\xffcmd')
 check "exit statuses and output"
 ok=$(submit_id -- true)
 three=$(submit_id --shell 'echo out; echo err >&2; exit 3')
@@ -17,7 +21,7 @@ check "agent-session variables do not reach the task; the user's do"
 envt=$(CLAUDECODE=1 CLAUDE_CODE_SESSION_ID=x AI_AGENT=y FOO=bar submit_id --shell "env > $TQ_TMP/env.txt")
 
 serve_start 2
-for id in "$gone" "$missing" "$ok" "$three" "$envt"; do
+for id in "$gone" "$missing" "$rawpath" "$ok" "$three" "$envt"; do
 	wait_for "[ -n \"\$(task_field $id finished_at)\" ]" 20 ||
 		fail "task $id did not finish"
 done
@@ -26,6 +30,8 @@ assert_eq spawn_failed "$(outcome_of "$gone")"
 assert_contains "$(task_field "$gone" reason)" "chdir"
 assert_eq spawn_failed "$(outcome_of "$missing")"
 assert_contains "$(task_field "$missing" reason)" 'no-such-command-xyz'
+assert_eq spawn_failed "$(outcome_of "$rawpath")"
+assert_contains "$(task_field "$rawpath" reason)" $'/no-such-dir/raw\xef\xbf\xbdcmd'
 assert_eq succeeded "$(state_of "$ok")"
 assert_eq 0 "$(task_field "$ok" exit_code)"
 assert_eq failed "$(state_of "$three")"
