@@ -876,17 +876,27 @@ static void fetch_stdin(struct run *r)
 
 static void written_elsewhere(struct run *r);
 
-/* The process noted at the spawn, into the store now (it still runs). */
+/* The process noted at the spawn, into the store now (it still runs).
+ * A short wait for the write lock, as a renewal's: while it waits the
+ * worker neither reads the task's pipes nor sees it end, and an end seen
+ * late is recorded late (the default 10 s would make finished_at the time
+ * the lock went). Locked out, it tries again later; a task that ends
+ * first carries its process in its end. */
 static void record_process(struct run *r)
 {
 	struct tq_err err = TQ_ERR_INIT;
-	int rc = tq_queue_set_process(r->w->q, r->t->id, r->t->attempt, r->proc_pid,
-				      r->proc_pid, r->proc_start, r->proc_offset,
-				      r->log_line, &err);
+	int rc;
 
+	tq_queue_set_busy_timeout(r->w->q, RENEW_BUSY_MS);
+	rc = tq_queue_set_process(r->w->q, r->t->id, r->t->attempt, r->proc_pid,
+				  r->proc_pid, r->proc_start, r->proc_offset, r->log_line,
+				  &err);
+	tq_queue_set_busy_timeout(r->w->q, TQ_BUSY_TIMEOUT_MS);
 	r->proc_record_at = 0; /* once: if it failed, the end writes it */
 	if (rc == 0)
 		r->proc_pending = 0;
+	if (rc == TQ_EBUSY)
+		r->proc_record_at = tq_mono_ms() + RENEW_RETRY_MS;
 	if (rc == TQ_EOFFLINE) {
 		/* the store away: again, with the renewals, until it is back
 		 * (a long task would have no pid in the store until its end) */
