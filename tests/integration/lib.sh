@@ -298,6 +298,16 @@ assert_one_line_error() {
 
 tq() { "$TASKQ_BIN" "$@"; }
 
+# True when TASKQ_BIN was built with AddressSanitizer (the build-asan run).
+# Not "ldd | grep -q": under pipefail, grep's early exit can kill ldd with
+# SIGPIPE and fail the pipeline, so the answer would depend on timing.
+tq_is_sanitized() {
+	case "$(ldd "$TASKQ_BIN" 2>/dev/null)" in
+	*libasan*) return 0 ;;
+	*) return 1 ;;
+	esac
+}
+
 # Query the test's database with the sqlite3 shell.
 tq_sql() {
 	sqlite3 "$TASKQ_HOME/taskq.db" "$@"

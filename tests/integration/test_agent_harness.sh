@@ -399,7 +399,7 @@ mock_request_has -1 "started" || fail "second request lacks the tool's output"
 # the orphan: a sleep 1000 in its own session whose environment is ours
 orphan=""
 for p in $(pgrep -x sleep); do
-	if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "HOME=$HOME"; then
+	if grep -qx "HOME=$HOME" < <(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null); then
 		orphan=$p
 	fi
 done

@@ -9,7 +9,7 @@
 # too, 179 and about 269,000. The bounds sit between the last two.
 . "$(dirname "$0")/lib.sh"
 
-if ldd "$TASKQ_BIN" 2>/dev/null | grep -q 'libasan'; then
+if tq_is_sanitized; then
 	echo "SKIP: a sanitizer build's start is the sanitizer's"
 	exit 77
 fi
@@ -25,7 +25,7 @@ n=$(awk '/number of relocations:/ { print $NF; exit }' "$TQ_ERR")
 [ -n "$n" ] || { echo "SKIP: this dynamic linker prints no statistics"; exit 77; }
 echo "    ($n symbol relocations)"
 [ "$n" -le $MAX_RELOCATIONS ] || fail "$n symbol relocations at start, over $MAX_RELOCATIONS$(
-	ldd "$TASKQ_BIN" | grep -Eq 'libsqlite3|libbsd' &&
+	[[ $(ldd "$TASKQ_BIN") =~ libsqlite3|libbsd ]] &&
 		echo " (SQLite or libbsd linked shared: -Dsqlite_static or -Dbsd_static disabled, or no .a?)")"
 
 check "taskq version: at most $MAX_INSTRUCTIONS instructions"

@@ -13,7 +13,7 @@
 . "$(dirname "$0")/lib_serve.sh"
 
 command -v valgrind >/dev/null || { echo "SKIP: no valgrind"; exit 77; }
-if ldd "$TASKQ_BIN" 2>/dev/null | grep -q 'libasan'; then
+if tq_is_sanitized; then
 	echo "SKIP: valgrind cannot run a sanitizer build"
 	exit 77
 fi

@@ -14,7 +14,9 @@ mark="TQ_TITLE_MARK=kept-$$-$RANDOM"
 export "${mark?}"
 
 # has_mark PID: PID's environment, as the kernel shows it, holds the mark.
-has_mark() { { tr '\0' '\n' <"/proc/$1/environ"; } 2>/dev/null | grep -qxF "$mark"; }
+# (grep reads a process substitution: under pipefail, "tr | grep -q" fails
+# when grep's early exit kills tr with SIGPIPE)
+has_mark() { grep -qxF "$mark" < <({ tr '\0' '\n' <"/proc/$1/environ"; } 2>/dev/null); }
 title_of() { { tr '\0' ' ' <"/proc/$1/cmdline"; } 2>/dev/null; }
 
 check "a foreground supervisor and its workers: retitled, environment intact"

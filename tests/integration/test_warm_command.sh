@@ -63,7 +63,7 @@ d=$(warm_ask k1 --model model-b --env WARM_TEST_VAR=1 "fourth")
 wait_state "$d" succeeded
 pd=$(turn_pid "$d")
 [ "$pd" != "$pb" ] || fail "the message with another environment ran on process $pb"
-tr '\0' '\n' <"/proc/$pd/environ" | grep -qx WARM_TEST_VAR=1 ||
+grep -qx WARM_TEST_VAR=1 < <(tr '\0' '\n' <"/proc/$pd/environ") ||
 	fail "the new process (pid $pd) lacks the message's environment"
 assert_eq "R:fourth turn5 pid$pd h[first | second | third | third and a half]" \
 	"$(attempt_field "$d" last result)" "fourth result"
