@@ -40,6 +40,11 @@ struct tq_sqlite {
 	int64_t busy_spent;     /* ms this transaction waited for it already */
 	int wal_frames;         /* TQ_OPEN_TIDY: the WAL's frames at our last
 				 * commit (tidy_wal_hook) */
+	int wal_committed;      /* TQ_OPEN_TIDY: a commit since the last tidy */
+	int64_t wal_frame_bytes; /* a WAL frame's size (24 + the page size; 0:
+				 * not known yet) */
+	int64_t wal_room_retry; /* mono ms before which wal_make_room, which
+				 * failed, is not tried again */
 };
 
 /* The SQLite queue behind a handle this backend made (base is its first
