@@ -16,6 +16,13 @@ run did. Prints one line per figure, "name value", each a count per unit
   wal_frames      pages written to the WAL (pwrite64 of a page to *-wal;
                   SQLite writes each frame's 24-byte header separately, not
                   counted)
+  wal_room        writes of zeros ahead of the WAL's frames (the submit
+                  socket's wal_make_room: 64 KiB each), not frames
+  wal_grows       commits whose frames made the WAL file longer (an
+                  fsync of the WAL after a write past the greatest end
+                  written to it in the trace; such an fdatasync also
+                  commits the file's size, ~2x the cost of one that does
+                  not)
   db_pages        pages written to the database file (checkpoints)
   syncs           fsync + fdatasync, of any file
   wal_syncs       fsync + fdatasync of the WAL and the database file
@@ -41,6 +48,10 @@ RESUMED = re.compile(r'^<\.\.\. ([a-z_0-9]+) resumed>(.*)$')
 FD_PATH = re.compile(r'^\d+<([^>]*)>')
 RET = re.compile(r'\)\s+=\s+(-?\d+|\?)')
 EXEC = re.compile(r'^"([^"]*)"')
+PWRITE_AT = re.compile(r', (\d+), (\d+)\)\s+=\s+\d+$')
+ZEROS = re.compile(r'^\d+<[^>]*>, "(\\0)+"(\.\.\.)?,')
+WAL_END = {}                # WAL path -> the greatest end written to it
+WAL_GREW = set()            # WAL paths written past that end since a sync
 
 
 def main(argv):
@@ -94,8 +105,8 @@ def main(argv):
             count(name, args, pid, task, calls, c, program, partial=False,
                   resumed=r is not None)
     out = {"syscalls": sum(calls.values()), "task_syscalls": c["task"]}
-    for k in ("wal_frames", "db_pages", "syncs", "wal_syncs", "shm_locks",
-              "db_locks", "db_preads"):
+    for k in ("wal_frames", "wal_room", "wal_grows", "db_pages", "syncs",
+              "wal_syncs", "shm_locks", "db_locks", "db_preads"):
         out[k] = c[k]
     for k, v in sorted(calls.items(), key=lambda kv: -kv[1]):
         if v * 10 >= per:
@@ -126,8 +137,19 @@ def count(name, args, pid, task, calls, c, program, partial, resumed=False):
         return
     is_wal = fpath.endswith("-wal")
     is_db = fpath.endswith(".db")
+    if name == "pwrite64" and is_wal:
+        at = PWRITE_AT.search(args)
+        if at:
+            end = int(at.group(2)) + int(at.group(1))
+            if end > WAL_END.get(fpath, 0):
+                if fpath in WAL_END:
+                    WAL_GREW.add(fpath)
+                WAL_END[fpath] = end
     if name == "pwrite64" and rv.isdigit() and int(rv) >= 512:
-        if is_wal:
+        if is_wal and rv == "65536" and ZEROS.match(args):
+            c["wal_room"] += 1
+            WAL_GREW.discard(fpath)
+        elif is_wal:
             c["wal_frames"] += 1
         elif is_db:
             c["db_pages"] += 1
@@ -135,6 +157,9 @@ def count(name, args, pid, task, calls, c, program, partial, resumed=False):
         c["syncs"] += 1
         if is_wal or is_db:
             c["wal_syncs"] += 1
+        if is_wal and fpath in WAL_GREW:
+            WAL_GREW.discard(fpath)
+            c["wal_grows"] += 1
     elif name == "fcntl" and "SETLK" in args:
         if fpath.endswith("-shm"):
             c["shm_locks"] += 1
