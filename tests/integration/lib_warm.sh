@@ -12,6 +12,11 @@
 #   warm_mode              what the warm agent's command line holds: its
 #                          stream-input mode ("--input-format stream-json",
 #                          "--acp", " acp", " app-server")
+#   warm_model_arg M       how the warm agent's command line names model M
+#                          (the profile's "{?model}" elements); "" for an
+#                          agent told its model over its protocol instead
+#                          (opencode's session/set_config_option, codex's
+#                          thread/start)
 #   warm_assert_resumes PID SID   the process PID resumed agent session
 #                          SID: claude by its command line (--resume);
 #                          the others by their protocol, which the turn's
@@ -44,6 +49,14 @@ warm_mode() {
 	gemini) echo "--acp" ;;
 	opencode) echo " acp" ;;
 	codex) echo " app-server" ;;
+	esac
+}
+
+warm_model_arg() {
+	case $WARM_AGENT in
+	claude) echo "--model $1" ;;
+	gemini) echo "--model=$1" ;;
+	opencode | codex) echo "" ;;
 	esac
 }
 

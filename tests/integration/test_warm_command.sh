@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # test_warm_command.sh - a warm session's message whose command differs from
-# the one its held process was started with (issue 19), with the fake claude
-# in its stream-input mode:
+# the one its held process was started with (issue 19), with the fake
+# WARM_AGENT (claude unless meson says another) in its stream-input mode:
 #   - another --model: the idle process is ended, a new one of the message's
-#     command starts and resumes the conversation (--resume of the first
-#     message's agent session, the first prompt in its history); the
+#     command starts and resumes the conversation (the first message's
+#     agent session: claude's --resume, the others' protocol; the first
+#     prompt in its history); the
 #     supervisor's log says why;
 #   - the same command again: the same process (no restart), also from a
 #     shell whose OLDPWD, _ and SHLVL differ (a shell's bookkeeping, not
@@ -17,7 +18,7 @@
 
 PATH="$(fake_agents_path):$PATH"
 export PATH
-fake_agent_args claude --key-order real --result 'R:{prompt} turn{turns} pid{pid} h[{history}]'
+warm_fake_args --key-order real --result 'R:{prompt} turn{turns} pid{pid} h[{history}]'
 mkdir -p "$TQ_TMP/proj"
 cd "$TQ_TMP/proj" || exit 1
 
@@ -30,16 +31,25 @@ a=$(warm_ask k1 --model model-a "first")
 wait_state "$a" succeeded
 pa=$(turn_pid "$a")
 sid=$(attempt_field "$a" last agent_session)
-assert_contains "$(cmdline "$pa")" "--model model-a" "the first process's command"
+# the model: on the command line, or over the protocol (then the model the
+# turn ran, as the agent said it)
+assert_model() {  # ID PID MODEL
+	if [ -n "$(warm_model_arg "$3")" ]; then
+		assert_contains "$(cmdline "$2")" "$(warm_model_arg "$3")" "process $2's command"
+	else
+		assert_eq "$3" "$(attempt_field "$1" last model)" "the model task $1 ran"
+	fi
+}
+assert_model "$a" "$pa" model-a
 b=$(warm_ask k1 --model model-b "second")
 wait_state "$b" succeeded
 pb=$(turn_pid "$b")
 [[ $pb =~ ^[0-9]+$ ]] || fail "no agent pid recorded for task $b: [$pb]"
 [ "$pb" != "$pa" ] || fail "the message with --model model-b ran on the model-a process $pa"
 argv=$(cmdline "$pb")
-assert_contains "$argv" "--model model-b" "the second process's command"
+assert_model "$b" "$pb" model-b
 assert_not_contains "$argv" "model-a" "the second process's command"
-assert_contains "$argv" "--resume $sid" "the second process's command"
+warm_assert_resumes "$pb" "$sid"
 assert_eq "R:second turn2 pid$pb h[first]" "$(attempt_field "$b" last result)" "second result"
 wait_for "! _tq_alive $pa" 10 || fail "the model-a process (pid $pa) was left running"
 serve_log_has "warm session k1: the message's command differs (model); starting it anew" ||
@@ -54,7 +64,8 @@ assert_eq "R:third turn3 pid$pb h[first | second]" "$(attempt_field "$c" last re
 
 check "a shell's own bookkeeping changed (OLDPWD, _, SHLVL): still the same process"
 e=$(cd / && cd "$TQ_TMP/proj" && OLDPWD=/elsewhere SHLVL=7 _=/some/other/program \
-	"$TASKQ_BIN" ask --session k1 --warm --model model-b "third and a half")
+	"$TASKQ_BIN" ask --agent "$WARM_AGENT" --session k1 --warm --model model-b \
+	"third and a half")
 wait_state "$e" succeeded
 assert_eq "$pb" "$(turn_pid "$e")" "the agent pid of a message from a shell that moved about"
 
