@@ -76,10 +76,12 @@ static int read_all(int fd, char *buf, size_t n)
 	return 0;
 }
 
-static int write_all(int fd, const char *buf, size_t n)
+/* Write exactly n bytes (EINTR retried), at off (pwrite) or, off < 0,
+ * where the file or socket stands (write); 0 on success. */
+static int put_all(int fd, const char *buf, size_t n, off_t off)
 {
 	while (n > 0) {
-		ssize_t w = write(fd, buf, n);
+		ssize_t w = off < 0 ? write(fd, buf, n) : pwrite(fd, buf, n, off);
 
 		if (w < 0 && errno == EINTR)
 			continue;
@@ -87,22 +89,8 @@ static int write_all(int fd, const char *buf, size_t n)
 			return -1;
 		buf += w;
 		n -= (size_t)w;
-	}
-	return 0;
-}
-
-static int pwrite_all(int fd, const char *buf, size_t n, off_t off)
-{
-	while (n > 0) {
-		ssize_t w = pwrite(fd, buf, n, off);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		buf += w;
-		n -= (size_t)w;
-		off += w;
+		if (off >= 0)
+			off += w;
 	}
 	return 0;
 }
@@ -130,8 +118,8 @@ static int serve(const char *sock, const char *file)
 	 * writes over bytes already there (as taskq's WAL, made room for) */
 	memset(page, 'z', sizeof(page));
 	for (long i = 0; i < RING; i++)
-		if (pwrite_all(fd, hdr, sizeof(hdr), i * (FRAME_HDR + PAGE)) != 0 ||
-		    pwrite_all(fd, page, sizeof(page), i * (FRAME_HDR + PAGE) + FRAME_HDR) != 0) {
+		if (put_all(fd, hdr, sizeof(hdr), i * (FRAME_HDR + PAGE)) != 0 ||
+		    put_all(fd, page, sizeof(page), i * (FRAME_HDR + PAGE) + FRAME_HDR) != 0) {
 			fprintf(stderr, "durable: %s: %s\n", file, strerror(errno));
 			close(fd);
 			return 1;
@@ -166,13 +154,13 @@ static int serve(const char *sock, const char *file)
 
 				hdr[0] = (char)i;
 				page[0] = req[i];
-				if (pwrite_all(fd, hdr, sizeof(hdr), off) != 0 ||
-				    pwrite_all(fd, page, sizeof(page), off + FRAME_HDR) != 0)
+				if (put_all(fd, hdr, sizeof(hdr), off) != 0 ||
+				    put_all(fd, page, sizeof(page), off + FRAME_HDR) != 0)
 					rc = 1;
 			}
 			while (fdatasync(fd) != 0 && errno == EINTR)
 				;
-			if (rc == 0 && write_all(c, "TQR4\6\0\0\0OK 1 0", 14) != 0)
+			if (rc == 0 && put_all(c, "TQR4\6\0\0\0OK 1 0", 14, -1) != 0)
 				rc = 0; /* a client gone is its own business */
 		}
 		close(c);
@@ -204,7 +192,7 @@ static int submit(const char *sock)
 	memset(req, 'r', sizeof(req));
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
-	    write_all(fd, req, sizeof(req)) != 0 || read_all(fd, ans, 14) != 0) {
+	    put_all(fd, req, sizeof(req), -1) != 0 || read_all(fd, ans, 14) != 0) {
 		fprintf(stderr, "durable: %s: %s\n", sock, strerror(errno));
 		if (fd >= 0)
 			close(fd);

@@ -313,6 +313,19 @@ static void test_frames_per_submit(void **state)
 			 SUBMIT_MAX_FRAMES);
 }
 
+/* The connection made again as the supervisor's submit socket's is
+ * (TQ_OPEN_TIDY), from an empty WAL. */
+static void reopen_as_submit_socket(struct fx *f)
+{
+	struct tq_err err = TQ_ERR_INIT;
+
+	tq_queue_close(f->q);
+	if (tq_queue_open(&f->q, f->home, TQ_OPEN_DURABLE | TQ_OPEN_LONG | TQ_OPEN_TIDY,
+			  &err) != 0)
+		fail_msg("open: %s", err.msg);
+	wal_reset(f);
+}
+
 /*
  * The submit socket's connection (TQ_OPEN_TIDY): its commits never
  * checkpoint, not even the one that takes the WAL past SQLite's 1000 frames
@@ -323,15 +336,10 @@ static void test_frames_per_submit(void **state)
 static void test_checkpoint_left_to_tidy(void **state)
 {
 	struct fx *f = *state;
-	struct tq_err err = TQ_ERR_INIT;
 	long frames = 0, commits = 0;
 	int n = 0;
 
-	tq_queue_close(f->q);
-	if (tq_queue_open(&f->q, f->home, TQ_OPEN_DURABLE | TQ_OPEN_LONG | TQ_OPEN_TIDY,
-			  &err) != 0)
-		fail_msg("open: %s", err.msg);
-	wal_reset(f);
+	reopen_as_submit_socket(f);
 	while (frames < 1100 && n++ < 1000) {
 		submit_one(f);
 		wal_count(f, &frames, &commits);
@@ -397,11 +405,7 @@ static void test_wal_room_made_by_tidy(void **state)
 	long frames, commits;
 	int n = 0;
 
-	tq_queue_close(f->q);
-	if (tq_queue_open(&f->q, f->home, TQ_OPEN_DURABLE | TQ_OPEN_LONG | TQ_OPEN_TIDY,
-			  &err) != 0)
-		fail_msg("open: %s", err.msg);
-	wal_reset(f);
+	reopen_as_submit_socket(f);
 	assert_int_equal(wal_size(f), 0);
 	submit_one(f);
 	n++;
