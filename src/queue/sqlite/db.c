@@ -622,7 +622,7 @@ static sqlite3_file *wal_file(struct tq_sqlite *q)
  * A commit's fdatasync costs about twice as much when its frames make the
  * file longer as when they are written over bytes the file already holds
  * (the file system must also commit the file's new size and blocks: here
- * 0.6-1.2 ms against 0.3-0.5 for the seven frames of a submit). After
+ * 0.6-1.2 ms against 0.3-0.5 for the six frames of a submit). After
  * tidy's checkpoint the WAL starts over and its frames go over the old
  * ones, but a new WAL grows with every commit of its first 1000 frames:
  * every supervisor's first ~160 submits, and all of them after a lone CLI's
