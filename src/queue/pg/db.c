@@ -263,6 +263,7 @@ int tq_pg_connect(const char *url, int classify, PGconn **connp, char *why, size
 }
 
 static int session_setup(struct tq_pg *q, struct tq_err *err);
+static void send_timeout(struct tq_pg *q);
 
 /* The notices of a store's own connection: kept from the user as quiet()
  * does, but a FATAL or PANIC that arrives while no statement runs is the
@@ -365,6 +366,7 @@ PGresult *tq_pg_query(struct tq_pg *q, const char *sql, const struct tq_pg_param
 
 	if (alive(q, err, what) < 0)
 		return NULL;
+	send_timeout(q);
 	r = tq_pq->exec_params(q->conn, sql, p ? p->n : 0, NULL, p ? p->v : NULL,
 			       p ? p->len : NULL, p ? p->fmt : NULL, 0);
 	st = r ? tq_pq->result_status(r) : PGRES_FATAL_ERROR;
@@ -389,7 +391,8 @@ int tq_pg_exec(struct tq_pg *q, const char *sql, const struct tq_pg_params *p,
 	return 0;
 }
 
-int tq_pg_script(struct tq_pg *q, const char *sql, struct tq_err *err, const char *what)
+/* tq_pg_script without the lock timeout's change (send_timeout) first. */
+static int run_script(struct tq_pg *q, const char *sql, struct tq_err *err, const char *what)
 {
 	PGresult *r;
 	ExecStatusType st;
@@ -405,6 +408,39 @@ int tq_pg_script(struct tq_pg *q, const char *sql, struct tq_err *err, const cha
 		return 0;
 	}
 	return result_error(q, r, err, what);
+}
+
+/*
+ * lock_timeout, changed lazily. tq_pg_set_busy_timeout only notes what the
+ * caller wants; the session is told with the next statement: in the same
+ * round trip when that statement begins a transaction ("SET ...; BEGIN",
+ * tq_pg_begin), else in one of its own just before. A worker sets a short
+ * wait around a task's end and its renewals and the long one back after,
+ * and each SET was a round trip of its own: two more a task on this
+ * backend, whose cost is its round trips. A SET inside a transaction is
+ * undone by its rollback, so one made there is not known to hold after one
+ * (sent_timeout -1: told again).
+ */
+static void send_timeout(struct tq_pg *q)
+{
+	char sql[48];
+
+	if (q->sent_timeout == q->busy_timeout)
+		return;
+	snprintf(sql, sizeof(sql), "SET lock_timeout = %" PRId64, q->busy_timeout);
+	if (run_script(q, sql, NULL, "set the lock timeout") < 0) {
+		q->sent_timeout = -1;
+		return;
+	}
+	q->sent_timeout = q->busy_timeout;
+	if (q->in_txn)
+		q->timeout_in_txn = 1;
+}
+
+int tq_pg_script(struct tq_pg *q, const char *sql, struct tq_err *err, const char *what)
+{
+	send_timeout(q);
+	return run_script(q, sql, err, what);
 }
 
 void tq_pg_clear(PGresult *r)
@@ -542,11 +578,35 @@ int tq_pg_path_dup(const PGresult *r, int row, int col, char **out)
 
 int tq_pg_begin(struct tq_pg *q, struct tq_err *err)
 {
-	int rc = tq_pg_exec(q, "BEGIN", NULL, NULL, err, "begin transaction");
+	char sql[64];
+	int rc;
 
+	if ((rc = alive(q, err, "begin transaction")) < 0)
+		return rc;
+	if (q->sent_timeout != q->busy_timeout) {
+		/* one round trip: the SET joins the transaction (a multi-
+		 * statement query's BEGIN takes what came before it in) */
+		snprintf(sql, sizeof(sql), "SET lock_timeout = %" PRId64 "; BEGIN",
+			 q->busy_timeout);
+		if ((rc = run_script(q, sql, err, "begin transaction")) == 0) {
+			q->sent_timeout = q->busy_timeout;
+			q->timeout_in_txn = 1;
+		}
+	} else {
+		rc = tq_pg_exec(q, "BEGIN", NULL, NULL, err, "begin transaction");
+	}
 	if (rc == 0)
 		q->in_txn = 1;
 	return rc;
+}
+
+/* The transaction is over: a SET it made holds if it committed. */
+static void txn_over(struct tq_pg *q, int committed)
+{
+	if (q->timeout_in_txn && !committed)
+		q->sent_timeout = -1;
+	q->timeout_in_txn = 0;
+	q->in_txn = 0;
 }
 
 int tq_pg_commit(struct tq_pg *q, struct tq_err *err)
@@ -560,7 +620,7 @@ int tq_pg_commit(struct tq_pg *q, struct tq_err *err)
 		strlcpy(m, err->msg, sizeof(m));
 		tq_err_set(err, rc, "%s (its outcome is unknown)", m);
 	}
-	q->in_txn = 0;
+	txn_over(q, rc == 0);
 	return rc;
 }
 
@@ -572,7 +632,7 @@ void tq_pg_rollback(struct tq_pg *q)
 		r = tq_pq->exec_params(q->conn, "ROLLBACK", 0, NULL, NULL, NULL, NULL, 0);
 		tq_pg_clear(r);
 	}
-	q->in_txn = 0;
+	txn_over(q, 0);
 }
 
 
@@ -679,7 +739,13 @@ static int session_setup(struct tq_pg *q, struct tq_err *err)
 	snprintf(sql, sizeof(sql), "SET bytea_output = 'hex'; SET lock_timeout = %" PRId64
 		 "; SET synchronous_commit = %s", q->busy_timeout,
 		 (q->flags & TQ_OPEN_DURABLE) ? "on" : "off");
-	return tq_pg_script(q, sql, err, "set up the session");
+	q->timeout_in_txn = 0;
+	if (run_script(q, sql, err, "set up the session") < 0) {
+		q->sent_timeout = -1;
+		return err ? err->code : TQ_EIO;
+	}
+	q->sent_timeout = q->busy_timeout;
+	return 0;
 }
 
 int tq_pg_open(struct tq_queue **qp, const char *url, unsigned flags, struct tq_err *err)
@@ -754,18 +820,8 @@ int tq_pg_schema_version(struct tq_queue *base, int64_t *version, struct tq_err 
  * record and restores it: two statements a task, not six). */
 void tq_pg_set_busy_timeout(struct tq_queue *base, int64_t ms)
 {
-	struct tq_pg *q = tq_pg_of(base);
-	char sql[48];
-
-	if (ms == q->busy_timeout && !q->unset_timeout)
-		return;
-	q->unset_timeout = 0;
-	q->busy_timeout = ms;
-	snprintf(sql, sizeof(sql), "SET lock_timeout = %" PRId64, ms);
-	/* not set (a connection made again is set up with ms): the next
-	 * call sets it whatever it asks */
-	if (tq_pg_script(q, sql, NULL, "set the lock timeout") < 0)
-		q->unset_timeout = 1;
+	/* told to the session with its next statement (send_timeout) */
+	tq_pg_of(base)->busy_timeout = ms;
 }
 
 void tq_pg_close(struct tq_queue *base)

@@ -78,8 +78,12 @@ struct tq_pg {
 				  * it closes the connection): dead() */
 	int pinned;              /* > 0: a lost connection fails statements
 				  * instead of being made again (tq_pg_pin) */
-	int64_t busy_timeout;    /* ms: lock_timeout */
-	int unset_timeout;       /* the last SET lock_timeout failed */
+	int64_t busy_timeout;    /* ms: lock_timeout, as the callers want it */
+	int64_t sent_timeout;    /* and as the session has it (-1: not known:
+				  * a SET that failed, or one in a transaction
+				  * that did not commit) */
+	int timeout_in_txn;      /* the open transaction set it (its rollback
+				  * undoes that) */
 	char *url;               /* the locator as given: a log watch connects with it */
 	char shown[TQ_PG_URL_MAX]; /* the locator with its password hidden */
 	char *export_path;       /* tq_log_export's file, removed at close */
