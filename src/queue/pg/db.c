@@ -735,14 +735,15 @@ out:
 static int session_setup(struct tq_pg *q, struct tq_err *err)
 {
 	char sql[160];
+	int rc;
 
 	snprintf(sql, sizeof(sql), "SET bytea_output = 'hex'; SET lock_timeout = %" PRId64
 		 "; SET synchronous_commit = %s", q->busy_timeout,
 		 (q->flags & TQ_OPEN_DURABLE) ? "on" : "off");
 	q->timeout_in_txn = 0;
-	if (run_script(q, sql, err, "set up the session") < 0) {
+	if ((rc = run_script(q, sql, err, "set up the session")) < 0) {
 		q->sent_timeout = -1;
-		return err ? err->code : TQ_EIO;
+		return rc;
 	}
 	q->sent_timeout = q->busy_timeout;
 	return 0;
@@ -817,7 +818,7 @@ int tq_pg_schema_version(struct tq_queue *base, int64_t *version, struct tq_err 
 }
 
 /* Only lock_timeout changes (a worker shortens it around each task's end
- * record and restores it: two statements a task, not six). */
+ * record and its renewals, and restores it), and lazily: send_timeout. */
 void tq_pg_set_busy_timeout(struct tq_queue *base, int64_t ms)
 {
 	/* told to the session with its next statement (send_timeout) */
