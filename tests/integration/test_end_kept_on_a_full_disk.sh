@@ -7,31 +7,13 @@
 # could not be written on the full disk, the end lived only in the worker,
 # and killing it made the task lost.) The state directory is a small tmpfs
 # mounted by the test: root only (skipped, saying why, otherwise).
-skip() {
-	echo "SKIP test_end_kept_on_a_full_disk: $*"
-	exit 77
-}
-[ "$(id -u)" = 0 ] || skip "needs root to mount a small tmpfs"
-probe=$(mktemp -d "${TMPDIR:-/tmp}/taskq-mnt-XXXXXX")
-if ! mount -t tmpfs -o size=64k tmpfs "$probe" 2>/dev/null; then
-	rmdir "$probe"
-	skip "mount -t tmpfs failed (no CAP_SYS_ADMIN in this container?)"
-fi
-umount "$probe"
-rmdir "$probe"
-
+. "$(dirname "$0")/lib_disk.sh"
+disk_needed end_kept_on_a_full_disk
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_serve.sh"
 
 mkdir -p "$TASKQ_HOME"
-mount -t tmpfs -o size=4m,mode=0700 tmpfs "$TASKQ_HOME" || fail "mount tmpfs on $TASKQ_HOME"
-_disk_cleanup() {
-	local rc=$?
-	set +e
-	mountpoint -q "$TASKQ_HOME" && umount -l "$TASKQ_HOME"
-	return "$rc"
-}
-trap '_disk_cleanup; _tq_cleanup' EXIT
+disk_mount 4m "$TASKQ_HOME"
 
 serve_start 1
 id=$(submit_id --retry-lost -- sh -c "echo run >>'$TQ_TMP/runs'; while [ ! -e '$TQ_TMP/go' ]; do sleep 0.02; done; exit 4")

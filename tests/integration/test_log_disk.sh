@@ -8,35 +8,15 @@
 # are fine once there is room again. The logs directory is a 1 MB tmpfs mounted by the
 # test, so it needs root (and a kernel that lets us mount): skipped,
 # saying why, otherwise.
-skip() {
-	echo "SKIP test_log_disk: $*"
-	exit 77 # meson's "skipped"
-}
-[ "$(id -u)" = 0 ] || skip "needs root to mount a small tmpfs"
-probe=$(mktemp -d "${TMPDIR:-/tmp}/taskq-mnt-XXXXXX")
-if ! mount -t tmpfs -o size=64k tmpfs "$probe" 2>/dev/null; then
-	rmdir "$probe"
-	skip "mount -t tmpfs failed (no CAP_SYS_ADMIN in this container?)"
-fi
-umount "$probe"
-rmdir "$probe"
-
+. "$(dirname "$0")/lib_disk.sh"
+disk_needed log_disk
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_serve.sh"
 
-# Unmount before lib.sh's cleanup removes the directory; lazily, since a
-# process we are about to stop may still hold a log open.
 logs="$TASKQ_HOME/logs"
-_disk_cleanup() {
-	local rc=$?
-	set +e
-	mountpoint -q "$logs" && umount -l "$logs"
-	return "$rc" # for _tq_cleanup, which exits with it
-}
-trap '_disk_cleanup; _tq_cleanup' EXIT
 
 first=$(submit_id -- seq 1 2000) # creates the state directory and logs/
-mount -t tmpfs -o size=1m,mode=0700 tmpfs "$logs" || fail "mount tmpfs on $logs"
+disk_mount 1m "$logs"
 
 serve_start 1
 wait_state "$first" succeeded

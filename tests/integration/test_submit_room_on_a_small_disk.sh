@@ -9,35 +9,17 @@
 # is stored, and the first that does not fit gets one line and exit 1. On a
 # disk with room, the room is made (the WAL file grows to it once) and the
 # submits do not grow the file further.
-skip() {
-	echo "SKIP test_submit_room_on_a_small_disk: $*"
-	exit 77
-}
-[ "$(id -u)" = 0 ] || skip "needs root to mount a small tmpfs"
-probe=$(mktemp -d "${TMPDIR:-/tmp}/taskq-mnt-XXXXXX")
-if ! mount -t tmpfs -o size=64k tmpfs "$probe" 2>/dev/null; then
-	rmdir "$probe"
-	skip "mount -t tmpfs failed (no CAP_SYS_ADMIN in this container?)"
-fi
-umount "$probe"
-rmdir "$probe"
-
+. "$(dirname "$0")/lib_disk.sh"
+disk_needed submit_room_on_a_small_disk
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_serve.sh"
 
 mkdir -p "$TASKQ_HOME"
-_disk_cleanup() {
-	local rc=$?
-	set +e
-	mountpoint -q "$TASKQ_HOME" && umount -l "$TASKQ_HOME"
-	return "$rc"
-}
-trap '_disk_cleanup; _tq_cleanup' EXIT
 WAL=$TASKQ_HOME/taskq.db-wal
 wal_size() { stat -c %s "$WAL"; }
 
 check "a disk with room: the WAL file is made long enough once, then not grown"
-mount -t tmpfs -o size=32m,mode=0700 tmpfs "$TASKQ_HOME" || fail "mount tmpfs on $TASKQ_HOME"
+disk_mount 32m "$TASKQ_HOME"
 serve_start 1
 assert_exit 0 tq pause true
 assert_exit 0 tq submit -- true
@@ -55,7 +37,7 @@ wait_for "! _tq_alive $SERVE_PID" 20 || fail "the supervisor did not stop"
 umount "$TASKQ_HOME" || fail "umount $TASKQ_HOME"
 
 check "a 3 MiB disk: the room is given back, the submits fill the disk"
-mount -t tmpfs -o size=3m,mode=0700 tmpfs "$TASKQ_HOME" || fail "mount tmpfs on $TASKQ_HOME"
+disk_mount 3m "$TASKQ_HOME"
 serve_start 1
 assert_exit 0 tq pause true
 # ten submits: the supervisor tries to make its room after the first's
