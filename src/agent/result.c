@@ -384,24 +384,21 @@ int tq_result_seen(const struct tq_result_parser *p)
  * becomes U+FFFD, on either backend. The task's log keeps the exact bytes.
  * Out of memory, s stays as it is.
  */
-static void storable(char **s)
+static int storable(char **s)
 {
 	char *fixed;
 
-	if (*s != NULL && tq_utf8_fix(*s, &fixed) == 1) {
-		free(*s);
-		*s = fixed;
-	}
+	if (*s == NULL || tq_utf8_fix(*s, &fixed) != 1)
+		return 0;
+	free(*s);
+	*s = fixed;
+	return 1;
 }
 
 static void storable_text(struct text *t)
 {
-	char *fixed;
-
-	if (t->p != NULL && tq_utf8_fix(t->p, &fixed) == 1) {
-		free(t->p);
-		t->p = fixed;
-		t->len = strlen(fixed);
+	if (storable(&t->p)) {
+		t->len = strlen(t->p);
 		t->cap = t->len + 1;
 	}
 }
